@@ -1,0 +1,62 @@
+// Backend-specific device queries behind a plain string interface.
+#include "backends/device_info.hpp"
+
+#include "core/types.hpp"
+
+#include <cstdio>
+
+#if defined(KOKKOS_ENABLE_HIP)
+#include <hip/hip_runtime.h>
+#endif
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace ktr {
+
+std::string device_description() {
+  char buf[256];
+#if defined(KOKKOS_ENABLE_CUDA)
+  int dev = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, dev);
+  std::snprintf(buf, sizeof buf, "%s (device %d, sm_%d%d, %.1f GiB)", prop.name, dev, prop.major, prop.minor,
+                prop.totalGlobalMem / 1073741824.0);
+#elif defined(KOKKOS_ENABLE_HIP)
+  int dev = 0;
+  hipGetDevice(&dev);
+  hipDeviceProp_t prop{};
+  hipGetDeviceProperties(&prop, dev);
+  std::snprintf(buf, sizeof buf, "%s (device %d, %s, %.1f GiB)", prop.name, dev, prop.gcnArchName,
+                prop.totalGlobalMem / 1073741824.0);
+#else
+  std::snprintf(buf, sizeof buf, "host CPU, %d %s thread%s", ExecSpace().concurrency(), ExecSpace::name(),
+                ExecSpace().concurrency() == 1 ? "" : "s");
+#endif
+  return buf;
+}
+
+std::string enabled_backends() {
+  std::string s;
+#if defined(KOKKOS_ENABLE_SERIAL)
+  s += "Serial ";
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+  s += "OpenMP ";
+#endif
+#if defined(KOKKOS_ENABLE_THREADS)
+  s += "Threads ";
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+  s += "Cuda ";
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+  s += "HIP ";
+#endif
+  if (!s.empty()) s.pop_back();
+  return s;
+}
+
+}  // namespace ktr

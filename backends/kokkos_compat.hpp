@@ -1,0 +1,83 @@
+// Kokkos 3.4.01 vs 4.x differences, confined to this header: nothing else in ktr tests KOKKOS_VERSION.
+//
+//  - math functions live in Kokkos::Experimental:: in 3.4 and in Kokkos:: in 4.x;
+//  - initialisation takes InitArguments (3.4) or InitializationSettings (4.x);
+//  - fence(label) and Kokkos::printf exist only in 4.x;
+//  - atomic_max is spelled atomic_fetch_max in 3.4.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <string>
+
+namespace ktr::compat {
+
+#if KOKKOS_VERSION >= 40000
+using Kokkos::cos;
+using Kokkos::exp;
+using Kokkos::fabs;
+using Kokkos::fmax;
+using Kokkos::log;
+using Kokkos::pow;
+using Kokkos::sqrt;
+#else
+using Kokkos::Experimental::cos;
+using Kokkos::Experimental::exp;
+using Kokkos::Experimental::fabs;
+using Kokkos::Experimental::fmax;
+using Kokkos::Experimental::log;
+using Kokkos::Experimental::pow;
+using Kokkos::Experimental::sqrt;
+#endif
+
+/// Initialises Kokkos with `num_threads` host threads (<= 0: Kokkos's default) and GPU `device_id` (< 0: default).
+inline void initialize(int num_threads, int device_id) {
+#if KOKKOS_VERSION >= 40000
+  Kokkos::InitializationSettings settings;
+  if (num_threads > 0) settings.set_num_threads(num_threads);
+  if (device_id >= 0) settings.set_device_id(device_id);
+  Kokkos::initialize(settings);
+#else
+  Kokkos::InitArguments args;
+  args.num_threads = num_threads > 0 ? num_threads : -1;
+  args.device_id = device_id;
+  Kokkos::initialize(args);
+#endif
+}
+
+/// Fences one execution space instance; the label reaches Kokkos Tools where the version supports it.
+template <class ExecSpace>
+void fence(ExecSpace const& space, std::string const& label) {
+#if KOKKOS_VERSION >= 40000
+  space.fence(label);
+#else
+  (void)label;
+  space.fence();
+#endif
+}
+
+/// Atomically replaces *dest with max(*dest, value).
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_max(T* dest, T value) {
+#if KOKKOS_VERSION >= 40000
+  Kokkos::atomic_max(dest, value);
+#else
+  Kokkos::atomic_fetch_max(dest, value);
+#endif
+}
+
+/// The Kokkos version as Kokkos writes it, e.g. "3.4.01".
+inline std::string kokkos_version_string() {
+  int const patch = KOKKOS_VERSION % 100;
+  return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+         (patch < 10 ? "0" : "") + std::to_string(patch);
+}
+
+}  // namespace ktr::compat
+
+// printf from device code: Kokkos::printf in 4.x, the backend's own printf in 3.4.
+#if KOKKOS_VERSION >= 40000
+#define KTR_DEVICE_PRINTF(...) Kokkos::printf(__VA_ARGS__)
+#else
+#define KTR_DEVICE_PRINTF(...) printf(__VA_ARGS__)
+#endif

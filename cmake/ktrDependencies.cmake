@@ -1,0 +1,8 @@
+# Finds Kokkos (3.4.01 through 4.x) and Kokkos Kernels, adapting Debian's binary Trilinos packaging, whose
+# CMake config defines neither Kokkos::kokkos nor include directories on its targets.
+find_package(Kokkos 3.4 CONFIG REQUIRED)
+find_package(KokkosKernels CONFIG REQUIRED)
+include(ktrKokkosShim)
+message(STATUS "ktr: Kokkos ${Kokkos_VERSION}, devices: ${Kokkos_DEVICES}")
+
+find_package(ZLIB REQUIRED)

@@ -1,0 +1,18 @@
+# Install rules and the exported package: consumers call find_package(ktr) and link ktr::ktr.
+include(CMakePackageConfigHelpers)
+install(TARGETS ktr EXPORT ktrTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(dir backends core models optim)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr/${dir}
+          FILES_MATCHING PATTERN "*.hpp")
+endforeach()
+install(FILES ${PROJECT_BINARY_DIR}/ktr_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr)
+install(EXPORT ktrTargets NAMESPACE ktr:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktr)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ktrConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/ktrConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktr)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ktrConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ktrConfig.cmake ${PROJECT_BINARY_DIR}/ktrConfigVersion.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/ktrKokkosShim.cmake DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktr)

@@ -1,0 +1,51 @@
+// Elementwise kernels and reductions over flat device views.
+#include "core/ops.hpp"
+
+namespace ktr {
+
+namespace {
+using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+
+Range range(ExecSpace const& space, std::size_t n) { return Range(space, 0, static_cast<std::int64_t>(n)); }
+
+}  // namespace
+
+void fill(ExecSpace const& space, DeviceView<float*> const& x, float value) {
+  Kokkos::parallel_for(
+      "ktr::ops::fill", range(space, x.extent(0)), KOKKOS_LAMBDA(std::int64_t i) { x(i) = value; });
+}
+
+void axpy(ExecSpace const& space, float alpha, DeviceView<const float*> const& x, DeviceView<float*> const& y) {
+  Kokkos::parallel_for(
+      "ktr::ops::axpy", range(space, y.extent(0)), KOKKOS_LAMBDA(std::int64_t i) { y(i) += alpha * x(i); });
+}
+
+void scale(ExecSpace const& space, float alpha, DeviceView<float*> const& x) {
+  Kokkos::parallel_for(
+      "ktr::ops::scale", range(space, x.extent(0)), KOKKOS_LAMBDA(std::int64_t i) { x(i) *= alpha; });
+}
+
+void sum(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumulator const& out) {
+  Kokkos::parallel_reduce(
+      "ktr::ops::sum", range(space, x.extent(0)), KOKKOS_LAMBDA(std::int64_t i, double& s) { s += x(i); }, out);
+}
+
+void sum_squares(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumulator const& out) {
+  Kokkos::parallel_reduce(
+      "ktr::ops::sum_squares", range(space, x.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i, double& s) { s += double(x(i)) * x(i); }, out);
+}
+
+float read_scalar(DeviceScalar const& s) {
+  float v = 0;
+  Kokkos::deep_copy(v, s);
+  return v;
+}
+
+double read_scalar(DeviceAccumulator const& s) {
+  double v = 0;
+  Kokkos::deep_copy(v, s);
+  return v;
+}
+
+}  // namespace ktr

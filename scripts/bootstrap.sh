@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Installs what ktr needs and builds Kokkos + Kokkos Kernels 3.4.01 from Debian's `trilinos` source
+# package into a cache prefix outside the build tree, reused when present.
+#
+#   scripts/bootstrap.sh [openmp|serial-debian|cuda|hip]     (default: openmp)
+#
+# Prints `KTR_KOKKOS_ROOT=<prefix>` as its last line. If Kokkos_ROOT is already set in the environment the
+# bootstrap steps aside and echoes it back. The cache lives in ${KTR_DEPS_CACHE:-~/.cache/ktr}, one folder per
+# Kokkos version and flavour (plus a recipe number, bumped when the recipe changes).
+set -euo pipefail
+
+flavour=${1:-openmp}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${KTR_DEPS_CACHE:-$HOME/.cache/ktr}
+jobs=${KTR_JOBS:-$(nproc)}
+log() { echo "[bootstrap] $*" >&2; }
+
+if [[ -n "${Kokkos_ROOT:-}" ]]; then
+  log "Kokkos_ROOT is set: using $Kokkos_ROOT, nothing to build"
+  echo "KTR_KOKKOS_ROOT=$Kokkos_ROOT"
+  exit 0
+fi
+
+as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
+
+# --- apt packages -------------------------------------------------------------------------------------------
+base_pkgs=(cmake g++ make libopenblas-dev zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist
+           gnuplot-nox dpkg-dev)
+case $flavour in
+  serial-debian) base_pkgs+=(libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev) ;;
+  hip) base_pkgs+=(hipcc libamdhip64-dev rocm-device-libs) ;;
+esac
+missing=()
+for p in "${base_pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+# deb-src lines, derived from the machine's own deb822 / one-line sources (no host name is written here).
+enable_deb_src() {
+  if apt-get indextargets --format '$(CREATED_BY)' 2>/dev/null | grep -q '^Sources$'; then return; fi
+  local out=/etc/apt/sources.list.d/ktr-deb-src
+  if compgen -G "/etc/apt/sources.list.d/*.sources" >/dev/null; then
+    for f in /etc/apt/sources.list.d/*.sources; do
+      [[ $f == "$out.sources" ]] && continue
+      grep -q '^Types:.*\bdeb\b' "$f" || continue
+      # only Debian's own archive stanzas: those signed by the Debian archive keyring
+      awk 'BEGIN{RS=""; ORS="\n\n"} /debian-archive-keyring/ {sub(/Types: deb\n/, "Types: deb-src\n"); print}' \
+        "$f"
+    done | as_root tee "$out.sources" >/dev/null
+  fi
+  if [[ -f /etc/apt/sources.list ]]; then
+    grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' | as_root tee "$out.list" >/dev/null || true
+  fi
+  need_update=1
+}
+
+need_update=0
+src_key=kokkos-3.4.01
+recipe=1  # bump when the build recipe below changes: the cache key changes with it
+prefix="$cache/$src_key-$flavour-r$recipe"
+if [[ $flavour != serial-debian && ! -f "$prefix/.complete" ]]; then enable_deb_src; fi
+if (( ${#missing[@]} )) || (( need_update )); then
+  log "apt: installing ${missing[*]:-(sources only)}"
+  as_root apt-get update -q >/dev/null
+  (( ${#missing[@]} )) && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+fi
+
+if [[ $flavour == serial-debian ]]; then
+  # Debian's binary Kokkos (Serial only); cmake/ktrKokkosShim.cmake adapts its CMake config.
+  echo "KTR_KOKKOS_ROOT=/usr"
+  exit 0
+fi
+
+if [[ -f "$prefix/.complete" ]]; then
+  log "reusing $prefix"
+  echo "KTR_KOKKOS_ROOT=$prefix"
+  exit 0
+fi
+
+# --- sources: only packages/kokkos and packages/kokkos-kernels out of the orig tarball ----------------------
+src="$cache/src-trilinos-13.2.0"
+if [[ ! -f "$src/.complete" ]]; then
+  log "fetching the trilinos source package"
+  rm -rf "$src" && mkdir -p "$src/dl"
+  (cd "$src/dl" && apt-get source --download-only -q trilinos >/dev/null 2>&1)
+  tarball=$(ls "$src"/dl/trilinos_*.orig.tar.* | head -n1)
+  tar xf "$tarball" -C "$src" --strip-components=2 --wildcards '*/packages/kokkos/*' '*/packages/kokkos-kernels/*'
+  rm -rf "$src/dl"
+  touch "$src/.complete"
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/ktr-bootstrap.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cp -r "$src/kokkos" "$src/kokkos-kernels" "$work/"
+
+kokkos_opts=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_SERIAL=ON)
+kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF
+         -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas
+         -DBLAS_LIBRARY_DIRS="$(dirname "$(readlink -f /usr/lib/*/libopenblas.so | head -n1)")")
+case $flavour in
+  openmp) kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON) ;;
+  cuda)
+    cuda_home=${CUDA_HOME:-/usr/local/cuda}
+    "$here/patch-kokkos-cuda.sh" "$work/kokkos" "$cuda_home"
+    kokkos_opts+=(-DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON
+                  -DCMAKE_CXX_COMPILER="$work/kokkos/bin/nvcc_wrapper" -DCUDAToolkit_ROOT="$cuda_home")
+    kk_opts+=(-DCMAKE_CXX_COMPILER="$work/kokkos/bin/nvcc_wrapper" -DKokkosKernels_ENABLE_TPL_CUBLAS=ON
+              -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF)
+    export NVCC_WRAPPER_DEFAULT_COMPILER=${CXX:-g++} CUDA_ROOT=$cuda_home PATH="$cuda_home/bin:$PATH"
+    ;;
+  hip)
+    kokkos_opts+=(-DKokkos_ENABLE_HIP=ON -DKokkos_ARCH_VEGA908=ON -DCMAKE_CXX_COMPILER=hipcc)
+    kk_opts+=(-DCMAKE_CXX_COMPILER=hipcc)
+    ;;
+  *) echo "bootstrap: unknown flavour '$flavour' (openmp|serial-debian|cuda|hip)" >&2; exit 2 ;;
+esac
+
+rm -rf "$prefix"
+log "building Kokkos 3.4.01 ($flavour) into $prefix"
+cmake -S "$work/kokkos" -B "$work/build-kokkos" -DCMAKE_INSTALL_PREFIX="$prefix" "${kokkos_opts[@]}" >"$work/kokkos.log" 2>&1 \
+  && cmake --build "$work/build-kokkos" -j "$jobs" >>"$work/kokkos.log" 2>&1 \
+  && cmake --install "$work/build-kokkos" >>"$work/kokkos.log" 2>&1 \
+  || { tail -n 40 "$work/kokkos.log" >&2; exit 1; }
+log "building Kokkos Kernels 3.4.01 ($flavour, no pre-instantiation, host BLAS: OpenBLAS)"
+cmake -S "$work/kokkos-kernels" -B "$work/build-kk" -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" \
+  "${kk_opts[@]}" >"$work/kk.log" 2>&1 \
+  && cmake --build "$work/build-kk" -j "$jobs" >>"$work/kk.log" 2>&1 \
+  && cmake --install "$work/build-kk" >>"$work/kk.log" 2>&1 \
+  || { tail -n 40 "$work/kk.log" >&2; exit 1; }
+touch "$prefix/.complete"
+echo "KTR_KOKKOS_ROOT=$prefix"

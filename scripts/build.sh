@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Bootstraps the dependencies for a flavour and configures + builds ktr into build/<flavour>.
+#   scripts/build.sh [openmp|serial-debian|cuda|hip] [extra cmake args...]
+# Prints the build folder as its last line.
+set -euo pipefail
+flavour=${1:-openmp}
+shift || true
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(scripts/bootstrap.sh "$flavour" | tail -n1)
+root=${root#KTR_KOKKOS_ROOT=}
+build=build/$flavour
+extra=()
+case $flavour in
+  cuda) extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper") ;;
+  hip) extra+=(-DCMAKE_CXX_COMPILER=hipcc) ;;
+esac
+cmake -S . -B "$build" -DKokkos_ROOT="$root" -DKokkosKernels_ROOT="$root" "${extra[@]}" "$@" >&2
+cmake --build "$build" -j "${KTR_JOBS:-$(nproc)}" >&2
+echo "$build"

@@ -1,0 +1,14 @@
+// Test main: Kokkos initialise -> GoogleTest -> Kokkos finalise.
+#include "core/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+// CTest registers every test once per thread count and passes it as KTR_TEST_THREADS.
+int main(int argc, char* argv[]) {
+  ::testing::InitGoogleTest(&argc, argv);
+  char const* threads = std::getenv("KTR_TEST_THREADS");
+  ktr::Runtime runtime(threads ? std::atoi(threads) : -1);
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,90 @@
+// Tensor basics and the elementwise kernels against plain host loops.
+#include "core/error.hpp"
+#include "core/ops.hpp"
+#include "core/runtime.hpp"
+#include "core/tensor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+
+namespace {
+
+std::vector<float> ramp(std::size_t n, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = scale * static_cast<float>(i % 97) - 3.0f;
+  return v;
+}
+
+TEST(Runtime, ThreadCountIsWhatCTestAskedFor) {
+  char const* expect = std::getenv("KTR_TEST_THREADS");
+  if (!expect) GTEST_SKIP() << "not run under CTest";
+  if (std::string(ktr::ExecSpace::name()) != "OpenMP") GTEST_SKIP() << "not a threaded backend";
+  EXPECT_EQ(ktr::ExecSpace().concurrency(), std::atoi(expect));
+  EXPECT_NE(ktr::runtime_info().find("OpenMP"), std::string::npos);
+}
+
+TEST(Shape, SizeInnerAndString) {
+  ktr::Shape s{4, 28, 28, 1};
+  EXPECT_EQ(s.rank, 4);
+  EXPECT_EQ(s.size(), 4 * 28 * 28);
+  EXPECT_EQ(s.inner(), 28 * 28);
+  EXPECT_EQ(s.str(), "(4, 28, 28, 1)");
+  EXPECT_EQ(s.with_batch(2).size(), 2 * 28 * 28);
+  EXPECT_THROW((ktr::Shape{1, 2, 3, 4, 5}), ktr::Error);
+}
+
+TEST(Tensor, AllocatesZeroedAndRoundTrips) {
+  ktr::Tensor t("ktr::test::t", {3, 5});
+  EXPECT_EQ(t.size(), 15);
+  EXPECT_EQ(t.label(), "ktr::test::t");
+  for (float v : ktr::to_host(t)) EXPECT_EQ(v, 0.0f);
+  auto values = ramp(15, 0.5f);
+  ktr::from_host(t, values);
+  EXPECT_EQ(ktr::to_host(t), values);
+  EXPECT_THROW(ktr::from_host(t, std::vector<float>(14)), ktr::Error);
+}
+
+TEST(Tensor, WrapsStorageAndReshapes) {
+  ktr::DeviceView<float*> storage("ktr::test::storage", 24);
+  ktr::Tensor t(storage, {2, 3, 4});
+  EXPECT_EQ(t.data(), storage.data());
+  auto m = t.matrix();
+  EXPECT_EQ(m.extent(0), 2u);
+  EXPECT_EQ(m.extent(1), 12u);
+  EXPECT_EQ(t.reshaped({6, 4}).matrix().extent(1), 4u);
+  EXPECT_THROW(ktr::Tensor(storage, {5, 5}), ktr::Error);
+}
+
+TEST(Ops, FillAxpyScaleMatchHost) {
+  std::size_t const n = 1000;
+  ktr::ExecSpace space;
+  ktr::Tensor x("ktr::test::x", {static_cast<std::int64_t>(n)});
+  ktr::Tensor y("ktr::test::y", {static_cast<std::int64_t>(n)});
+  auto hx = ramp(n, 0.25f);
+  ktr::from_host(x, hx);
+  ktr::fill(space, y.view(), 2.0f);
+  ktr::axpy(space, -1.5f, x.view(), y.view());
+  ktr::scale(space, 0.5f, y.view());
+  auto hy = ktr::to_host(y);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(hy[i], 0.5f * (2.0f - 1.5f * hx[i])) << i;
+}
+
+TEST(Ops, ReductionsStayOnDeviceAndMatchHost) {
+  std::size_t const n = 100003;
+  ktr::ExecSpace space;
+  ktr::Tensor x("ktr::test::x", {static_cast<std::int64_t>(n)});
+  auto hx = ramp(n, 0.01f);
+  ktr::from_host(x, hx);
+  ktr::DeviceAccumulator s("ktr::test::sum"), q("ktr::test::sumsq");
+  ktr::sum(space, x.view(), s);
+  ktr::sum_squares(space, x.view(), q);
+  double es = 0, eq = 0;
+  for (float v : hx) es += v, eq += double(v) * v;
+  EXPECT_NEAR(ktr::read_scalar(s), es, 1e-6 * std::abs(es) + 1e-6);
+  EXPECT_NEAR(ktr::read_scalar(q), eq, 1e-9 * eq);
+}
+
+}  // namespace
