@@ -1,0 +1,23 @@
+// Softmax cross-entropy with integer labels, computed through a stable log-softmax, with its gradient and the
+// count of correct predictions, in one kernel whose results stay in device memory.
+#pragma once
+
+#include "core/tensor.hpp"
+
+namespace ktr {
+
+/// Where the loss kernel writes: entry `index` of per-step metric arrays in device memory.
+struct LossOutput {
+  DeviceView<float*> loss;            ///< mean loss over the batch (or, with accumulate, the running sum)
+  DeviceView<std::int32_t*> correct;  ///< number of rows whose argmax equals the label
+  int index = 0;
+  bool accumulate = false;  ///< add the batch's loss *sum* and count instead of storing mean/count
+};
+
+/// logits (B, C), labels (B) in [0, C). loss_b = logsumexp(z_b) - z_b[y_b]; writes mean_b loss_b and the correct
+/// count to `out`, and, if dlogits is non-empty, dlogits = (softmax(z) - onehot(y)) / B.
+void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
+                           DeviceView<const std::int32_t*> const& labels, Tensor const& dlogits,
+                           LossOutput const& out);
+
+}  // namespace ktr

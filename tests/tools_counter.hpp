@@ -1,0 +1,63 @@
+// Counts Kokkos Tools events (deep copies, allocations, kernel launches) while alive, through the callback
+// setters Kokkos 3.4 and 4.x share. Used to prove that a code region copies and allocates nothing.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ktr::test {
+
+class ToolsCounter {
+ public:
+  ToolsCounter() {
+    state() = State{};
+    namespace T = Kokkos::Tools::Experimental;
+    T::set_begin_deep_copy_callback(&on_deep_copy);
+    T::set_allocate_data_callback(&on_allocate);
+    T::set_begin_parallel_for_callback(&on_kernel);
+    T::set_begin_parallel_reduce_callback(&on_kernel);
+    T::set_begin_parallel_scan_callback(&on_kernel);
+  }
+  ~ToolsCounter() {
+    namespace T = Kokkos::Tools::Experimental;
+    T::set_begin_deep_copy_callback(nullptr);
+    T::set_allocate_data_callback(nullptr);
+    T::set_begin_parallel_for_callback(nullptr);
+    T::set_begin_parallel_reduce_callback(nullptr);
+    T::set_begin_parallel_scan_callback(nullptr);
+  }
+  ToolsCounter(ToolsCounter const&) = delete;
+  ToolsCounter& operator=(ToolsCounter const&) = delete;
+
+  std::int64_t deep_copies() const { return state().deep_copies; }
+  std::int64_t allocations() const { return state().allocations; }
+  std::int64_t kernels() const { return state().kernels; }
+  /// Labels of the deep copies and allocations seen (for failure messages).
+  std::vector<std::string> const& events() const { return state().events; }
+
+ private:
+  struct State {
+    std::int64_t deep_copies = 0, allocations = 0, kernels = 0;
+    std::vector<std::string> events;
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+  static void on_deep_copy(Kokkos::Tools::SpaceHandle, char const* dst, void const*, Kokkos::Tools::SpaceHandle,
+                           char const* src, void const*, std::uint64_t bytes) {
+    ++state().deep_copies;
+    state().events.push_back(std::string("deep_copy ") + src + " -> " + dst + " (" + std::to_string(bytes) +
+                             " B)");
+  }
+  static void on_allocate(Kokkos::Tools::SpaceHandle, char const* label, void const*, std::uint64_t bytes) {
+    ++state().allocations;
+    state().events.push_back(std::string("allocate ") + label + " (" + std::to_string(bytes) + " B)");
+  }
+  static void on_kernel(char const*, std::uint32_t, std::uint64_t*) { ++state().kernels; }
+};
+
+}  // namespace ktr::test
