@@ -1,0 +1,107 @@
+// Conv2D 3x3 / stride 1 / SAME, NHWC: im2col + gemm forward, gemm for the kernel gradient, gemm + col2im for the
+// input gradient. The im2col matrix (B*H*W, 9*Cin) lives in the model's scratch and is reused for its gradient.
+#include "backends/gemm.hpp"
+#include "core/error.hpp"
+#include "models/layers.hpp"
+
+namespace ktr {
+
+namespace {
+
+constexpr int K = 3;  // kernel size; SAME padding is K / 2 = 1 on each side
+
+struct Geometry {
+  std::int64_t batch, height, width, channels;
+  KOKKOS_INLINE_FUNCTION std::int64_t pixels() const { return batch * height * width; }
+  KOKKOS_INLINE_FUNCTION std::int64_t patch() const { return K * K * channels; }
+};
+
+Geometry geometry(Shape const& in) {
+  require(in.rank == 4, "ktr::Conv2D", "input must be (B, H, W, C), got " + in.str());
+  return Geometry{in[0], in[1], in[2], in[3]};
+}
+
+// cols[(b, h, w), (kh, kw, c)] = x[b, h + kh - 1, w + kw - 1, c], zero outside the image.
+void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& cols) {
+  Kokkos::parallel_for(
+      "ktr::conv2d::im2col", Kokkos::RangePolicy<ExecSpace>(space, 0, g.pixels() * g.patch()),
+      KOKKOS_LAMBDA(std::int64_t k) {
+        std::int64_t const row = k / g.patch(), col = k % g.patch();
+        std::int64_t const c = col % g.channels, kw = (col / g.channels) % K, kh = col / (g.channels * K);
+        std::int64_t const w = row % g.width, h = (row / g.width) % g.height, b = row / (g.width * g.height);
+        std::int64_t const hh = h + kh - K / 2, ww = w + kw - K / 2;
+        bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
+        cols(row, col) = inside ? x[((b * g.height + hh) * g.width + ww) * g.channels + c] : 0.0f;
+      });
+}
+
+// dx[b, h, w, c] = sum_{kh, kw} dcols[(b, h - kh + 1, w - kw + 1), (kh, kw, c)]: a gather, so no atomics.
+void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float* dx) {
+  Kokkos::parallel_for(
+      "ktr::conv2d::col2im", Kokkos::RangePolicy<ExecSpace>(space, 0, g.pixels() * g.channels),
+      KOKKOS_LAMBDA(std::int64_t k) {
+        std::int64_t const c = k % g.channels, w = (k / g.channels) % g.width;
+        std::int64_t const h = (k / (g.channels * g.width)) % g.height, b = k / (g.channels * g.width * g.height);
+        float acc = 0.0f;
+        for (int kh = 0; kh < K; ++kh) {
+          std::int64_t const oh = h - kh + K / 2;
+          if (oh < 0 || oh >= g.height) continue;
+          for (int kw = 0; kw < K; ++kw) {
+            std::int64_t const ow = w - kw + K / 2;
+            if (ow < 0 || ow >= g.width) continue;
+            acc += dcols((b * g.height + oh) * g.width + ow, (kh * K + kw) * g.channels + c);
+          }
+        }
+        dx[k] = acc;
+      });
+}
+
+}  // namespace
+
+std::string Conv2D::describe() const { return "conv3x3:" + std::to_string(features_) + (relu_ ? ":relu" : ""); }
+
+Shape Conv2D::output_shape(Shape const& in) const {
+  auto g = geometry(in);
+  return Shape{g.batch, g.height, g.width, features_};
+}
+
+std::vector<ParamSpec> Conv2D::param_specs(Shape const& in) const {
+  auto g = geometry(in);
+  return {ParamSpec{"kernel", Shape{K, K, g.channels, features_}, Init::lecun_normal, g.patch()},
+          ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
+}
+
+void Conv2D::bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) {
+  w_ = params.at(0), b_ = params.at(1), dw_ = grads.at(0), db_ = grads.at(1);
+}
+
+std::int64_t Conv2D::scratch_size(Shape const& in) const {
+  auto g = geometry(in);
+  return g.pixels() * g.patch();
+}
+
+void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+  auto g = geometry(x.shape());
+  Matrix cols(cols_.data(), g.pixels(), g.patch());
+  Matrix w(w_.data(), g.patch(), features_);
+  Matrix out(y.data(), g.pixels(), features_);
+  im2col(space, g, x.data(), cols);
+  gemm(space, false, false, 1.0f, cols, w, 0.0f, out);  // (BHW, F) = (BHW, 9C) (9C, F)
+  impl::bias_act_forward(space, out, b_.view(), relu_);
+}
+
+void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                      Tensor const& dx) {
+  auto g = geometry(x.shape());
+  Matrix cols(cols_.data(), g.pixels(), g.patch());
+  Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
+  Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
+  impl::act_bias_backward(space, dout, out, db_.view(), relu_);
+  im2col(space, g, x.data(), cols);                      // the forward's columns (recomputed: scratch is shared)
+  gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (9C, F) = (BHW, 9C)^T (BHW, F)
+  if (dx.size() == 0) return;
+  gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHW, 9C) = (BHW, F) (9C, F)^T
+  col2im(space, g, cols, dx.data());
+}
+
+}  // namespace ktr

@@ -1,0 +1,116 @@
+// Layers: each knows its parameter shapes, its output shape, its forward (which saves nothing beyond its output:
+// the model keeps every layer's input and output) and its backward. Parameters and gradients are windows into the
+// model's arena, handed over by bind(); scratch (im2col) is a window into the model's workspace.
+//
+// Shapes include the batch: images (B, H, W, C) NHWC, features (B, N). Every call takes the execution space
+// instance it runs on and launches labelled kernels ("ktr::<layer>::<op>") or gemms on it; nothing allocates.
+#pragma once
+
+#include "core/arena.hpp"
+#include "core/tensor.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ktr {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  /// The layer's token in a model description, e.g. "dense:512:relu".
+  virtual std::string describe() const = 0;
+  virtual Shape output_shape(Shape const& in) const = 0;
+  virtual std::vector<ParamSpec> param_specs(Shape const& /*in*/) const { return {}; }
+  /// Receives the windows of its parameters and gradients (in param_specs order).
+  virtual void bind(std::vector<Tensor> const& /*params*/, std::vector<Tensor> const& /*grads*/) {}
+  /// Floats of scratch the layer needs for a batch of shape `in`.
+  virtual std::int64_t scratch_size(Shape const& /*in*/) const { return 0; }
+  virtual void set_scratch(DeviceView<float*> const& /*scratch*/) {}
+  /// True if the output is the input seen with another shape (no kernel, no memory).
+  virtual bool is_view() const { return false; }
+  /// Multiply-add FLOPs (2 per MAC) of the forward pass for a batch of shape `in` (gemm work only).
+  virtual double forward_flops(Shape const& /*in*/) const { return 0; }
+
+  /// y = f(x).
+  virtual void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) = 0;
+  /// Writes the parameter gradients and, if dx is non-empty, dx; dy may be overwritten.
+  virtual void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                        Tensor const& dx) = 0;
+};
+
+/// y = act(x W + b): x (B, in) (or any (B, ...) flattened), W (in, out), b (out); act is ReLU or identity.
+class Dense : public Layer {
+ public:
+  Dense(std::int64_t features, bool relu) : features_(features), relu_(relu) {}
+  std::string describe() const override;
+  Shape output_shape(Shape const& in) const override;
+  std::vector<ParamSpec> param_specs(Shape const& in) const override;
+  void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
+  double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
+  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                Tensor const& dx) override;
+
+ private:
+  std::int64_t features_;
+  bool relu_;
+  Tensor w_, b_, dw_, db_;
+};
+
+/// 3x3 convolution, stride 1, SAME padding, NHWC, kernel (3, 3, Cin, Cout) (HWIO, as Flax), bias (Cout), optional
+/// fused ReLU. Forward and the kernel gradient go through im2col + gemm; the input gradient is a gemm + col2im.
+class Conv2D : public Layer {
+ public:
+  Conv2D(std::int64_t features, bool relu) : features_(features), relu_(relu) {}
+  std::string describe() const override;
+  Shape output_shape(Shape const& in) const override;
+  std::vector<ParamSpec> param_specs(Shape const& in) const override;
+  void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
+  std::int64_t scratch_size(Shape const& in) const override;
+  double forward_flops(Shape const& in) const override { return 2.0 * 9 * in.size() * features_; }
+  void set_scratch(DeviceView<float*> const& scratch) override { cols_ = scratch; }
+  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                Tensor const& dx) override;
+
+ private:
+  std::int64_t features_;
+  bool relu_;
+  Tensor w_, b_, dw_, db_;
+  DeviceView<float*> cols_;
+};
+
+/// 2x2 average pooling, stride 2, VALID (odd trailing rows/columns are dropped, as Flax's avg_pool).
+class AvgPool2 : public Layer {
+ public:
+  std::string describe() const override { return "avgpool2"; }
+  Shape output_shape(Shape const& in) const override;
+  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                Tensor const& dx) override;
+};
+
+/// (B, H, W, C) -> (B, H*W*C): a view, no kernel.
+class Flatten : public Layer {
+ public:
+  std::string describe() const override { return "flatten"; }
+  Shape output_shape(Shape const& in) const override { return Shape{in[0], in.inner()}; }
+  bool is_view() const override { return true; }
+  void forward(ExecSpace const&, Tensor const&, Tensor const&) override {}
+  void backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) override {}
+};
+
+/// Builds a layer from its description token ("dense:10", "dense:512:relu", "conv3x3:32:relu", "avgpool2",
+/// "flatten"); throws ktr::Error naming the token otherwise.
+std::unique_ptr<Layer> make_layer(std::string const& token);
+
+namespace impl {
+/// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.
+void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu);
+/// dz = dy * act'(y) in place, db[j] = sum_i dz[i, j].
+void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
+                       DeviceView<float*> const& db, bool relu);
+}  // namespace impl
+
+}  // namespace ktr

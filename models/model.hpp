@@ -1,0 +1,68 @@
+// A model: a sequence of layers described by one line of text, its parameter arena and its workspace.
+//
+//   description  "in=28x28x1 flatten dense:512:relu dense:512:relu dense:10"       (the MLP)
+//                "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10"            (SimpleCNN)
+//
+// The description is saved with checkpoints and is enough to rebuild the model. allocate() sizes the arena and
+// one workspace for the largest batch: every layer's output, two gradient buffers and the shared scratch. After
+// that, forward and backward allocate nothing, for any batch up to the largest.
+#pragma once
+
+#include "core/arena.hpp"
+#include "models/layers.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ktr {
+
+class Model {
+ public:
+  /// Parses a description; throws ktr::Error naming the bad token. Allocates for batches up to max_batch.
+  Model(std::string const& description, std::int64_t max_batch);
+
+  /// MLP on 28x28x1 images: flatten, Dense+ReLU per hidden size, Dense(classes).
+  static std::string mlp(std::vector<std::int64_t> const& hidden = {512, 512}, std::int64_t classes = 10);
+  /// SimpleCNN: Conv 3x3x32 SAME + ReLU, AvgPool 2x2, Flatten, Dense(classes).
+  static std::string simple_cnn(std::int64_t features = 32, std::int64_t classes = 10);
+
+  std::string const& description() const { return description_; }
+  std::int64_t max_batch() const { return max_batch_; }
+  /// (B, H, W, C) of an input batch.
+  Shape input_shape(std::int64_t batch) const { return input_.with_batch(batch); }
+  std::int64_t num_classes() const { return shapes_.back()[1]; }
+  Arena const& arena() const { return arena_; }
+  std::size_t num_layers() const { return layers_.size(); }
+  Layer const& layer(std::size_t i) const { return *layers_[i]; }
+  /// FLOPs of one training step (forward + backward gemm work) at batch B.
+  double train_flops(std::int64_t batch) const;
+
+  /// Initialises the parameters on the device (LeCun normal kernels, zero biases).
+  void init(ExecSpace const& space, std::uint64_t seed) const { arena_.initialize(space, seed); }
+
+  /// logits (B, classes) = model(x), x (B, H, W, C) with B <= max_batch. Keeps x for backward.
+  Tensor forward(ExecSpace const& space, Tensor const& x);
+  /// The buffer the loss writes d loss / d logits into, for the batch of the last forward.
+  Tensor dlogits() const;
+  /// Writes every parameter gradient into the arena's gradient buffer (overwriting; no zero_grad needed).
+  /// If dx is non-empty it receives d loss / d x (for tests).
+  void backward(ExecSpace const& space, Tensor const& dx = Tensor());
+
+ private:
+  Shape activation(std::size_t i, std::int64_t batch) const { return shapes_[i].with_batch(batch); }
+
+  std::string description_;
+  Shape input_;  // (1, H, W, C)
+  std::int64_t max_batch_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<Shape> shapes_;  // shapes_[i]: input of layer i at batch 1; shapes_.back(): the logits
+  Arena arena_;
+  DeviceView<float*> workspace_;
+  std::vector<std::int64_t> act_offset_;  // output of layer i at act_offset_[i + 1]
+  std::int64_t grad_offset_[2] = {0, 0};
+  Tensor x_;  // the input of the last forward
+  std::int64_t batch_ = 0;
+};
+
+}  // namespace ktr

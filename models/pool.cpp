@@ -1,0 +1,41 @@
+// AvgPool 2x2 stride 2 (VALID) and its gradient, one kernel each.
+#include "core/error.hpp"
+#include "models/layers.hpp"
+
+namespace ktr {
+
+Shape AvgPool2::output_shape(Shape const& in) const {
+  require(in.rank == 4, "ktr::AvgPool2", "input must be (B, H, W, C), got " + in.str());
+  return Shape{in[0], in[1] / 2, in[2] / 2, in[3]};
+}
+
+void AvgPool2::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+  Shape const s = x.shape();
+  std::int64_t const H = s[1], W = s[2], C = s[3], Ho = H / 2, Wo = W / 2;
+  float const* in = x.data();
+  float* out = y.data();
+  Kokkos::parallel_for(
+      "ktr::avgpool2::forward", Kokkos::RangePolicy<ExecSpace>(space, 0, y.size()), KOKKOS_LAMBDA(std::int64_t k) {
+        std::int64_t const c = k % C, j = (k / C) % Wo, i = (k / (C * Wo)) % Ho, b = k / (C * Wo * Ho);
+        float const* p = in + ((b * H + 2 * i) * W + 2 * j) * C + c;
+        out[k] = 0.25f * (p[0] + p[C] + p[W * C] + p[W * C + C]);
+      });
+}
+
+void AvgPool2::backward(ExecSpace const& space, Tensor const& x, Tensor const&, Tensor const& dy,
+                        Tensor const& dx) {
+  if (dx.size() == 0) return;
+  Shape const s = x.shape();
+  std::int64_t const H = s[1], W = s[2], C = s[3], Ho = H / 2, Wo = W / 2;
+  float const* g = dy.data();
+  float* out = dx.data();
+  Kokkos::parallel_for(
+      "ktr::avgpool2::backward", Kokkos::RangePolicy<ExecSpace>(space, 0, dx.size()),
+      KOKKOS_LAMBDA(std::int64_t k) {
+        std::int64_t const c = k % C, w = (k / C) % W, h = (k / (C * W)) % H, b = k / (C * W * H);
+        std::int64_t const i = h / 2, j = w / 2;
+        out[k] = (i < Ho && j < Wo) ? 0.25f * g[((b * Ho + i) * Wo + j) * C + c] : 0.0f;
+      });
+}
+
+}  // namespace ktr

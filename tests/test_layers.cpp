@@ -1,0 +1,173 @@
+// Every layer and the loss: device forward vs the host double reference, and device gradients (inputs and
+// parameters) vs central finite differences of that reference in double precision.
+#include "core/arena.hpp"
+#include "core/error.hpp"
+#include "core/loss.hpp"
+#include "models/layers.hpp"
+#include "reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace {
+
+using ktr::Shape;
+using ktr::Tensor;
+using ktr::test::Vec;
+
+// f(x, params) -> y in double, params in param_specs order.
+using RefForward = std::function<Vec(Vec const&, std::vector<Vec> const&)>;
+
+void expect_close(std::vector<float> const& got, Vec const& want, double tol, char const* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (1.0 + std::abs(want[i]))) << what << " at " << i;
+}
+
+// Checks a layer on input shape `in`: forward against `ref`, backward of L = sum(r * y) against finite
+// differences of the reference.
+void check_layer(ktr::Layer& layer, Shape in, RefForward const& ref, std::uint32_t seed) {
+  ktr::ExecSpace space;
+  Shape const out = layer.output_shape(in);
+  ktr::Arena arena(layer.param_specs(in));
+  std::vector<Tensor> params, grads;
+  std::vector<Vec> host_params;
+  for (std::size_t i = 0; i < arena.count(); ++i) {
+    params.push_back(arena.param(i));
+    grads.push_back(arena.grad(i));
+    auto v = ktr::test::random_floats(arena.param(i).size(), seed + 10 + std::uint32_t(i), -0.5f, 0.5f);
+    ktr::from_host(params.back(), v);
+    host_params.push_back(ktr::test::to_double(v));
+  }
+  layer.bind(params, grads);
+  ktr::DeviceView<float*> scratch("ktr::test::scratch", std::size_t(layer.scratch_size(in)) + 1);
+  layer.set_scratch(scratch);
+
+  auto hx = ktr::test::random_floats(in.size(), seed);
+  Tensor x("ktr::test::x", in), y("ktr::test::y", out), dy("ktr::test::dy", out), dx("ktr::test::dx", in);
+  ktr::from_host(x, hx);
+  if (layer.is_view()) y = x.reshaped(out);
+  layer.forward(space, x, y);
+  Vec const xd = ktr::test::to_double(hx);
+  expect_close(ktr::to_host(y), ref(xd, host_params), 1e-5, "forward");
+
+  auto r = ktr::test::random_floats(out.size(), seed + 99);
+  ktr::from_host(dy, r);
+  Vec const rd = ktr::test::to_double(r);
+  layer.backward(space, x, y, dy, dx);
+
+  auto objective_x = [&](Vec const& v) { return ktr::test::dot(rd, ref(v, host_params)); };
+  expect_close(ktr::to_host(dx), ktr::test::finite_difference(objective_x, xd), 1e-4, "d/dx");
+  for (std::size_t p = 0; p < host_params.size(); ++p) {
+    auto objective_p = [&](Vec const& v) {
+      auto ps = host_params;
+      ps[p] = v;
+      return ktr::test::dot(rd, ref(xd, ps));
+    };
+    expect_close(ktr::to_host(grads[p]), ktr::test::finite_difference(objective_p, host_params[p]), 1e-4,
+                 arena.spec(p).name.c_str());
+  }
+}
+
+TEST(Layers, DenseReluForwardAndGradients) {
+  ktr::Dense layer(5, true);
+  check_layer(
+      layer, Shape{4, 7},
+      [](Vec const& x, std::vector<Vec> const& p) { return ktr::test::dense_ref(x, p[0], p[1], 4, 7, 5, true); },
+      1);
+}
+
+TEST(Layers, DenseLinearOnImagesFlattens) {
+  ktr::Dense layer(3, false);
+  check_layer(
+      layer, Shape{2, 3, 2, 2},
+      [](Vec const& x, std::vector<Vec> const& p) { return ktr::test::dense_ref(x, p[0], p[1], 2, 12, 3, false); },
+      2);
+}
+
+TEST(Layers, Conv2DSameReluForwardAndGradients) {
+  ktr::Conv2D layer(3, true);
+  check_layer(
+      layer, Shape{2, 5, 4, 2},
+      [](Vec const& x, std::vector<Vec> const& p) {
+        return ktr::test::conv_ref(x, p[0], p[1], 2, 5, 4, 2, 3, true);
+      },
+      3);
+}
+
+TEST(Layers, Conv2DSingleChannelLinear) {
+  ktr::Conv2D layer(4, false);
+  check_layer(
+      layer, Shape{3, 6, 6, 1},
+      [](Vec const& x, std::vector<Vec> const& p) {
+        return ktr::test::conv_ref(x, p[0], p[1], 3, 6, 6, 1, 4, false);
+      },
+      4);
+}
+
+TEST(Layers, AvgPoolOddExtentsForwardAndGradients) {
+  ktr::AvgPool2 layer;
+  EXPECT_EQ(layer.output_shape(Shape{2, 5, 7, 3}), (Shape{2, 2, 3, 3}));
+  check_layer(
+      layer, Shape{2, 5, 7, 3},
+      [](Vec const& x, std::vector<Vec> const&) { return ktr::test::pool_ref(x, 2, 5, 7, 3); }, 5);
+}
+
+TEST(Layers, FlattenIsAView) {
+  ktr::Flatten layer;
+  EXPECT_TRUE(layer.is_view());
+  EXPECT_EQ(layer.output_shape(Shape{4, 3, 2, 5}), (Shape{4, 30}));
+}
+
+TEST(Layers, MakeLayerParsesAndRejects) {
+  EXPECT_EQ(ktr::make_layer("dense:512:relu")->describe(), "dense:512:relu");
+  EXPECT_EQ(ktr::make_layer("conv3x3:32")->describe(), "conv3x3:32");
+  EXPECT_THROW(ktr::make_layer("dense:0"), ktr::Error);
+  EXPECT_THROW(ktr::make_layer("dense:12:tanh"), ktr::Error);
+  EXPECT_THROW(ktr::make_layer("lstm:3"), ktr::Error);
+}
+
+TEST(Loss, StableSoftmaxCrossEntropyMatchesReferenceAndFiniteDifferences) {
+  ktr::ExecSpace space;
+  int const B = 6, C = 10;
+  auto hz = ktr::test::random_floats(B * C, 7, -3.0f, 3.0f);
+  hz[5] = 80.0f;  // a large logit: exp would overflow in float without the max shift
+  std::vector<int> labels{3, 0, 9, 5, 5, 1};
+  Tensor z("ktr::test::z", Shape{B, C}), dz("ktr::test::dz", Shape{B, C});
+  ktr::from_host(z, hz);
+  ktr::DeviceView<std::int32_t*> y("ktr::test::labels", B);
+  auto hy = Kokkos::create_mirror_view(y);
+  for (int i = 0; i < B; ++i) hy(i) = labels[i];
+  Kokkos::deep_copy(y, hy);
+  ktr::DeviceView<float*> loss("ktr::test::loss", 2);
+  ktr::DeviceView<std::int32_t*> correct("ktr::test::correct", 2);
+  ktr::softmax_cross_entropy(space, z, y, dz, ktr::LossOutput{loss, correct, 1, false});
+
+  Vec const zd = ktr::test::to_double(hz);
+  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+  auto hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), correct);
+  double const want = ktr::test::xent_ref(zd, labels, B, C);
+  EXPECT_TRUE(std::isfinite(hl(1)));
+  EXPECT_NEAR(hl(1), want, 1e-5 * want);
+  EXPECT_EQ(hl(0), 0.0f);
+  int hits = 0;
+  for (int i = 0; i < B; ++i) {
+    int best = 0;
+    for (int c = 1; c < C; ++c)
+      if (hz[i * C + c] > hz[i * C + best]) best = c;
+    hits += best == labels[i];
+  }
+  EXPECT_EQ(hc(1), hits);
+  auto objective = [&](Vec const& v) { return ktr::test::xent_ref(v, labels, B, C); };
+  expect_close(ktr::to_host(dz), ktr::test::finite_difference(objective, zd), 1e-5, "d loss / d logits");
+
+  // accumulate mode adds the batch's loss sum and hit count
+  ktr::softmax_cross_entropy(space, z, y, Tensor(), ktr::LossOutput{loss, correct, 1, true});
+  Kokkos::deep_copy(hl, loss);
+  Kokkos::deep_copy(hc, correct);
+  EXPECT_NEAR(hl(1), want + want * B, 1e-4 * want * B);
+  EXPECT_EQ(hc(1), 2 * hits);
+}
+
+}  // namespace
