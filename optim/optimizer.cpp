@@ -1,0 +1,104 @@
+// The optimiser kernels: a one-thread advance of the device scalars, then one fused update over the arena.
+#include "optim/optimizer.hpp"
+
+#include "core/error.hpp"
+#include "core/ops.hpp"
+
+namespace ktr {
+
+OptimizerConfig::Kind OptimizerConfig::parse_kind(std::string const& name) {
+  if (name == "sgd") return Kind::sgd;
+  if (name == "adam") return Kind::adam;
+  if (name == "adamw") return Kind::adamw;
+  throw Error("--optimizer: unknown optimiser '" + name + "' (sgd, adam, adamw)");
+}
+
+char const* OptimizerConfig::kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::sgd:
+      return "sgd";
+    case Kind::adam:
+      return "adam";
+    case Kind::adamw:
+      return "adamw";
+  }
+  return "?";
+}
+
+Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size)
+    : config_(config), scalars_("ktr::optim::scalars", 4), grad_norm_sq_("ktr::optim::grad_norm_sq") {
+  require(config.lr > 0, "--lr", "the learning rate must be positive");
+  require(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
+          "b1 and b2 must be in [0, 1)");
+  require(config.momentum >= 0 && config.momentum < 1, "--momentum", "must be in [0, 1)");
+  bool const adam = config.kind != OptimizerConfig::Kind::sgd;
+  if (adam || config.momentum > 0) m_ = DeviceView<float*>("ktr::optim::m", std::size_t(size));
+  if (adam) v_ = DeviceView<float*>("ktr::optim::v", std::size_t(size));
+}
+
+std::vector<DeviceView<float*>> Optimizer::state() const {
+  std::vector<DeviceView<float*>> s;
+  if (m_.extent(0)) s.push_back(m_);
+  if (v_.extent(0)) s.push_back(v_);
+  return s;
+}
+
+void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
+                       DeviceView<const float*> const& grads, Kokkos::View<std::int64_t, MemSpace> const& step) const {
+  OptimizerConfig const c = config_;
+  auto scalars = scalars_;
+  auto norm_sq = grad_norm_sq_;
+  if (c.clip_norm > 0) sum_squares(space, grads, norm_sq);
+  Kokkos::parallel_for(
+      "ktr::optim::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
+        std::int64_t const t = step();  // updates done so far
+        step() = t + 1;
+        scalars(0) = float(double(c.lr) * c.schedule.scale(t));
+        scalars(1) = float(1.0 - compat::pow(double(c.b1), double(t + 1)));
+        scalars(2) = float(1.0 - compat::pow(double(c.b2), double(t + 1)));
+        float clip = 1.0f;
+        if (c.clip_norm > 0) {
+          double const norm = compat::sqrt(norm_sq());
+          if (norm > c.clip_norm) clip = float(c.clip_norm / norm);
+        }
+        scalars(3) = clip;
+      });
+
+  auto m = m_;
+  auto v = v_;
+  auto range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, params.extent(0));
+  switch (c.kind) {
+    case OptimizerConfig::Kind::sgd:
+      if (c.momentum > 0) {
+        Kokkos::parallel_for(
+            "ktr::optim::sgd_momentum", range, KOKKOS_LAMBDA(std::int64_t i) {
+              float const g = grads(i) * scalars(3);
+              float const trace = g + c.momentum * m(i);
+              m(i) = trace;
+              params(i) -= scalars(0) * (c.nesterov ? g + c.momentum * trace : trace);
+            });
+      } else {
+        Kokkos::parallel_for(
+            "ktr::optim::sgd", range,
+            KOKKOS_LAMBDA(std::int64_t i) { params(i) -= scalars(0) * grads(i) * scalars(3); });
+      }
+      break;
+    case OptimizerConfig::Kind::adam:
+    case OptimizerConfig::Kind::adamw: {
+      float const decay = c.kind == OptimizerConfig::Kind::adamw ? c.weight_decay : 0.0f;
+      Kokkos::parallel_for(
+          "ktr::optim::adam", range, KOKKOS_LAMBDA(std::int64_t i) {
+            float const g = grads(i) * scalars(3);
+            float const mi = c.b1 * m(i) + (1.0f - c.b1) * g;
+            float const vi = c.b2 * v(i) + (1.0f - c.b2) * g * g;
+            m(i) = mi;
+            v(i) = vi;
+            float const update = (mi / scalars(1)) / (compat::sqrt(vi / scalars(2)) + c.eps);
+            params(i) -= scalars(0) * (update + decay * params(i));
+          });
+      break;
+    }
+  }
+}
+
+}  // namespace ktr

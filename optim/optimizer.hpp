@@ -1,0 +1,57 @@
+// Optimisers over the flat parameter arena: SGD (momentum, Nesterov), Adam, AdamW, with Optax/PyTorch defaults.
+//
+// A step is two kernels on the caller's instance, whatever the model:
+//   1. "ktr::optim::advance"  (one thread): step += 1; learning rate from the schedule; bias corrections;
+//                             gradient-clipping scale from the gradient norm (if clipping) -> device scalars
+//   2. "ktr::optim::<kind>"   (whole arena): reads those scalars, updates parameters and moments in place
+// (plus one reduction for the gradient norm when clipping). Nothing is read from the host, so a captured
+// multi-step program replays with the right step count and rate.
+#pragma once
+
+#include "core/types.hpp"
+#include "optim/schedule.hpp"
+
+#include <string>
+#include <vector>
+
+namespace ktr {
+
+struct OptimizerConfig {
+  enum class Kind { sgd, adam, adamw };
+  Kind kind = Kind::adam;
+  float lr = 1e-3f;
+  float momentum = 0.0f;  ///< sgd
+  bool nesterov = false;  ///< sgd
+  float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+  float weight_decay = 1e-4f;  ///< adamw (decoupled, scaled by the learning rate, as Optax)
+  float clip_norm = 0.0f;      ///< > 0: clip the gradient to this global norm first
+  Schedule schedule;
+
+  static Kind parse_kind(std::string const& name);  ///< "sgd", "adam", "adamw"
+  static char const* kind_name(Kind kind);
+};
+
+class Optimizer {
+ public:
+  /// Allocates the moment buffers (zeroed) for an arena of `size` floats.
+  Optimizer(OptimizerConfig const& config, std::int64_t size);
+
+  OptimizerConfig const& config() const { return config_; }
+
+  /// One update of `params` from `grads`, advancing `step` (the device step counter shared with the data).
+  void update(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<const float*> const& grads,
+              Kokkos::View<std::int64_t, MemSpace> const& step) const;
+
+  /// The buffers a checkpoint must keep (moments; empty for plain SGD).
+  std::vector<DeviceView<float*>> state() const;
+  /// The learning rate the last update used (a device scalar; index 0 of the scalars).
+  DeviceView<float*> const& scalars() const { return scalars_; }
+
+ private:
+  OptimizerConfig config_;
+  DeviceView<float*> m_, v_;
+  DeviceView<float*> scalars_;     // lr, bias correction 1, bias correction 2, clip scale
+  DeviceAccumulator grad_norm_sq_;
+};
+
+}  // namespace ktr

@@ -1,0 +1,86 @@
+// Schedule parsing and printing for the command line and checkpoints.
+#include "optim/schedule.hpp"
+
+#include "core/error.hpp"
+
+#include <sstream>
+#include <vector>
+
+namespace ktr {
+
+namespace {
+
+std::int64_t parse_count(std::string const& s, std::string const& text) {
+  try {
+    std::size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used == s.size() && v >= 0) return v;
+  } catch (std::logic_error const&) {
+  }
+  throw Error("--schedule: bad step count '" + s + "' in '" + text + "'");
+}
+
+float parse_float(std::string const& s, std::string const& text) {
+  try {
+    std::size_t used = 0;
+    float v = std::stof(s, &used);
+    if (used == s.size() && v >= 0) return v;
+  } catch (std::logic_error const&) {
+  }
+  throw Error("--schedule: bad number '" + s + "' in '" + text + "'");
+}
+
+}  // namespace
+
+Schedule Schedule::parse(std::string const& text) {
+  std::vector<std::string> p;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ':')) p.push_back(part);
+  Schedule s;
+  if (p.empty()) throw Error("--schedule: empty");
+  if (p[0] == "constant" && p.size() == 1) return s;
+  if (p[0] == "warmup" && p.size() == 2) {
+    s.kind = Kind::warmup;
+    s.warmup_steps = parse_count(p[1], text);
+    return s;
+  }
+  if (p[0] == "cosine" && p.size() >= 2 && p.size() <= 4) {
+    s.kind = Kind::cosine;
+    s.decay_steps = parse_count(p[1], text);
+    if (p.size() >= 3) s.warmup_steps = parse_count(p[2], text);
+    if (p.size() == 4) s.alpha = parse_float(p[3], text);
+    if (s.decay_steps == 0) throw Error("--schedule: cosine needs decay steps > 0 in '" + text + "'");
+    return s;
+  }
+  if (p[0] == "step" && (p.size() == 2 || p.size() == 3)) {
+    s.kind = Kind::step;
+    s.step_every = parse_count(p[1], text);
+    if (p.size() == 3) s.factor = parse_float(p[2], text);
+    if (s.step_every == 0) throw Error("--schedule: step needs N > 0 in '" + text + "'");
+    return s;
+  }
+  throw Error("--schedule: unknown schedule '" + text +
+              "' (constant, warmup:W, cosine:D[:W[:alpha]], step:N[:factor])");
+}
+
+std::string Schedule::str() const {
+  std::ostringstream o;
+  switch (kind) {
+    case Kind::constant:
+      o << "constant";
+      break;
+    case Kind::warmup:
+      o << "warmup:" << warmup_steps;
+      break;
+    case Kind::cosine:
+      o << "cosine:" << decay_steps << ":" << warmup_steps << ":" << alpha;
+      break;
+    case Kind::step:
+      o << "step:" << step_every << ":" << factor;
+      break;
+  }
+  return o.str();
+}
+
+}  // namespace ktr

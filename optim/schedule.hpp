@@ -1,0 +1,49 @@
+// Learning-rate schedules, evaluated on the device from the device step count (so a replayed graph sees the
+// right rate), with Optax's conventions: the rate for update t (t = 0, 1, ...) is schedule(t).
+#pragma once
+
+#include "backends/kokkos_compat.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace ktr {
+
+struct Schedule {
+  enum class Kind { constant, warmup, cosine, step };
+  Kind kind = Kind::constant;
+  std::int64_t warmup_steps = 0;  ///< warmup, cosine: linear ramp from 0 over this many steps
+  std::int64_t decay_steps = 0;   ///< cosine: steps (after warmup) to decay over
+  float alpha = 0.0f;             ///< cosine: final rate as a fraction of the peak
+  std::int64_t step_every = 0;    ///< step: multiply by `factor` every this many steps
+  float factor = 0.1f;            ///< step: the multiplier
+
+  /// The multiplier of the base rate at update t.
+  KOKKOS_INLINE_FUNCTION double scale(std::int64_t t) const {
+    double warm = 1.0;
+    if ((kind == Kind::warmup || kind == Kind::cosine) && warmup_steps > 0 && t < warmup_steps)
+      warm = double(t) / double(warmup_steps);
+    switch (kind) {
+      case Kind::constant:
+        return 1.0;
+      case Kind::warmup:
+        return warm;
+      case Kind::cosine: {
+        if (t < warmup_steps) return warm;
+        double const progress =
+            decay_steps > 0 ? (double(t - warmup_steps) < double(decay_steps) ? double(t - warmup_steps) : double(decay_steps)) / double(decay_steps) : 1.0;
+        double const cosine = 0.5 * (1.0 + compat::cos(3.141592653589793 * progress));
+        return (1.0 - alpha) * cosine + alpha;
+      }
+      case Kind::step:
+        return step_every > 0 ? compat::pow(double(factor), double(t / step_every)) : 1.0;
+    }
+    return 1.0;
+  }
+
+  /// Parses "constant", "warmup:W", "cosine:D[:W[:alpha]]", "step:N[:factor]"; throws ktr::Error otherwise.
+  static Schedule parse(std::string const& text);
+  std::string str() const;
+};
+
+}  // namespace ktr

@@ -1,0 +1,177 @@
+// Optimisers against a plain host double-precision reference over many steps; schedules; clipping.
+#include "core/error.hpp"
+#include "core/tensor.hpp"
+#include "optim/optimizer.hpp"
+#include "reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace {
+
+using ktr::OptimizerConfig;
+
+// The textbook update rules in double (Optax's adam/adamw/sgd(momentum, nesterov), clip_by_global_norm).
+struct Reference {
+  OptimizerConfig c;
+  std::vector<double> p, m, v;
+  std::int64_t t = 0;
+
+  void step(std::vector<double> g) {
+    if (c.clip_norm > 0) {
+      double norm = 0;
+      for (double x : g) norm += x * x;
+      norm = std::sqrt(norm);
+      if (norm > c.clip_norm)
+        for (double& x : g) x *= c.clip_norm / norm;
+    }
+    double const lr = c.lr * c.schedule.scale(t);
+    ++t;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (c.kind == OptimizerConfig::Kind::sgd) {
+        if (c.momentum > 0) {
+          m[i] = g[i] + c.momentum * m[i];
+          p[i] -= lr * (c.nesterov ? g[i] + c.momentum * m[i] : m[i]);
+        } else {
+          p[i] -= lr * g[i];
+        }
+        continue;
+      }
+      m[i] = c.b1 * m[i] + (1 - c.b1) * g[i];
+      v[i] = c.b2 * v[i] + (1 - c.b2) * g[i] * g[i];
+      double const mhat = m[i] / (1 - std::pow(double(c.b1), double(t)));
+      double const vhat = v[i] / (1 - std::pow(double(c.b2), double(t)));
+      double const decay = c.kind == OptimizerConfig::Kind::adamw ? c.weight_decay : 0.0;
+      p[i] -= lr * (mhat / (std::sqrt(vhat) + c.eps) + decay * p[i]);
+    }
+  }
+};
+
+void run_against_reference(OptimizerConfig const& c, int steps = 25) {
+  std::int64_t const n = 1000;
+  ktr::ExecSpace space;
+  ktr::Tensor params("ktr::test::params", {n}), grads("ktr::test::grads", {n});
+  auto p0 = ktr::test::random_floats(std::size_t(n), 1);
+  ktr::from_host(params, p0);
+  ktr::Optimizer opt(c, n);
+  Kokkos::View<std::int64_t, ktr::MemSpace> step("ktr::test::step");
+  Reference ref{c, ktr::test::to_double(p0), std::vector<double>(n), std::vector<double>(n)};
+  for (int s = 0; s < steps; ++s) {
+    auto g = ktr::test::random_floats(std::size_t(n), 100 + std::uint32_t(s), -2.0f, 2.0f);
+    ktr::from_host(grads, g);
+    opt.update(space, params.view(), grads.view(), step);
+    ref.step(ktr::test::to_double(g));
+  }
+  auto got = ktr::to_host(params);
+  for (std::int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(got[std::size_t(i)], ref.p[std::size_t(i)], 2e-6 + 2e-6 * std::abs(ref.p[std::size_t(i)])) << i;
+  std::int64_t host_step = 0;
+  Kokkos::deep_copy(host_step, step);
+  EXPECT_EQ(host_step, steps);
+}
+
+TEST(Optimizer, SgdMatchesReference) {
+  OptimizerConfig c;
+  c.kind = OptimizerConfig::Kind::sgd;
+  c.lr = 0.05f;
+  run_against_reference(c);
+}
+
+TEST(Optimizer, SgdMomentumAndNesterovMatchReference) {
+  OptimizerConfig c;
+  c.kind = OptimizerConfig::Kind::sgd;
+  c.lr = 0.01f;
+  c.momentum = 0.9f;
+  run_against_reference(c);
+  c.nesterov = true;
+  run_against_reference(c);
+}
+
+TEST(Optimizer, AdamMatchesReference) {
+  OptimizerConfig c;  // defaults: lr 1e-3, b1 0.9, b2 0.999, eps 1e-8
+  EXPECT_EQ(c.kind, OptimizerConfig::Kind::adam);
+  EXPECT_FLOAT_EQ(c.lr, 1e-3f);
+  run_against_reference(c, 30);
+}
+
+TEST(Optimizer, AdamWMatchesReference) {
+  OptimizerConfig c;
+  c.kind = OptimizerConfig::Kind::adamw;
+  c.weight_decay = 0.1f;
+  c.lr = 0.01f;
+  run_against_reference(c);
+}
+
+TEST(Optimizer, ScheduledAndClippedAdamMatchesReference) {
+  OptimizerConfig c;
+  c.schedule = ktr::Schedule::parse("cosine:20:5:0.1");
+  c.clip_norm = 3.0f;  // the random gradients have norm ~36: always clipped
+  run_against_reference(c, 30);
+}
+
+TEST(Optimizer, ClippingScalesToTheGlobalNorm) {
+  ktr::ExecSpace space;
+  ktr::Tensor params("ktr::test::params", {2}), grads("ktr::test::grads", {2});
+  ktr::from_host(grads, {3.0f, 4.0f});  // norm 5
+  OptimizerConfig c;
+  c.kind = OptimizerConfig::Kind::sgd;
+  c.lr = 1.0f;
+  c.clip_norm = 1.0f;
+  ktr::Optimizer opt(c, 2);
+  Kokkos::View<std::int64_t, ktr::MemSpace> step("ktr::test::step");
+  opt.update(space, params.view(), grads.view(), step);
+  auto p = ktr::to_host(params);
+  EXPECT_FLOAT_EQ(p[0], -0.6f);
+  EXPECT_FLOAT_EQ(p[1], -0.8f);
+}
+
+TEST(Schedule, ValuesAtChosenSteps) {
+  auto warm = ktr::Schedule::parse("warmup:10");
+  EXPECT_DOUBLE_EQ(warm.scale(0), 0.0);
+  EXPECT_DOUBLE_EQ(warm.scale(5), 0.5);
+  EXPECT_DOUBLE_EQ(warm.scale(10), 1.0);
+  EXPECT_DOUBLE_EQ(warm.scale(1000), 1.0);
+  auto cos = ktr::Schedule::parse("cosine:100:0:0.1");
+  EXPECT_DOUBLE_EQ(cos.scale(0), 1.0);
+  EXPECT_NEAR(cos.scale(50), 0.55, 1e-7);
+  EXPECT_NEAR(cos.scale(100), 0.1, 1e-7);
+  EXPECT_NEAR(cos.scale(500), 0.1, 1e-7);
+  auto wc = ktr::Schedule::parse("cosine:100:10");
+  EXPECT_DOUBLE_EQ(wc.scale(5), 0.5);
+  EXPECT_DOUBLE_EQ(wc.scale(10), 1.0);
+  EXPECT_NEAR(wc.scale(60), 0.5, 1e-12);
+  auto st = ktr::Schedule::parse("step:30:0.5");
+  EXPECT_DOUBLE_EQ(st.scale(29), 1.0);
+  EXPECT_DOUBLE_EQ(st.scale(30), 0.5);
+  EXPECT_DOUBLE_EQ(st.scale(95), 0.125);
+  EXPECT_EQ(ktr::Schedule::parse("constant").scale(12345), 1.0);
+  for (char const* bad : {"", "cosine", "cosine:0", "step:x", "warmup:-1", "linear:3", "warmup:1:2"})
+    EXPECT_THROW(ktr::Schedule::parse(bad), ktr::Error) << bad;
+}
+
+TEST(Schedule, DeviceLearningRateFollowsTheDeviceStep) {
+  ktr::ExecSpace space;
+  ktr::Tensor params("ktr::test::params", {4}), grads("ktr::test::grads", {4});
+  OptimizerConfig c;
+  c.lr = 0.5f;
+  c.schedule = ktr::Schedule::parse("step:2:0.5");
+  ktr::Optimizer opt(c, 4);
+  Kokkos::View<std::int64_t, ktr::MemSpace> step("ktr::test::step");
+  Kokkos::deep_copy(step, std::int64_t(4));  // as if resumed after 4 updates
+  opt.update(space, params.view(), grads.view(), step);
+  auto scalars = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), opt.scalars());
+  EXPECT_FLOAT_EQ(scalars(0), 0.125f);                                // 0.5 * 0.5^(4 / 2)
+  EXPECT_FLOAT_EQ(scalars(1), float(1.0 - std::pow(double(0.9f), 5.0)));  // bias corrections for t = 5
+  EXPECT_FLOAT_EQ(scalars(2), float(1.0 - std::pow(double(0.999f), 5.0)));
+}
+
+TEST(Optimizer, RejectsBadConfigurations) {
+  OptimizerConfig c;
+  c.lr = 0.0f;
+  EXPECT_THROW(ktr::Optimizer(c, 4), ktr::Error);
+  EXPECT_THROW(OptimizerConfig::parse_kind("rmsprop"), ktr::Error);
+  EXPECT_EQ(OptimizerConfig::parse_kind("adamw"), OptimizerConfig::Kind::adamw);
+}
+
+}  // namespace
