@@ -25,17 +25,17 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
   auto k = ta ? a.extent(0) : a.extent(1);
   auto kb = tb ? b.extent(1) : b.extent(0);
   auto n = tb ? b.extent(0) : b.extent(1);
-  require(k == kb && c.extent(0) == m && c.extent(1) == n, "ktr::gemm",
-          "shape mismatch: op(A) " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) " +
-              std::to_string(kb) + "x" + std::to_string(n) + ", C " + std::to_string(c.extent(0)) + "x" +
-              std::to_string(c.extent(1)));
+  KTR_REQUIRE(k == kb && c.extent(0) == m && c.extent(1) == n, "ktr::gemm",
+              "shape mismatch: op(A) " + std::to_string(m) + "x" + std::to_string(k) + ", op(B) " +
+                  std::to_string(kb) + "x" + std::to_string(n) + ", C " + std::to_string(c.extent(0)) + "x" +
+                  std::to_string(c.extent(1)));
 }
 
 #if defined(KOKKOS_ENABLE_CUDA)
 cublasHandle_t cublas_handle() {
   static cublasHandle_t handle = [] {
     cublasHandle_t h = nullptr;
-    require(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "ktr::gemm", "cublasCreate failed");
+    KTR_REQUIRE(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "ktr::gemm", "cublasCreate failed");
     Kokkos::push_finalize_hook([h] { cublasDestroy(h); });
     return h;
   }();
@@ -58,8 +58,8 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
   auto status = cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                             &alpha, b.data(), static_cast<int>(b.extent(1)), a.data(),
                             static_cast<int>(a.extent(1)), &beta, c.data(), n);
-  require(status == CUBLAS_STATUS_SUCCESS, "ktr::gemm",
-          "cublasSgemm failed with status " + std::to_string(status));
+  KTR_REQUIRE(status == CUBLAS_STATUS_SUCCESS, "ktr::gemm",
+              "cublasSgemm failed with status " + std::to_string(status));
 #else
   // FIXME_HIP: rocBLAS with the instance's stream would allow stream capture; KokkosBlas::gemm is portable.
   (void)space;

@@ -10,10 +10,10 @@ namespace ktr {
 DeviceDataset make_device_dataset(std::vector<std::uint8_t> const& pixels, std::vector<std::uint8_t> const& labels,
                                   std::int64_t count, std::int64_t height, std::int64_t width,
                                   std::int64_t channels, int num_classes, std::string const& name) {
-  require(count > 0 && height > 0 && width > 0 && channels > 0, name, "empty dataset");
-  require(static_cast<std::int64_t>(pixels.size()) == count * height * width * channels, name,
-          "pixel count does not match (N, H, W, C)");
-  require(static_cast<std::int64_t>(labels.size()) == count, name, "label count does not match N");
+  KTR_REQUIRE(count > 0 && height > 0 && width > 0 && channels > 0, name, "empty dataset");
+  KTR_REQUIRE(static_cast<std::int64_t>(pixels.size()) == count * height * width * channels, name,
+              "pixel count does not match (N, H, W, C)");
+  KTR_REQUIRE(static_cast<std::int64_t>(labels.size()) == count, name, "label count does not match N");
   DeviceDataset d;
   d.count = count;
   d.height = height;
@@ -22,9 +22,9 @@ DeviceDataset make_device_dataset(std::vector<std::uint8_t> const& pixels, std::
   d.num_classes = num_classes;
   std::vector<std::int32_t> labels32(labels.size());
   for (std::size_t i = 0; i < labels.size(); ++i) {
-    require(labels[i] < num_classes, name,
-            "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) + " is not in [0, " +
-                std::to_string(num_classes) + ")");
+    KTR_REQUIRE(labels[i] < num_classes, name,
+                "label " + std::to_string(labels[i]) + " at index " + std::to_string(i) + " is not in [0, " +
+                    std::to_string(num_classes) + ")");
     labels32[i] = labels[i];
   }
   d.images = DeviceView<std::uint8_t*>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::data::images"),
@@ -43,13 +43,13 @@ DeviceDataset load_idx_dataset(std::string const& dir, std::string const& split,
 }
 
 Normalization Normalization::standardized(float mean, float std) {
-  require(std > 0, "ktr::Normalization", "std must be positive");
+  KTR_REQUIRE(std > 0, "ktr::Normalization", "std must be positive");
   return Normalization{1.0f / (255.0f * std), -mean / std};
 }
 
 std::int64_t steps_per_epoch(DeviceDataset const& data, std::int64_t batch) {
-  require(batch > 0 && batch <= data.count, "ktr::steps_per_epoch",
-          "batch " + std::to_string(batch) + " must be in [1, " + std::to_string(data.count) + "]");
+  KTR_REQUIRE(batch > 0 && batch <= data.count, "ktr::steps_per_epoch",
+              "batch " + std::to_string(batch) + " must be in [1, " + std::to_string(data.count) + "]");
   return data.count / batch;
 }
 
@@ -61,9 +61,9 @@ using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
 template <class IndexOf>
 void gather(char const* label, ExecSpace const& space, DeviceDataset const& data, std::int64_t batch,
             IndexOf index_of, Normalization const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y) {
-  require(x.shape() == data.batch_shape(batch), label,
-          "batch tensor " + x.shape().str() + " is not " + data.batch_shape(batch).str());
-  require(static_cast<std::int64_t>(y.extent(0)) >= batch, label, "label buffer too small");
+  KTR_REQUIRE(x.shape() == data.batch_shape(batch), label,
+              "batch tensor " + x.shape().str() + " is not " + data.batch_shape(batch).str());
+  KTR_REQUIRE(static_cast<std::int64_t>(y.extent(0)) >= batch, label, "label buffer too small");
   auto images = data.images;
   auto labels = data.labels;
   float* out = x.data();
@@ -105,7 +105,8 @@ void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor
 void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
                   Tensor const& x, DeviceView<std::int32_t*> const& y) {
   std::int64_t const batch = x.shape()[0];
-  require(first >= 0 && first + batch <= data.count, "ktr::data::gather_range", "range past the end of the data");
+  KTR_REQUIRE(first >= 0 && first + batch <= data.count, "ktr::data::gather_range",
+              "range past the end of the data");
   gather(
       "ktr::data::gather_range", space, data, batch,
       KOKKOS_LAMBDA(std::int64_t b)->std::int64_t { return first + b; }, norm, x, y);

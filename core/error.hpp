@@ -11,9 +11,11 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Throws ktr::Error("<what>: <why>") unless `ok`.
-inline void require(bool ok, std::string const& what, std::string const& why) {
-  if (!ok) throw Error(what + ": " + why);
-}
+/// Throws ktr::Error("<what>: <why>") unless `ok`. A macro so that the message is only built on failure: checks
+/// sit on the training loop's path, which must not allocate.
+#define KTR_REQUIRE(ok, what, why)                                   \
+  do {                                                               \
+    if (!(ok)) throw ::ktr::Error(std::string(what) + ": " + (why)); \
+  } while (false)
 
 }  // namespace ktr

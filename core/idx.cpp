@@ -43,7 +43,7 @@ class Source {
   explicit Source(std::string const& path) : path_(path) {
     errno = 0;
     file_ = std::fopen(path.c_str(), "rb");
-    require(file_ != nullptr, path_, "cannot open (" + os_error() + ")");
+    KTR_REQUIRE(file_ != nullptr, path_, "cannot open (" + os_error() + ")");
     std::array<unsigned char, 2> magic{};
     std::size_t const n = std::fread(magic.data(), 1, magic.size(), file_);
     if (std::ferror(file_)) {
@@ -56,7 +56,7 @@ class Source {
       file_ = nullptr;
       errno = 0;
       gz_ = gzopen(path.c_str(), "rb");
-      require(gz_ != nullptr, path_, "cannot open (" + os_error() + ")");
+      KTR_REQUIRE(gz_ != nullptr, path_, "cannot open (" + os_error() + ")");
       gzbuffer(gz_, kGzBuffer);
     } else {
       std::rewind(file_);
@@ -102,7 +102,7 @@ class Source {
     if (gz_) {
       int const rc = gzclose(gz_);
       gz_ = nullptr;
-      require(rc == Z_OK, path_, "corrupt gzip stream (gzclose returned " + std::to_string(rc) + ")");
+      KTR_REQUIRE(rc == Z_OK, path_, "corrupt gzip stream (gzclose returned " + std::to_string(rc) + ")");
     }
   }
 
@@ -146,31 +146,31 @@ RawIdx read_idx(std::string const& path, unsigned rank) {
   std::size_t const header_got = src.read(header.data(), header_bytes);
   std::string const too_short = "file too short for its header (" + std::to_string(header_got) + " bytes, need " +
                                 std::to_string(header_bytes) + ")";
-  require(header_got >= 4, path, too_short);
+  KTR_REQUIRE(header_got >= 4, path, too_short);
   std::uint32_t const magic = big_endian(header.data());
-  require((magic >> 16) == 0, path,
-          "wrong magic " + hex(magic, 8) + ", expected " + hex(expected, 8) + " (not an IDX file)");
-  require(
+  KTR_REQUIRE((magic >> 16) == 0, path,
+              "wrong magic " + hex(magic, 8) + ", expected " + hex(expected, 8) + " (not an IDX file)");
+  KTR_REQUIRE(
       ((magic >> 8) & 0xff) == 0x08, path,
       "wrong type code " + hex((magic >> 8) & 0xff, 2) + " in magic " + hex(magic, 8) + ", expected 0x08 (uint8)");
-  require((magic & 0xff) == rank, path,
-          "wrong number of dimensions " + std::to_string(magic & 0xff) + " in magic " + hex(magic, 8) +
-              ", expected " + std::to_string(rank) + " (magic " + hex(expected, 8) + ")");
-  require(header_got == header_bytes, path, too_short);
+  KTR_REQUIRE((magic & 0xff) == rank, path,
+              "wrong number of dimensions " + std::to_string(magic & 0xff) + " in magic " + hex(magic, 8) +
+                  ", expected " + std::to_string(rank) + " (magic " + hex(expected, 8) + ")");
+  KTR_REQUIRE(header_got == header_bytes, path, too_short);
 
   RawIdx raw;
   for (unsigned i = 0; i < rank; ++i) raw.extents.push_back(big_endian(header.data() + 4 + 4 * i));
-  for (auto e : raw.extents) require(e > 0, path, "zero dimension (" + describe(raw.extents) + ")");
+  for (auto e : raw.extents) KTR_REQUIRE(e > 0, path, "zero dimension (" + describe(raw.extents) + ")");
   for (unsigned i = 1; i < rank; ++i)
-    require(raw.extents[i] <= kMaxRowsCols, path,
-            "absurd dimensions (" + describe(raw.extents) + "): rows and cols must be at most " +
-                std::to_string(kMaxRowsCols));
+    KTR_REQUIRE(raw.extents[i] <= kMaxRowsCols, path,
+                "absurd dimensions (" + describe(raw.extents) + "): rows and cols must be at most " +
+                    std::to_string(kMaxRowsCols));
   // Extents are below 2^32 and rows, cols at most 2^12: the product fits in 64 bits.
   std::int64_t total = 1;
   for (auto e : raw.extents) total *= e;
-  require(total <= kMaxPayload, path,
-          "absurd dimensions (" + describe(raw.extents) + "): " + std::to_string(total) +
-              " bytes of data, limit " + std::to_string(kMaxPayload));
+  KTR_REQUIRE(total <= kMaxPayload, path,
+              "absurd dimensions (" + describe(raw.extents) + "): " + std::to_string(total) +
+                  " bytes of data, limit " + std::to_string(kMaxPayload));
 
   std::size_t const want = static_cast<std::size_t>(total);
   std::size_t got = 0;
@@ -190,11 +190,12 @@ RawIdx read_idx(std::string const& path, unsigned rank) {
     if (n < scratch.size()) break;
   }
   src.finish();
-  require(got == want, path,
-          "truncated: header says " + std::to_string(want) + " bytes of data, file has " + std::to_string(got));
-  require(extra == 0, path,
-          "trailing bytes: header says " + std::to_string(want) + " bytes of data, file has " +
-              std::to_string(got + extra));
+  KTR_REQUIRE(
+      got == want, path,
+      "truncated: header says " + std::to_string(want) + " bytes of data, file has " + std::to_string(got));
+  KTR_REQUIRE(extra == 0, path,
+              "trailing bytes: header says " + std::to_string(want) + " bytes of data, file has " +
+                  std::to_string(got + extra));
   return raw;
 }
 
@@ -221,7 +222,7 @@ IdxImages read_idx_images(std::string const& path) {
 }
 
 IdxLabels read_idx_labels(std::string const& path, int num_classes) {
-  require(num_classes > 0, path, "num_classes must be positive, got " + std::to_string(num_classes));
+  KTR_REQUIRE(num_classes > 0, path, "num_classes must be positive, got " + std::to_string(num_classes));
   RawIdx raw = read_idx(path, 1);
   for (std::size_t i = 0; i < raw.data.size(); ++i)
     if (raw.data[i] >= num_classes)
@@ -234,16 +235,62 @@ IdxLabels read_idx_labels(std::string const& path, int num_classes) {
 }
 
 IdxSplit read_idx_split(std::string const& dir, std::string const& prefix, int num_classes) {
-  require(!prefix.empty(), dir, "empty split prefix (expected e.g. \"train\" or \"t10k\")");
+  KTR_REQUIRE(!prefix.empty(), dir, "empty split prefix (expected e.g. \"train\" or \"t10k\")");
   IdxSplit split;
   split.images_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   split.labels_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
   split.images = read_idx_images(split.images_path);
   split.labels = read_idx_labels(split.labels_path, num_classes);
-  require(split.images.count == split.labels.count, split.images_path,
-          std::to_string(split.images.count) + " images but " + split.labels_path + " has " +
-              std::to_string(split.labels.count) + " labels");
+  KTR_REQUIRE(split.images.count == split.labels.count, split.images_path,
+              std::to_string(split.images.count) + " images but " + split.labels_path + " has " +
+                  std::to_string(split.labels.count) + " labels");
   return split;
+}
+
+namespace {
+
+void put_be32(std::string& out, std::uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xFF));
+}
+
+void write_idx(std::string const& path, std::uint32_t magic, std::vector<std::uint32_t> const& dims,
+               std::vector<std::uint8_t> const& payload) {
+  std::string data;
+  put_be32(data, magic);
+  for (auto d : dims) put_be32(data, d);
+  data.append(reinterpret_cast<char const*>(payload.data()), payload.size());
+  std::string const tmp = path + ".tmp";
+  bool const gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  bool ok = true;
+  if (gz) {
+    gzFile f = gzopen(tmp.c_str(), "wb6");
+    KTR_REQUIRE(f != nullptr, path, std::string("cannot create: ") + std::strerror(errno));
+    ok = gzwrite(f, data.data(), unsigned(data.size())) == int(data.size());
+    ok = (gzclose(f) == Z_OK) && ok;
+  } else {
+    std::FILE* f = std::fopen(tmp.c_str(), "wb");
+    KTR_REQUIRE(f != nullptr, path, std::string("cannot create: ") + std::strerror(errno));
+    ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+    ok = (std::fclose(f) == 0) && ok;
+  }
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": write failed");
+  }
+}
+
+}  // namespace
+
+void write_idx_images(std::string const& path, IdxImages const& images) {
+  KTR_REQUIRE(std::int64_t(images.pixels.size()) == images.count * images.rows * images.cols, path,
+              "pixel count does not match the dimensions");
+  write_idx(path, 0x00000803u,
+            {std::uint32_t(images.count), std::uint32_t(images.rows), std::uint32_t(images.cols)}, images.pixels);
+}
+
+void write_idx_labels(std::string const& path, IdxLabels const& labels) {
+  KTR_REQUIRE(std::int64_t(labels.labels.size()) == labels.count, path, "label count does not match");
+  write_idx(path, 0x00000801u, {std::uint32_t(labels.count)}, labels.labels);
 }
 
 }  // namespace ktr

@@ -44,4 +44,9 @@ struct IdxSplit {
 /// exist), and checks that the image and label counts agree.
 IdxSplit read_idx_split(std::string const& dir, std::string const& prefix, int num_classes);
 
+/// Writes an IDX image / label file, gzip-compressed when the path ends in ".gz", to a temporary name that is
+/// renamed over `path` once complete. Throws ktr::Error naming the file on failure.
+void write_idx_images(std::string const& path, IdxImages const& images);
+void write_idx_labels(std::string const& path, IdxLabels const& labels);
+
 }  // namespace ktr

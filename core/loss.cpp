@@ -9,12 +9,12 @@ namespace ktr {
 void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
                            DeviceView<const std::int32_t*> const& labels, Tensor const& dlogits,
                            LossOutput const& out) {
-  require(logits.shape().rank == 2, "ktr::softmax_cross_entropy", "logits must be (B, C)");
+  KTR_REQUIRE(logits.shape().rank == 2, "ktr::softmax_cross_entropy", "logits must be (B, C)");
   int const rows = static_cast<int>(logits.shape()[0]), classes = static_cast<int>(logits.shape()[1]);
-  require(static_cast<int>(labels.extent(0)) >= rows, "ktr::softmax_cross_entropy", "fewer labels than rows");
+  KTR_REQUIRE(static_cast<int>(labels.extent(0)) >= rows, "ktr::softmax_cross_entropy", "fewer labels than rows");
   bool const want_grad = dlogits.size() > 0;
-  require(!want_grad || dlogits.shape() == logits.shape(), "ktr::softmax_cross_entropy",
-          "dlogits must match logits " + logits.shape().str());
+  KTR_REQUIRE(!want_grad || dlogits.shape() == logits.shape(), "ktr::softmax_cross_entropy",
+              "dlogits must match logits " + logits.shape().str());
   float const* z = logits.data();
   float* dz = want_grad ? dlogits.data() : nullptr;
   auto loss = out.loss;

@@ -6,9 +6,9 @@
 namespace ktr {
 
 Shape::Shape(std::initializer_list<std::int64_t> extents) {
-  require(extents.size() >= 1 && extents.size() <= 4, "ktr::Shape", "rank must be 1 to 4");
+  KTR_REQUIRE(extents.size() >= 1 && extents.size() <= 4, "ktr::Shape", "rank must be 1 to 4");
   for (auto e : extents) {
-    require(e >= 0, "ktr::Shape", "negative extent");
+    KTR_REQUIRE(e >= 0, "ktr::Shape", "negative extent");
     dims[static_cast<std::size_t>(rank++)] = e;
   }
 }
@@ -44,9 +44,9 @@ Tensor::Tensor(std::string const& label, Shape shape)
     : view_(label, static_cast<std::size_t>(shape.size())), shape_(shape) {}
 
 Tensor::Tensor(DeviceView<float*> storage, Shape shape) : view_(std::move(storage)), shape_(shape) {
-  require(static_cast<std::int64_t>(view_.extent(0)) >= shape_.size(), "ktr::Tensor",
-          "storage '" + view_.label() + "' holds " + std::to_string(view_.extent(0)) + " floats, shape " +
-              shape_.str() + " needs " + std::to_string(shape_.size()));
+  KTR_REQUIRE(static_cast<std::int64_t>(view_.extent(0)) >= shape_.size(), "ktr::Tensor",
+              "storage '" + view_.label() + "' holds " + std::to_string(view_.extent(0)) + " floats, shape " +
+                  shape_.str() + " needs " + std::to_string(shape_.size()));
 }
 
 Matrix Tensor::matrix() const {
@@ -63,8 +63,8 @@ std::vector<float> to_host(Tensor const& t) {
 }
 
 void from_host(Tensor const& t, std::vector<float> const& values) {
-  require(static_cast<std::int64_t>(values.size()) == t.size(), "ktr::from_host",
-          "got " + std::to_string(values.size()) + " values for a tensor of shape " + t.shape().str());
+  KTR_REQUIRE(static_cast<std::int64_t>(values.size()) == t.size(), "ktr::from_host",
+              "got " + std::to_string(values.size()) + " values for a tensor of shape " + t.shape().str());
   HostView<const float*> host(values.data(), values.size());
   Kokkos::deep_copy(Kokkos::subview(t.view(), std::make_pair<std::size_t, std::size_t>(0, values.size())), host);
 }

@@ -17,7 +17,7 @@ struct Geometry {
 };
 
 Geometry geometry(Shape const& in) {
-  require(in.rank == 4, "ktr::Conv2D", "input must be (B, H, W, C), got " + in.str());
+  KTR_REQUIRE(in.rank == 4, "ktr::Conv2D", "input must be (B, H, W, C), got " + in.str());
   return Geometry{in[0], in[1], in[2], in[3]};
 }
 

@@ -12,7 +12,7 @@ namespace {
 
 Shape parse_input(std::string const& token) {
   // in=HxWxC
-  require(token.rfind("in=", 0) == 0, "model description", "must start with in=HxWxC, got '" + token + "'");
+  KTR_REQUIRE(token.rfind("in=", 0) == 0, "model description", "must start with in=HxWxC, got '" + token + "'");
   std::vector<std::int64_t> dims;
   std::stringstream ss(token.substr(3));
   std::string part;
@@ -20,13 +20,13 @@ Shape parse_input(std::string const& token) {
     try {
       std::size_t used = 0;
       long long v = std::stoll(part, &used);
-      require(used == part.size() && v > 0, "model description", "bad input extent in '" + token + "'");
+      KTR_REQUIRE(used == part.size() && v > 0, "model description", "bad input extent in '" + token + "'");
       dims.push_back(v);
     } catch (std::logic_error const&) {
       throw Error("model description: bad input extent in '" + token + "'");
     }
   }
-  require(dims.size() == 3, "model description", "input must be HxWxC, got '" + token + "'");
+  KTR_REQUIRE(dims.size() == 3, "model description", "input must be HxWxC, got '" + token + "'");
   return Shape{1, dims[0], dims[1], dims[2]};
 }
 
@@ -44,10 +44,10 @@ std::string Model::simple_cnn(std::int64_t features, std::int64_t classes) {
 }
 
 Model::Model(std::string const& description, std::int64_t max_batch) : max_batch_(max_batch) {
-  require(max_batch > 0, "ktr::Model", "max_batch must be positive");
+  KTR_REQUIRE(max_batch > 0, "ktr::Model", "max_batch must be positive");
   std::stringstream ss(description);
   std::string token;
-  require(static_cast<bool>(ss >> token), "model description", "empty");
+  KTR_REQUIRE(static_cast<bool>(ss >> token), "model description", "empty");
   input_ = parse_input(token);
   description_ = token;
   shapes_.push_back(input_);
@@ -62,12 +62,12 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
       specs.push_back(spec);
     }
     shapes_.push_back(layer->output_shape(in));
-    require(shapes_.back().size() > 0, "model description", "'" + token + "' leaves nothing of " + in.str());
+    KTR_REQUIRE(shapes_.back().size() > 0, "model description", "'" + token + "' leaves nothing of " + in.str());
     description_ += " " + layer->describe();
     layers_.push_back(std::move(layer));
   }
-  require(!layers_.empty() && shapes_.back().rank == 2, "model description",
-          "must end in a dense layer producing (B, classes)");
+  KTR_REQUIRE(!layers_.empty() && shapes_.back().rank == 2, "model description",
+              "must end in a dense layer producing (B, classes)");
   first_param.push_back(specs.size());
 
   arena_ = Arena(specs);
@@ -99,6 +99,7 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
   workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_offset + scratch));
   auto scratch_view = Kokkos::subview(workspace_, std::make_pair(scratch_offset, scratch_offset + scratch));
   for (auto& layer : layers_) layer->set_scratch(scratch_view);
+  acts_.resize(layers_.size() + 1);
 }
 
 double Model::train_flops(std::int64_t batch) const {
@@ -115,24 +116,22 @@ double Model::train_flops(std::int64_t batch) const {
 
 Tensor Model::forward(ExecSpace const& space, Tensor const& x) {
   std::int64_t const batch = x.shape()[0];
-  require(batch > 0 && batch <= max_batch_, "ktr::Model::forward",
-          "batch " + std::to_string(batch) + " exceeds the allocated " + std::to_string(max_batch_));
-  require(x.shape() == input_shape(batch), "ktr::Model::forward",
-          "input " + x.shape().str() + " is not " + input_shape(batch).str());
-  x_ = x;
+  KTR_REQUIRE(batch > 0 && batch <= max_batch_, "ktr::Model::forward",
+              "batch " + std::to_string(batch) + " exceeds the allocated " + std::to_string(max_batch_));
+  KTR_REQUIRE(x.shape() == input_shape(batch), "ktr::Model::forward",
+              "input " + x.shape().str() + " is not " + input_shape(batch).str());
   batch_ = batch;
-  Tensor in = x;
+  acts_[0] = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     Shape const out_shape = activation(i + 1, batch);
-    Tensor out = layers_[i]->is_view()
-                     ? in.reshaped(out_shape)
-                     : Tensor(Kokkos::subview(workspace_, std::make_pair(act_offset_[i + 1],
-                                                                         act_offset_[i + 1] + out_shape.size())),
-                              out_shape);
-    layers_[i]->forward(space, in, out);
-    in = out;
+    acts_[i + 1] = layers_[i]->is_view()
+                       ? acts_[i].reshaped(out_shape)
+                       : Tensor(Kokkos::subview(workspace_, std::make_pair(act_offset_[i + 1],
+                                                                           act_offset_[i + 1] + out_shape.size())),
+                                out_shape);
+    layers_[i]->forward(space, acts_[i], acts_[i + 1]);
   }
-  return in;
+  return acts_.back();
 }
 
 Tensor Model::dlogits() const {
@@ -141,17 +140,7 @@ Tensor Model::dlogits() const {
 }
 
 void Model::backward(ExecSpace const& space, Tensor const& dx) {
-  require(batch_ > 0, "ktr::Model::backward", "no forward pass to differentiate");
-  // Recover every layer's input and output as in forward (no kernels: shallow views).
-  std::vector<Tensor> acts{x_};
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    Shape const s = activation(i + 1, batch_);
-    acts.push_back(layers_[i]->is_view()
-                       ? acts.back().reshaped(s)
-                       : Tensor(Kokkos::subview(workspace_,
-                                                std::make_pair(act_offset_[i + 1], act_offset_[i + 1] + s.size())),
-                                s));
-  }
+  KTR_REQUIRE(batch_ > 0, "ktr::Model::backward", "no forward pass to differentiate");
   // The first layer with parameters needs no input gradient unless the caller asks for dx.
   std::size_t first = 0;
   while (layers_[first]->is_view()) ++first;
@@ -168,10 +157,10 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
       std::int64_t const off = grad_offset_[1 - current];
       din = Tensor(Kokkos::subview(workspace_, std::make_pair(off, off + in_shape.size())), in_shape);
     } else if (dx.size() > 0) {
-      require(dx.size() == in_shape.size(), "ktr::Model::backward", "dx must hold " + in_shape.str());
+      KTR_REQUIRE(dx.size() == in_shape.size(), "ktr::Model::backward", "dx must hold " + in_shape.str());
       din = dx.reshaped(in_shape);
     }
-    layers_[i]->backward(space, acts[i], acts[i + 1], dy, din);
+    layers_[i]->backward(space, acts_[i], acts_[i + 1], dy, din);
     dy = din;
     current = 1 - current;
   }
@@ -183,7 +172,7 @@ std::unique_ptr<Layer> make_layer(std::string const& token) {
   std::string part;
   while (std::getline(ss, part, ':')) parts.push_back(part);
   auto features = [&]() -> std::int64_t {
-    require(parts.size() >= 2, "model description", "'" + token + "' needs a feature count");
+    KTR_REQUIRE(parts.size() >= 2, "model description", "'" + token + "' needs a feature count");
     try {
       std::size_t used = 0;
       long long v = std::stoll(parts[1], &used);
@@ -193,8 +182,8 @@ std::unique_ptr<Layer> make_layer(std::string const& token) {
     throw Error("model description: bad feature count in '" + token + "'");
   };
   auto relu = [&]() {
-    require(parts.size() <= 3 && (parts.size() < 3 || parts[2] == "relu"), "model description",
-            "'" + token + "': the only activation is relu");
+    KTR_REQUIRE(parts.size() <= 3 && (parts.size() < 3 || parts[2] == "relu"), "model description",
+                "'" + token + "': the only activation is relu");
     return parts.size() == 3;
   };
   if (parts[0] == "dense") return std::make_unique<Dense>(features(), relu());

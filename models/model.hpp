@@ -61,7 +61,7 @@ class Model {
   DeviceView<float*> workspace_;
   std::vector<std::int64_t> act_offset_;  // output of layer i at act_offset_[i + 1]
   std::int64_t grad_offset_[2] = {0, 0};
-  Tensor x_;  // the input of the last forward
+  std::vector<Tensor> acts_;  // acts_[i]: input of layer i in the last forward (acts_[0] = x); views only
   std::int64_t batch_ = 0;
 };
 

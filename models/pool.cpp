@@ -5,7 +5,7 @@
 namespace ktr {
 
 Shape AvgPool2::output_shape(Shape const& in) const {
-  require(in.rank == 4, "ktr::AvgPool2", "input must be (B, H, W, C), got " + in.str());
+  KTR_REQUIRE(in.rank == 4, "ktr::AvgPool2", "input must be (B, H, W, C), got " + in.str());
   return Shape{in[0], in[1] / 2, in[2] / 2, in[3]};
 }
 

@@ -27,10 +27,10 @@ char const* OptimizerConfig::kind_name(Kind kind) {
 
 Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size)
     : config_(config), scalars_("ktr::optim::scalars", 4), grad_norm_sq_("ktr::optim::grad_norm_sq") {
-  require(config.lr > 0, "--lr", "the learning rate must be positive");
-  require(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
-          "b1 and b2 must be in [0, 1)");
-  require(config.momentum >= 0 && config.momentum < 1, "--momentum", "must be in [0, 1)");
+  KTR_REQUIRE(config.lr > 0, "--lr", "the learning rate must be positive");
+  KTR_REQUIRE(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
+              "b1 and b2 must be in [0, 1)");
+  KTR_REQUIRE(config.momentum >= 0 && config.momentum < 1, "--momentum", "must be in [0, 1)");
   bool const adam = config.kind != OptimizerConfig::Kind::sgd;
   if (adam || config.momentum > 0) m_ = DeviceView<float*>("ktr::optim::m", std::size_t(size));
   if (adam) v_ = DeviceView<float*>("ktr::optim::v", std::size_t(size));
@@ -44,7 +44,8 @@ std::vector<DeviceView<float*>> Optimizer::state() const {
 }
 
 void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
-                       DeviceView<const float*> const& grads, Kokkos::View<std::int64_t, MemSpace> const& step) const {
+                       DeviceView<const float*> const& grads,
+                       Kokkos::View<std::int64_t, MemSpace> const& step) const {
   OptimizerConfig const c = config_;
   auto scalars = scalars_;
   auto norm_sq = grad_norm_sq_;

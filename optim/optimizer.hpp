@@ -50,7 +50,7 @@ class Optimizer {
  private:
   OptimizerConfig config_;
   DeviceView<float*> m_, v_;
-  DeviceView<float*> scalars_;     // lr, bias correction 1, bias correction 2, clip scale
+  DeviceView<float*> scalars_;  // lr, bias correction 1, bias correction 2, clip scale
   DeviceAccumulator grad_norm_sq_;
 };
 

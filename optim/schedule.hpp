@@ -30,8 +30,11 @@ struct Schedule {
         return warm;
       case Kind::cosine: {
         if (t < warmup_steps) return warm;
-        double const progress =
-            decay_steps > 0 ? (double(t - warmup_steps) < double(decay_steps) ? double(t - warmup_steps) : double(decay_steps)) / double(decay_steps) : 1.0;
+        double const progress = decay_steps > 0
+                                    ? (double(t - warmup_steps) < double(decay_steps) ? double(t - warmup_steps)
+                                                                                      : double(decay_steps)) /
+                                          double(decay_steps)
+                                    : 1.0;
         double const cosine = 0.5 * (1.0 + compat::cos(3.141592653589793 * progress));
         return (1.0 - alpha) * cosine + alpha;
       }

@@ -161,7 +161,7 @@ TEST(Schedule, DeviceLearningRateFollowsTheDeviceStep) {
   Kokkos::deep_copy(step, std::int64_t(4));  // as if resumed after 4 updates
   opt.update(space, params.view(), grads.view(), step);
   auto scalars = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), opt.scalars());
-  EXPECT_FLOAT_EQ(scalars(0), 0.125f);                                // 0.5 * 0.5^(4 / 2)
+  EXPECT_FLOAT_EQ(scalars(0), 0.125f);                                    // 0.5 * 0.5^(4 / 2)
   EXPECT_FLOAT_EQ(scalars(1), float(1.0 - std::pow(double(0.9f), 5.0)));  // bias corrections for t = 5
   EXPECT_FLOAT_EQ(scalars(2), float(1.0 - std::pow(double(0.999f), 5.0)));
 }

@@ -1,0 +1,62 @@
+// `ktr` command dispatch, `ktr info`, `ktr --version`, and the error-to-exit-code policy.
+#include "apps/cli.hpp"
+
+#include "apps/flags.hpp"
+#include "core/error.hpp"
+#include "core/runtime.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace ktr::cli {
+
+namespace {
+
+int usage(FILE* out) {
+  std::fprintf(out,
+               "usage: ktr <command> [flags]\n"
+               "  train       train a model (default: the MLP on Fashion-MNIST); ktr train --help\n"
+               "  eval        evaluate a checkpoint on a test set; ktr eval --help\n"
+               "  bench       benchmarks: ktr bench pipeline --help\n"
+               "  synth       write a small synthetic MNIST-format dataset (for tests and demos)\n"
+               "  info        Kokkos version, backends, device, threads and BLAS of this build\n"
+               "  --version   ktr and Kokkos versions and the execution space\n");
+  return out == stderr ? 2 : 0;
+}
+
+}  // namespace
+
+int run(int argc, char* argv[]) {
+  if (argc < 2) return usage(stderr);
+  std::string const cmd = argv[1];
+  try {
+    if (cmd == "--help" || cmd == "-h" || cmd == "help") return usage(stdout);
+    if (cmd == "train") return train(argc, argv);
+    if (cmd == "eval") return eval(argc, argv);
+    if (cmd == "bench") return bench(argc, argv);
+    if (cmd == "synth") return synth(argc, argv);
+    if (cmd == "--version") {
+      Runtime runtime;
+      std::printf("%s\n", version_line().c_str());
+      return 0;
+    }
+    if (cmd == "info") {
+      Runtime runtime;
+      std::printf("%s", runtime_info().c_str());
+      return 0;
+    }
+    std::fprintf(stderr, "ktr: unknown command '%s'\n", cmd.c_str());
+    return usage(stderr);
+  } catch (FlagError const& e) {
+    std::fprintf(stderr, "ktr %s: %s (see: ktr %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
+    return 2;
+  } catch (Error const& e) {
+    std::fprintf(stderr, "ktr %s: %s\n", cmd.c_str(), e.what());
+    return 1;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "ktr %s: internal error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace ktr::cli

@@ -1,0 +1,80 @@
+// The training loop: K complete optimiser steps per dispatch with no host synchronisation between them.
+//
+//   for k in 0..K-1:                       (all enqueued on one execution space instance)
+//     gather_batch(step)   -> x (B, H, W, C), y (B)
+//     logits = model.forward(x)
+//     loss[k], correct[k], dlogits = softmax_cross_entropy(logits, y)
+//     model.backward()     -> gradient arena
+//     optimizer.update()   -> parameter arena, moments, step += 1
+//   read loss[0..K), correct[0..K) back once
+//
+// On CUDA the K-step program is captured once per K and replayed; elsewhere the same kernels run as a loop.
+#pragma once
+
+#include "backends/graph.hpp"
+#include "core/dataset.hpp"
+#include "models/model.hpp"
+#include "optim/optimizer.hpp"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace ktr {
+
+/// Everything a run keeps on the device besides the model: optimiser state, step counter, batch buffers and
+/// per-step metric arrays of length max_k. Allocated once.
+struct TrainState {
+  TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch, std::uint64_t seed,
+             Normalization norm, int max_k);
+
+  Optimizer optimizer;
+  Kokkos::View<std::int64_t, MemSpace> step;  ///< optimiser steps taken (device), also the data position
+  std::int64_t host_step = 0;                 ///< the host's copy, advanced by K per dispatch
+  std::int64_t batch;
+  std::uint64_t seed;
+  Normalization norm;
+  int max_k;
+  Tensor x;                           ///< (B, H, W, C)
+  DeviceView<std::int32_t*> y;        ///< (B)
+  DeviceView<float*> loss;            ///< (max_k) mean loss of each step of the last dispatch
+  DeviceView<std::int32_t*> correct;  ///< (max_k) correct predictions of each step of the last dispatch
+  std::map<int, std::unique_ptr<CapturedProgram>> programs;  ///< captured K-step programs, by K
+};
+
+/// Enqueues K complete steps on `space`: no fence, no host copy, no allocation.
+void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
+
+/// Runs K steps: replays the captured K-step program where the backend has one (capturing it on the first
+/// dispatch of this K after a plain warm-up), else train_steps. Advances state.host_step. Asynchronous.
+void dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
+
+/// Per-step metrics of a dispatch.
+struct StepMetrics {
+  std::vector<float> loss;
+  std::vector<std::int32_t> correct;
+};
+/// Reads the K metrics of the last dispatch back (one transfer each; waits for the dispatch).
+StepMetrics read_metrics(TrainState const& state, int k);
+
+/// Loss and accuracy over a whole device-resident dataset, in batches, metrics accumulated on the device.
+struct EvalResult {
+  double loss = 0, accuracy = 0;
+  std::int64_t count = 0;
+};
+
+class Evaluator {
+ public:
+  Evaluator(Model const& model, std::int64_t batch, Normalization norm);
+  EvalResult run(ExecSpace const& space, Model& model, DeviceDataset const& data);
+
+ private:
+  std::int64_t batch_;
+  Normalization norm_;
+  Tensor x_;
+  DeviceView<std::int32_t*> y_;
+  DeviceView<float*> loss_;
+  DeviceView<std::int32_t*> correct_;
+};
+
+}  // namespace ktr
