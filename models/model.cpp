@@ -66,7 +66,7 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
     description_ += " " + layer->describe();
     layers_.push_back(std::move(layer));
   }
-  KTR_REQUIRE(!layers_.empty() && shapes_.back().rank == 2, "model description",
+  KTR_REQUIRE(!layers_.empty() && dynamic_cast<Dense const*>(layers_.back().get()) != nullptr, "model description",
               "must end in a dense layer producing (B, classes)");
   first_param.push_back(specs.size());
 
