@@ -67,6 +67,4 @@ int synth(int argc, char* argv[]) {
   return 0;
 }
 
-int bench(int, char*[]) { throw FlagError("bench: not built yet"); }
-
 }  // namespace ktr::cli

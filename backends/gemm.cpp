@@ -6,6 +6,8 @@
 
 #include <KokkosBlas3_gemm.hpp>
 
+#include <atomic>
+
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cublas_v2.h>
 #endif
@@ -43,11 +45,16 @@ cublasHandle_t cublas_handle() {
 }
 #endif
 
+std::atomic<std::int64_t> g_gemm_calls{0};
+
 }  // namespace
+
+std::int64_t gemm_calls() { return g_gemm_calls.load(); }
 
 void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
           ConstMatrix const& b, float beta, Matrix const& c) {
   check_shapes(trans_a, trans_b, a, b, c);
+  g_gemm_calls.fetch_add(1, std::memory_order_relaxed);
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
 #if defined(KOKKOS_ENABLE_CUDA)
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.

@@ -16,6 +16,9 @@ namespace ktr {
 void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
           ConstMatrix const& b, float beta, Matrix const& c);
 
+/// How many gemm calls this process has made (for launch accounting in benchmarks).
+std::int64_t gemm_calls();
+
 /// What gemm calls in this build, e.g. "cuBLAS" or "KokkosBlas -> OpenBLAS 0.3.21 ...".
 std::string gemm_backend();
 

@@ -3,7 +3,7 @@
 #include "core/dataset.hpp"
 #include "core/error.hpp"
 #include "core/permutation.hpp"
-#include "tools_counter.hpp"
+#include "backends/tools_counter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -34,6 +34,12 @@ std::vector<std::int64_t> device_permutation(std::int64_t n, std::uint64_t seed,
 
 void set_step(Kokkos::View<std::int64_t, ktr::MemSpace> const& step, std::int64_t value) {
   Kokkos::deep_copy(step, value);
+}
+
+// A free function: CUDA forbids extended lambdas inside a TEST body (a private member function).
+void advance(ktr::ExecSpace const& space, Kokkos::View<std::int64_t, ktr::MemSpace> const& step) {
+  Kokkos::parallel_for(
+      "ktr::test::advance", Kokkos::RangePolicy<ktr::ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { step() += 1; });
 }
 
 TEST(Permutation, IsABijectionForManySizes) {
@@ -146,12 +152,10 @@ TEST(Dataset, ShufflingAndGatheringAcrossEpochsCopiesAndAllocatesNothing) {
   ktr::ExecSpace space;
   std::int64_t const steps = 4 * ktr::steps_per_epoch(d, B);  // four epochs, four permutations
   {
-    ktr::test::ToolsCounter counter;
+    ktr::ToolsCounter counter;
     for (std::int64_t s = 0; s < steps; ++s) {
       ktr::gather_batch(space, d, cursor, ktr::Normalization{}, x, y);
-      Kokkos::parallel_for(
-          "ktr::test::advance", Kokkos::RangePolicy<ktr::ExecSpace>(space, 0, 1),
-          KOKKOS_LAMBDA(int) { step() += 1; });
+      advance(space, step);
     }
     space.fence();
     EXPECT_EQ(counter.deep_copies(), 0) << (counter.events().empty() ? "" : counter.events().front());

@@ -4,7 +4,7 @@
 #include "core/loss.hpp"
 #include "models/model.hpp"
 #include "reference.hpp"
-#include "tools_counter.hpp"
+#include "backends/tools_counter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -128,7 +128,7 @@ TEST(Model, ForwardAndBackwardAllocateNothing) {
   ktr::ExecSpace space;
   Tensor input("ktr::test::x", model.input_shape(16));
   {
-    ktr::test::ToolsCounter counter;
+    ktr::ToolsCounter counter;
     for (int i = 0; i < 3; ++i) {
       model.forward(space, input);
       model.backward(space);

@@ -3,7 +3,7 @@
 #include "core/checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/session.hpp"
-#include "tools_counter.hpp"
+#include "backends/tools_counter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -100,7 +100,7 @@ TEST(Train, ADispatchCopiesAndAllocatesNothing) {
     ktr::ExecSpace space;
     ktr::dispatch(space, s.state(), s.model(), data, 16);  // warm-up (captures the program where supported)
     space.fence();
-    ktr::test::ToolsCounter counter;
+    ktr::ToolsCounter counter;
     ktr::dispatch(space, s.state(), s.model(), data, 16);
     space.fence();
     EXPECT_EQ(counter.deep_copies(), 0) << (counter.events().empty() ? "" : counter.events().front());

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace ktr::test {
+namespace ktr {
 
 class ToolsCounter {
  public:
@@ -60,4 +60,4 @@ class ToolsCounter {
   static void on_kernel(char const*, std::uint32_t, std::uint64_t*) { ++state().kernels; }
 };
 
-}  // namespace ktr::test
+}  // namespace ktr

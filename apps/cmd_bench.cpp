@@ -1,0 +1,48 @@
+// `ktr bench kernels|pipeline`: the benchmarks of bench/, from the command line.
+#include "apps/cli.hpp"
+#include "apps/flags.hpp"
+#include "bench/bench.hpp"
+#include "core/runtime.hpp"
+
+#include <cstdio>
+#include <string>
+
+namespace ktr::cli {
+
+int bench(int argc, char* argv[]) {
+  std::string const which = argc > 2 ? argv[2] : "";
+  bool const help = argc > 3 && (std::string(argv[3]) == "--help" || std::string(argv[3]) == "-h");
+  if (which == "pipeline") {
+    if (help) {
+      std::printf(
+          "usage: ktr bench pipeline [--models mlp,cnn] [--steps N (default 192)] [--k 4,16,64]\n"
+          "                          [--json FILE] [--plot FILE.png] [--threads N]\n"
+          "naive vs resident vs multistep-K vs graph-K, samples/s and speed-up, against the same run's limits\n");
+      return 0;
+    }
+    Flags const f(argc, argv, 3, {"models", "steps", "k", "json", "plot", "threads", "mlp-batch", "cnn-batch"});
+    bench::PipelineOptions o;
+    o.models = f.str("models", o.models);
+    o.steps = f.integer("steps", o.steps, 1, 1 << 20);
+    o.ks = f.str("k", o.ks);
+    o.json = f.str("json", "");
+    o.plot = f.str("plot", "");
+    o.mlp_batch = f.integer("mlp-batch", o.mlp_batch, 1, 1 << 16);
+    o.cnn_batch = f.integer("cnn-batch", o.cnn_batch, 1, 1 << 16);
+    Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
+    return bench::run_pipeline(ExecSpace(), o);
+  }
+  if (which == "kernels") {
+    if (help) {
+      std::printf("usage: ktr bench kernels [--quick] [--threads N]\n"
+                  "gather, optimiser and model rates beside copy bandwidth and large-sgemm rate, same run\n");
+      return 0;
+    }
+    Flags const f(argc, argv, 3, {"threads"}, {"quick"});
+    Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
+    return bench::run_kernels(ExecSpace(), f.on("quick"));
+  }
+  throw FlagError("bench: expected 'kernels' or 'pipeline', got '" + which + "'");
+}
+
+}  // namespace ktr::cli

@@ -1,0 +1,34 @@
+// Benchmarks behind `ktr bench kernels` and `ktr bench pipeline` (also used by the micro-benchmarks).
+#pragma once
+
+#include "core/dataset.hpp"
+
+#include <string>
+
+namespace ktr::bench {
+
+struct ModelRate {
+  double samples_per_s, gflops;
+};
+
+/// Batch gather throughput (uint8 read + float write) in GB/s.
+double gather_gbps(ExecSpace const& space, DeviceDataset const& data, std::int64_t batch);
+/// Adam update over an arena of n floats, GB/s of arena traffic.
+double adam_gbps(ExecSpace const& space, std::int64_t n);
+/// Forward + loss + backward of a model at a batch.
+ModelRate model_rate(ExecSpace const& space, std::string const& description, std::int64_t batch);
+
+/// The kernel table (quick: tiny sizes, for smoke tests).
+int run_kernels(ExecSpace const& space, bool quick);
+
+struct PipelineOptions {
+  std::string models = "mlp,cnn";
+  std::int64_t steps = 192;  // timed steps per variant (a multiple of every K)
+  std::string ks = "4,16,64";
+  std::string json, plot;    // output files ("" = none)
+  std::int64_t mlp_batch = 256, cnn_batch = 32;
+};
+/// The pipeline comparison: naive, resident, multistep-K, graph-K.
+int run_pipeline(ExecSpace const& space, PipelineOptions const& options);
+
+}  // namespace ktr::bench

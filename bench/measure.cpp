@@ -1,0 +1,75 @@
+// Timing and machine limits.
+#include "bench/measure.hpp"
+
+#include "backends/gemm.hpp"
+#include "core/ops.hpp"
+#include "core/tensor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace ktr::bench {
+
+double median_seconds(ExecSpace const& space, std::function<void()> const& body, int reps, int warmup) {
+  for (int i = 0; i < warmup; ++i) body();
+  space.fence();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto const t0 = std::chrono::steady_clock::now();
+    body();
+    space.fence();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double copy_gbps(ExecSpace const& space, std::int64_t bytes, int reps) {
+  DeviceView<float*> a("ktr::bench::copy_a", std::size_t(bytes / 4)), b("ktr::bench::copy_b", std::size_t(bytes / 4));
+  fill(space, a, 1.0f);
+  double const s = median_seconds(space, [&] { Kokkos::deep_copy(space, b, a); }, reps);
+  return 2.0 * double(bytes) / s / 1e9;
+}
+
+double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps) {
+  Tensor a("ktr::bench::gemm_a", {n, n}), b("ktr::bench::gemm_b", {n, n}), c("ktr::bench::gemm_c", {n, n});
+  fill(space, a.view(), 0.5f);
+  fill(space, b.view(), 0.25f);
+  double const s =
+      median_seconds(space, [&] { gemm(space, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix()); }, reps);
+  return 2.0 * double(n) * double(n) * double(n) / s / 1e9;
+}
+
+namespace {
+void empty(ExecSpace const& space) {
+  Kokkos::parallel_for("ktr::bench::empty", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int){});
+}
+}  // namespace
+
+LaunchCost launch_cost(ExecSpace const& space, int launches) {
+  double const burst = median_seconds(
+      space,
+      [&] {
+        for (int i = 0; i < launches; ++i) empty(space);
+      },
+      5);
+  double const synced = median_seconds(
+      space,
+      [&] {
+        for (int i = 0; i < launches / 10; ++i) {
+          empty(space);
+          space.fence();
+        }
+      },
+      5);
+  return LaunchCost{1e6 * burst / launches, 1e6 * synced / (launches / 10)};
+}
+
+std::string num(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+}  // namespace ktr::bench

@@ -1,0 +1,31 @@
+// Timing helpers and the machine's limits, measured in the same run as the thing they are compared with:
+// device copy bandwidth, large-sgemm rate through ktr's gemm, and the cost of launching an empty kernel.
+#pragma once
+
+#include "core/types.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace ktr::bench {
+
+/// Median seconds of `reps` runs of `body` (each fenced), after `warmup` untimed runs.
+double median_seconds(ExecSpace const& space, std::function<void()> const& body, int reps, int warmup = 2);
+
+/// Device-to-device copy of `bytes` bytes: GB/s counting read + write traffic (2 * bytes per copy).
+double copy_gbps(ExecSpace const& space, std::int64_t bytes, int reps = 15);
+
+/// Square sgemm of size n through ktr::gemm: GFLOP/s (2 n^3 per call).
+double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps = 7);
+
+/// Empty-kernel launch cost in microseconds: {back-to-back launches per launch, launch + fence}.
+struct LaunchCost {
+  double async_us, synced_us;
+};
+LaunchCost launch_cost(ExecSpace const& space, int launches = 2000);
+
+/// Formats a number with `digits` decimals.
+std::string num(double v, int digits = 1);
+
+}  // namespace ktr::bench

@@ -1,0 +1,284 @@
+// `ktr bench pipeline`: the same model, data, seed and number of steps in each variant, timed after a warm-up,
+// in one process:
+//   naive         dataset in host memory; each batch gathered on the host, copied to the device; loss read back
+//                 every step (the anti-pattern users start from)
+//   resident      dataset on the device, on-device shuffle and gather; loss read back every step
+//   multistep-K   resident, K steps per dispatch, one read-back per dispatch
+//   graph-K       the captured K-step program replayed (CUDA); elsewhere reported as unavailable
+// plus, in the same run, the step's GFLOP/s beside large-sgemm GFLOP/s, and kernel launches per step beside the
+// cost of one empty launch. Writes a table, optionally a JSON file and a PNG plot (gnuplot) of samples/s vs K.
+#include "backends/gemm.hpp"
+#include "backends/graph.hpp"
+#include "backends/tools_counter.hpp"
+#include "bench/bench.hpp"
+#include "bench/measure.hpp"
+#include "core/error.hpp"
+#include "core/loss.hpp"
+#include "core/permutation.hpp"
+#include "core/runtime.hpp"
+#include "core/session.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+namespace ktr::bench {
+
+namespace {
+
+struct Result {
+  std::string model, variant;
+  int k;
+  std::int64_t batch;
+  double step_ms, samples_per_s, speedup;
+  bool available;
+};
+
+std::vector<int> parse_ks(std::string const& text) {
+  std::vector<int> ks;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    int k = std::atoi(part.c_str());
+    KTR_REQUIRE(k > 0, "--k", "'" + part + "' is not a positive integer");
+    ks.push_back(k);
+  }
+  return ks;
+}
+
+// The naive step: host gather + normalise, copies to the device, the step, a loss read-back.
+class NaiveStepper {
+ public:
+  NaiveStepper(std::vector<std::uint8_t> const& px, std::vector<std::uint8_t> const& lb, std::int64_t n,
+               std::int64_t batch, std::uint64_t seed)
+      : px_(px), lb_(lb), n_(n), batch_(batch), seed_(seed), hx_("ktr::bench::naive_x", std::size_t(batch * 784)),
+        hy_("ktr::bench::naive_y", std::size_t(batch)) {}
+
+  void step(ExecSpace const& space, Session& s, std::int64_t step) {
+    std::int64_t const spe = n_ / batch_;
+    Permutation const perm(std::uint64_t(n_), seed_, std::uint64_t(step / spe));
+    for (std::int64_t b = 0; b < batch_; ++b) {
+      auto const src = std::int64_t(perm(std::uint64_t((step % spe) * batch_ + b)));
+      for (std::int64_t p = 0; p < 784; ++p) hx_(b * 784 + p) = px_[std::size_t(src * 784 + p)] * (1.0f / 255.0f);
+      hy_(b) = lb_[std::size_t(src)];
+    }
+    TrainState& st = s.state();
+    Kokkos::deep_copy(st.x.view(), hx_);  // host -> device, every step
+    Kokkos::deep_copy(st.y, hy_);
+    Tensor const logits = s.model().forward(space, st.x);
+    softmax_cross_entropy(space, logits, st.y, s.model().dlogits(), LossOutput{st.loss, st.correct, 0, false});
+    s.model().backward(space);
+    st.optimizer.update(space, s.model().arena().params(), s.model().arena().grads(), st.step);
+    float loss = 0;
+    Kokkos::deep_copy(loss, Kokkos::subview(st.loss, 0));  // device -> host, every step
+    sink_ += loss;
+  }
+  float sink() const { return sink_; }
+
+ private:
+  std::vector<std::uint8_t> const& px_;
+  std::vector<std::uint8_t> const& lb_;
+  std::int64_t n_, batch_;
+  std::uint64_t seed_;
+  HostView<float*> hx_;
+  HostView<std::int32_t*> hy_;
+  float sink_ = 0;
+};
+
+double timed(ExecSpace const& space, std::function<void()> const& run) {
+  space.fence();
+  auto const t0 = std::chrono::steady_clock::now();
+  run();
+  space.fence();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void write_atomically(std::string const& path, std::string const& text) {
+  std::string const tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  KTR_REQUIRE(f != nullptr, path, "cannot create");
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": write failed");
+  }
+}
+
+void plot(std::string const& path, std::vector<Result> const& results) {
+  std::string const data = path + ".dat.tmp", script = path + ".gp.tmp", tmp_png = path + ".tmp";
+  std::string dat;
+  for (std::string const model : {"mlp", "cnn"}) {
+    bool any = false;
+    for (auto const& r : results)
+      if (r.model == model && r.available && r.variant != "naive" && r.variant.rfind("graph", 0) != 0) {
+        dat += std::to_string(r.k) + " " + num(r.samples_per_s, 1) + "\n";
+        any = true;
+      }
+    dat += any ? "\n\n" : "1 0\n\n\n";
+  }
+  write_atomically(data, dat);
+  double naive_mlp = 0, naive_cnn = 0;
+  for (auto const& r : results)
+    if (r.variant == "naive") (r.model == "mlp" ? naive_mlp : naive_cnn) = r.samples_per_s;
+  std::string const gp = "set terminal png size 900,560\nset output '" + tmp_png +
+                         "'\nset title 'ktr: samples/s against steps per dispatch (K = 1: resident)'\n"
+                         "set xlabel 'K (optimiser steps per dispatch)'\nset ylabel 'samples/s'\n"
+                         "set logscale x 2\nset grid\nset key left top\n"
+                         "plot '" + data + "' index 0 with linespoints lw 2 title 'MLP (batch 256)', '" + data +
+                         "' index 1 with linespoints lw 2 title 'SimpleCNN (batch 32)', " + num(naive_mlp, 1) +
+                         " with lines dt 2 title 'MLP naive', " + num(naive_cnn, 1) +
+                         " with lines dt 2 title 'CNN naive'\n";
+  write_atomically(script, gp);
+  int const rc = std::system(("gnuplot '" + script + "' 2>/dev/null").c_str());
+  std::remove(data.c_str());
+  std::remove(script.c_str());
+  if (rc != 0 || std::rename(tmp_png.c_str(), path.c_str()) != 0) {
+    std::remove(tmp_png.c_str());
+    std::fprintf(stderr, "ktr bench: could not draw %s (is gnuplot installed?)\n", path.c_str());
+  }
+}
+
+}  // namespace
+
+int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
+  std::vector<int> const ks = parse_ks(o.ks);
+  for (int k : ks)
+    KTR_REQUIRE(o.steps % k == 0, "--steps", "must be a multiple of every K (" + std::to_string(k) + ")");
+  std::int64_t const n = 60000;
+  std::mt19937 rng(7);
+  std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
+  for (auto& p : px) p = std::uint8_t(rng());
+  for (auto& l : lb) l = std::uint8_t(rng() % 10);
+  DeviceDataset const data = make_device_dataset(px, lb, n, 28, 28, 1, 10, "random");
+
+  double const sgemm = sgemm_gflops(space, 2048);
+  LaunchCost const launch = launch_cost(space);
+  std::printf("%s\n", version_line().c_str());
+  std::printf("limits (same run): large sgemm %s GFLOP/s, empty kernel %s us back-to-back / %s us with a fence\n",
+              num(sgemm).c_str(), num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
+  std::printf("%-4s %-13s %5s %6s %12s %12s %10s\n", "model", "variant", "batch", "steps", "ms/step", "samples/s",
+              "vs naive");
+
+  std::vector<Result> results;
+  std::string json_models;
+  std::stringstream models(o.models);
+  std::string model;
+  while (std::getline(models, model, ',')) {
+    KTR_REQUIRE(model == "mlp" || model == "cnn", "--models", "unknown model '" + model + "' (mlp, cnn)");
+    RunConfig config;
+    config.model = model == "mlp" ? Model::mlp() : Model::simple_cnn();
+    config.batch = model == "mlp" ? o.mlp_batch : o.cnn_batch;
+    int const max_k = *std::max_element(ks.begin(), ks.end());
+    double naive_rate = 0;
+    auto report = [&](std::string const& variant, int k, double seconds) {
+      double const rate = double(o.steps * config.batch) / seconds;
+      if (variant == "naive") naive_rate = rate;
+      results.push_back(Result{model, variant, k, config.batch, 1e3 * seconds / double(o.steps), rate,
+                               rate / naive_rate, true});
+      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), variant.c_str(), (long long)config.batch,
+                  (long long)o.steps, num(1e3 * seconds / double(o.steps), 3).c_str(), num(rate, 0).c_str(),
+                  num(rate / naive_rate, 2).c_str());
+      std::fflush(stdout);
+    };
+
+    {  // naive
+      Session s(config, 1);
+      NaiveStepper naive(px, lb, n, config.batch, config.seed);
+      for (int i = 0; i < 5; ++i) naive.step(space, s, i);
+      report("naive", 1, timed(space, [&] {
+               for (std::int64_t i = 0; i < o.steps; ++i) naive.step(space, s, 5 + i);
+             }));
+    }
+    {  // resident: K = 1 through the plain loop, loss read every step
+      Session s(config, 1);
+      for (int i = 0; i < 5; ++i) train_steps(space, s.state(), s.model(), data, 1), read_metrics(s.state(), 1);
+      report("resident", 1, timed(space, [&] {
+               for (std::int64_t i = 0; i < o.steps; ++i) {
+                 train_steps(space, s.state(), s.model(), data, 1);
+                 read_metrics(s.state(), 1);
+               }
+             }));
+    }
+    for (int k : ks) {  // multistep-K through the plain loop
+      Session s(config, max_k);
+      train_steps(space, s.state(), s.model(), data, k);
+      read_metrics(s.state(), k);
+      report("multistep-" + std::to_string(k), k, timed(space, [&] {
+               for (std::int64_t i = 0; i < o.steps / k; ++i) {
+                 train_steps(space, s.state(), s.model(), data, k);
+                 read_metrics(s.state(), k);
+               }
+             }));
+    }
+    for (int k : ks) {  // graph-K
+      if (!CapturedProgram::supported()) {
+        results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false});
+        continue;
+      }
+      Session s(config, max_k);
+      for (int i = 0; i < 2; ++i) dispatch(space, s.state(), s.model(), data, k), read_metrics(s.state(), k);
+      report("graph-" + std::to_string(k), k, timed(space, [&] {
+               for (std::int64_t i = 0; i < o.steps / k; ++i) {
+                 dispatch(space, s.state(), s.model(), data, k);
+                 read_metrics(s.state(), k);
+               }
+             }));
+    }
+    if (!CapturedProgram::supported())
+      std::printf("%-4s %-13s (no captured programs on %s: the plain loop above is the same kernels)\n",
+                  model.c_str(), "graph-K", ExecSpace::name());
+
+    // Launch accounting for one step, and the step's FLOP rate at the best variant.
+    Session s(config, 1);
+    train_steps(space, s.state(), s.model(), data, 1);
+    space.fence();
+    std::int64_t const gemms0 = gemm_calls();
+    std::int64_t kernels = 0;
+    {
+      ToolsCounter counter;
+      train_steps(space, s.state(), s.model(), data, 1);
+      space.fence();
+      kernels = counter.kernels();
+    }
+    std::int64_t const gemms = gemm_calls() - gemms0;
+    double best = 0;
+    for (auto const& r : results)
+      if (r.model == model && r.available) best = std::max(best, r.samples_per_s);
+    double const step_gflops = s.model().train_flops(config.batch) / double(config.batch) * best / 1e9;
+    std::printf("%-4s per step: %lld Kokkos kernels + %lld gemm calls (launch floor ~%s us at %s us each); "
+                "best %s GFLOP/s = %s%% of large sgemm\n",
+                model.c_str(), (long long)kernels, (long long)gemms,
+                num(double(kernels + gemms) * launch.async_us, 1).c_str(), num(launch.async_us, 2).c_str(),
+                num(step_gflops).c_str(), num(100 * step_gflops / sgemm, 0).c_str());
+    json_models += std::string(json_models.empty() ? "" : ",") + "\"" + model + "\":{\"kokkos_kernels_per_step\":" +
+                   std::to_string(kernels) + ",\"gemm_calls_per_step\":" + std::to_string(gemms) +
+                   ",\"best_step_gflops\":" + num(step_gflops, 2) + ",\"flops_per_sample\":" +
+                   num(s.model().train_flops(config.batch) / double(config.batch), 0) + "}";
+  }
+
+  if (!o.json.empty()) {
+    std::string j = "{\n  \"ktr\": \"" + version_line() + "\",\n  \"execution_space\": \"" + ExecSpace::name() +
+                    "\",\n  \"concurrency\": " + std::to_string(space.concurrency()) +
+                    ",\n  \"limits\": {\"sgemm_gflops\": " + num(sgemm, 2) + ", \"empty_kernel_us\": " +
+                    num(launch.async_us, 3) + ", \"empty_kernel_fenced_us\": " + num(launch.synced_us, 3) +
+                    "},\n  \"models\": {" + json_models + "},\n  \"results\": [\n";
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      auto const& r = results[i];
+      j += "    {\"model\": \"" + r.model + "\", \"variant\": \"" + r.variant + "\", \"k\": " + std::to_string(r.k) +
+           ", \"batch\": " + std::to_string(r.batch) + ", \"available\": " + (r.available ? "true" : "false") +
+           ", \"step_ms\": " + num(r.step_ms, 4) + ", \"samples_per_s\": " + num(r.samples_per_s, 1) +
+           ", \"speedup_vs_naive\": " + num(r.speedup, 3) + "}" + (i + 1 < results.size() ? ",\n" : "\n");
+    }
+    write_atomically(o.json, j + "  ]\n}\n");
+    std::printf("wrote %s\n", o.json.c_str());
+  }
+  if (!o.plot.empty()) {
+    plot(o.plot, results);
+    std::printf("wrote %s\n", o.plot.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ktr::bench
