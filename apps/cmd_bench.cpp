@@ -34,8 +34,9 @@ int bench(int argc, char* argv[]) {
   }
   if (which == "kernels") {
     if (help) {
-      std::printf("usage: ktr bench kernels [--quick] [--threads N]\n"
-                  "gather, optimiser and model rates beside copy bandwidth and large-sgemm rate, same run\n");
+      std::printf(
+          "usage: ktr bench kernels [--quick] [--threads N]\n"
+          "gather, optimiser and model rates beside copy bandwidth and large-sgemm rate, same run\n");
       return 0;
     }
     Flags const f(argc, argv, 3, {"threads"}, {"quick"});

@@ -125,7 +125,11 @@ int train(int argc, char* argv[]) {
   config.batch = f.integer("batch", model_name == "cnn" ? 32 : 256, 1, 1 << 20);
   config.seed = std::uint64_t(f.integer("seed", 0, 0, INT64_MAX));
   auto& o = config.optimizer;
-  o.kind = OptimizerConfig::parse_kind(f.str("optimizer", "adam"));
+  try {
+    o.kind = OptimizerConfig::parse_kind(f.str("optimizer", "adam"));
+  } catch (Error const& e) {
+    throw FlagError(e.what());
+  }
   o.lr = float(f.number("lr", 1e-3, 1e-12, 1e3));
   o.momentum = float(f.number("momentum", 0.0, 0.0, 0.999999));
   o.nesterov = f.on("nesterov");
@@ -179,7 +183,8 @@ int train(int argc, char* argv[]) {
   ExecSpace const space;
   Progress progress(total, spe, cfg.batch);
   g_interrupted = 0;
-  auto const previous_handler = std::signal(SIGINT, on_sigint);
+  auto const previous_int = std::signal(SIGINT, on_sigint);    // Ctrl-C
+  auto const previous_term = std::signal(SIGTERM, on_sigint);  // a batch scheduler's stop
   auto const t_start = std::chrono::steady_clock::now();
   std::int64_t const first_step = state.host_step;
   double epoch_loss = 0;
@@ -225,7 +230,8 @@ int train(int argc, char* argv[]) {
       if (!ckpt_path.empty()) session->save(ckpt_path);
     }
   }
-  std::signal(SIGINT, previous_handler);
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
   double const wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   double const trained = double(state.host_step - first_step) * double(cfg.batch);
   if (interrupted) {

@@ -25,7 +25,7 @@ struct PipelineOptions {
   std::string models = "mlp,cnn";
   std::int64_t steps = 192;  // timed steps per variant (a multiple of every K)
   std::string ks = "4,16,64";
-  std::string json, plot;    // output files ("" = none)
+  std::string json, plot;  // output files ("" = none)
   std::int64_t mlp_batch = 256, cnn_batch = 32;
 };
 /// The pipeline comparison: naive, resident, multistep-K, graph-K.

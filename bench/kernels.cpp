@@ -33,7 +33,8 @@ double gather_gbps(ExecSpace const& space, DeviceDataset const& data, std::int64
   BatchCursor cursor{Kokkos::View<std::int64_t, MemSpace>("ktr::bench::step"), 0, 1, batch};
   Tensor x("ktr::bench::x", data.batch_shape(batch));
   DeviceView<std::int32_t*> y("ktr::bench::y", std::size_t(batch));
-  double const s = median_seconds(space, [&] { gather_batch(space, data, cursor, Normalization{}, x, y); }, 31, 3);
+  double const s = median_seconds(
+      space, [&] { gather_batch(space, data, cursor, Normalization{}, x, y); }, 31, 3);
   double const bytes = double(batch) * (double(data.sample_size()) * (1 + 4) + 8);  // uint8 in, float out, labels
   return bytes / s / 1e9;
 }
@@ -42,7 +43,8 @@ double adam_gbps(ExecSpace const& space, std::int64_t n) {
   DeviceView<float*> p("ktr::bench::p", std::size_t(n)), g("ktr::bench::g", std::size_t(n));
   Optimizer opt(OptimizerConfig{}, n);
   Kokkos::View<std::int64_t, MemSpace> step("ktr::bench::step");
-  double const s = median_seconds(space, [&] { opt.update(space, p, g, step); }, 31, 3);
+  double const s = median_seconds(
+      space, [&] { opt.update(space, p, g, step); }, 31, 3);
   return 7.0 * 4.0 * double(n) / s / 1e9;  // read p, g, m, v; write p, m, v
 }
 
@@ -78,9 +80,10 @@ int run_kernels(ExecSpace const& space, bool quick) {
   };
   std::printf("%-44s %9s GB/s\n", "device copy (limit for memory-bound kernels)", num(copy).c_str());
   std::printf("%-44s %9s GF/s\n", "large sgemm through ktr::gemm (limit for FLOPs)", num(sgemm).c_str());
-  std::printf("%-44s %9s us back-to-back, %s us with a fence\n", "empty kernel launch", num(launch.async_us, 2).c_str(),
-              num(launch.synced_us, 2).c_str());
-  for (std::int64_t b : {32, 256}) row("gather batch " + std::to_string(b), gather_gbps(space, data, b), copy, "GB/s");
+  std::printf("%-44s %9s us back-to-back, %s us with a fence\n", "empty kernel launch",
+              num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
+  for (std::int64_t b : {32, 256})
+    row("gather batch " + std::to_string(b), gather_gbps(space, data, b), copy, "GB/s");
   row("adam update, MLP arena (669706 floats)", adam_gbps(space, 669706), copy, "GB/s");
   for (auto const& [name, desc] : {std::pair<char const*, std::string>{"mlp", Model::mlp()},
                                    std::pair<char const*, std::string>{"cnn", Model::simple_cnn()}}) {

@@ -26,9 +26,11 @@ double median_seconds(ExecSpace const& space, std::function<void()> const& body,
 }
 
 double copy_gbps(ExecSpace const& space, std::int64_t bytes, int reps) {
-  DeviceView<float*> a("ktr::bench::copy_a", std::size_t(bytes / 4)), b("ktr::bench::copy_b", std::size_t(bytes / 4));
+  DeviceView<float*> a("ktr::bench::copy_a", std::size_t(bytes / 4)),
+      b("ktr::bench::copy_b", std::size_t(bytes / 4));
   fill(space, a, 1.0f);
-  double const s = median_seconds(space, [&] { Kokkos::deep_copy(space, b, a); }, reps);
+  double const s = median_seconds(
+      space, [&] { Kokkos::deep_copy(space, b, a); }, reps);
   return 2.0 * double(bytes) / s / 1e9;
 }
 
@@ -36,8 +38,8 @@ double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps) {
   Tensor a("ktr::bench::gemm_a", {n, n}), b("ktr::bench::gemm_b", {n, n}), c("ktr::bench::gemm_c", {n, n});
   fill(space, a.view(), 0.5f);
   fill(space, b.view(), 0.25f);
-  double const s =
-      median_seconds(space, [&] { gemm(space, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix()); }, reps);
+  double const s = median_seconds(
+      space, [&] { gemm(space, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix()); }, reps);
   return 2.0 * double(n) * double(n) * double(n) / s / 1e9;
 }
 

@@ -36,8 +36,13 @@ void BM_Gemm(benchmark::State& state) {
   }
   set_rate(state, 2.0 * b * in * out, "FLOP/s");
 }
-BENCHMARK(BM_Gemm)->Args({8, 784, 512})->Args({256, 784, 512})->Args({256, 512, 512})->Args({256, 512, 10})
-    ->Args({32, 6272, 10})->UseRealTime();
+BENCHMARK(BM_Gemm)
+    ->Args({8, 784, 512})
+    ->Args({256, 784, 512})
+    ->Args({256, 512, 512})
+    ->Args({256, 512, 10})
+    ->Args({32, 6272, 10})
+    ->UseRealTime();
 
 // Layer forward or backward on a batch of (B, H, W, C).
 template <class LayerT, bool Backward>
@@ -52,6 +57,9 @@ void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
   layer.bind(p, g);
   ktr::DeviceView<float*> scratch("scratch", std::size_t(layer.scratch_size(in)) + 1);
   layer.set_scratch(scratch);
+  ktr::DeviceView<float*> ones("ones", std::size_t(layer.ones_size(in)) + 1);
+  Kokkos::deep_copy(ones, 1.0f);
+  layer.set_ones(ones);
   Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
   ktr::fill(space, x.view(), 0.5f);
   ktr::fill(space, dy.view(), 0.1f);
@@ -69,8 +77,12 @@ void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
   else
     set_rate(state, 4.0 * double(in.size() + out.size()), "bytes/s");
 }
-void BM_ConvForward(benchmark::State& s) { BM_Layer<ktr::Conv2D, false>(s, ktr::Conv2D(32, true), {1, 28, 28, 1}); }
-void BM_ConvBackward(benchmark::State& s) { BM_Layer<ktr::Conv2D, true>(s, ktr::Conv2D(32, true), {1, 28, 28, 1}); }
+void BM_ConvForward(benchmark::State& s) {
+  BM_Layer<ktr::Conv2D, false>(s, ktr::Conv2D(32, true), {1, 28, 28, 1});
+}
+void BM_ConvBackward(benchmark::State& s) {
+  BM_Layer<ktr::Conv2D, true>(s, ktr::Conv2D(32, true), {1, 28, 28, 1});
+}
 void BM_PoolForward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, false>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 void BM_PoolBackward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, true>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 BENCHMARK(BM_ConvForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();

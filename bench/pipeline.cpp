@@ -52,7 +52,12 @@ class NaiveStepper {
  public:
   NaiveStepper(std::vector<std::uint8_t> const& px, std::vector<std::uint8_t> const& lb, std::int64_t n,
                std::int64_t batch, std::uint64_t seed)
-      : px_(px), lb_(lb), n_(n), batch_(batch), seed_(seed), hx_("ktr::bench::naive_x", std::size_t(batch * 784)),
+      : px_(px),
+        lb_(lb),
+        n_(n),
+        batch_(batch),
+        seed_(seed),
+        hx_("ktr::bench::naive_x", std::size_t(batch * 784)),
         hy_("ktr::bench::naive_y", std::size_t(batch)) {}
 
   void step(ExecSpace const& space, Session& s, std::int64_t step) {
@@ -126,7 +131,8 @@ void plot(std::string const& path, std::vector<Result> const& results) {
                          "'\nset title 'ktr: samples/s against steps per dispatch (K = 1: resident)'\n"
                          "set xlabel 'K (optimiser steps per dispatch)'\nset ylabel 'samples/s'\n"
                          "set logscale x 2\nset grid\nset key left top\n"
-                         "plot '" + data + "' index 0 with linespoints lw 2 title 'MLP (batch 256)', '" + data +
+                         "plot '" +
+                         data + "' index 0 with linespoints lw 2 title 'MLP (batch 256)', '" + data +
                          "' index 1 with linespoints lw 2 title 'SimpleCNN (batch 32)', " + num(naive_mlp, 1) +
                          " with lines dt 2 title 'MLP naive', " + num(naive_cnn, 1) +
                          " with lines dt 2 title 'CNN naive'\n";
@@ -175,11 +181,11 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
     auto report = [&](std::string const& variant, int k, double seconds) {
       double const rate = double(o.steps * config.batch) / seconds;
       if (variant == "naive") naive_rate = rate;
-      results.push_back(Result{model, variant, k, config.batch, 1e3 * seconds / double(o.steps), rate,
-                               rate / naive_rate, true});
-      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), variant.c_str(), (long long)config.batch,
-                  (long long)o.steps, num(1e3 * seconds / double(o.steps), 3).c_str(), num(rate, 0).c_str(),
-                  num(rate / naive_rate, 2).c_str());
+      results.push_back(
+          Result{model, variant, k, config.batch, 1e3 * seconds / double(o.steps), rate, rate / naive_rate, true});
+      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), variant.c_str(),
+                  (long long)config.batch, (long long)o.steps, num(1e3 * seconds / double(o.steps), 3).c_str(),
+                  num(rate, 0).c_str(), num(rate / naive_rate, 2).c_str());
       std::fflush(stdout);
     };
 
@@ -247,29 +253,33 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
     for (auto const& r : results)
       if (r.model == model && r.available) best = std::max(best, r.samples_per_s);
     double const step_gflops = s.model().train_flops(config.batch) / double(config.batch) * best / 1e9;
-    std::printf("%-4s per step: %lld Kokkos kernels + %lld gemm calls (launch floor ~%s us at %s us each); "
-                "best %s GFLOP/s = %s%% of large sgemm\n",
-                model.c_str(), (long long)kernels, (long long)gemms,
-                num(double(kernels + gemms) * launch.async_us, 1).c_str(), num(launch.async_us, 2).c_str(),
-                num(step_gflops).c_str(), num(100 * step_gflops / sgemm, 0).c_str());
-    json_models += std::string(json_models.empty() ? "" : ",") + "\"" + model + "\":{\"kokkos_kernels_per_step\":" +
-                   std::to_string(kernels) + ",\"gemm_calls_per_step\":" + std::to_string(gemms) +
-                   ",\"best_step_gflops\":" + num(step_gflops, 2) + ",\"flops_per_sample\":" +
-                   num(s.model().train_flops(config.batch) / double(config.batch), 0) + "}";
+    std::printf(
+        "%-4s per step: %lld Kokkos kernels + %lld gemm calls (launch floor ~%s us at %s us each); "
+        "best %s GFLOP/s = %s%% of large sgemm\n",
+        model.c_str(), (long long)kernels, (long long)gemms,
+        num(double(kernels + gemms) * launch.async_us, 1).c_str(), num(launch.async_us, 2).c_str(),
+        num(step_gflops).c_str(), num(100 * step_gflops / sgemm, 0).c_str());
+    json_models +=
+        std::string(json_models.empty() ? "" : ",") + "\"" + model +
+        "\":{\"kokkos_kernels_per_step\":" + std::to_string(kernels) +
+        ",\"gemm_calls_per_step\":" + std::to_string(gemms) + ",\"best_step_gflops\":" + num(step_gflops, 2) +
+        ",\"flops_per_sample\":" + num(s.model().train_flops(config.batch) / double(config.batch), 0) + "}";
   }
 
   if (!o.json.empty()) {
     std::string j = "{\n  \"ktr\": \"" + version_line() + "\",\n  \"execution_space\": \"" + ExecSpace::name() +
                     "\",\n  \"concurrency\": " + std::to_string(space.concurrency()) +
-                    ",\n  \"limits\": {\"sgemm_gflops\": " + num(sgemm, 2) + ", \"empty_kernel_us\": " +
-                    num(launch.async_us, 3) + ", \"empty_kernel_fenced_us\": " + num(launch.synced_us, 3) +
-                    "},\n  \"models\": {" + json_models + "},\n  \"results\": [\n";
+                    ",\n  \"limits\": {\"sgemm_gflops\": " + num(sgemm, 2) +
+                    ", \"empty_kernel_us\": " + num(launch.async_us, 3) +
+                    ", \"empty_kernel_fenced_us\": " + num(launch.synced_us, 3) + "},\n  \"models\": {" +
+                    json_models + "},\n  \"results\": [\n";
     for (std::size_t i = 0; i < results.size(); ++i) {
       auto const& r = results[i];
-      j += "    {\"model\": \"" + r.model + "\", \"variant\": \"" + r.variant + "\", \"k\": " + std::to_string(r.k) +
-           ", \"batch\": " + std::to_string(r.batch) + ", \"available\": " + (r.available ? "true" : "false") +
-           ", \"step_ms\": " + num(r.step_ms, 4) + ", \"samples_per_s\": " + num(r.samples_per_s, 1) +
-           ", \"speedup_vs_naive\": " + num(r.speedup, 3) + "}" + (i + 1 < results.size() ? ",\n" : "\n");
+      j += "    {\"model\": \"" + r.model + "\", \"variant\": \"" + r.variant +
+           "\", \"k\": " + std::to_string(r.k) + ", \"batch\": " + std::to_string(r.batch) +
+           ", \"available\": " + (r.available ? "true" : "false") + ", \"step_ms\": " + num(r.step_ms, 4) +
+           ", \"samples_per_s\": " + num(r.samples_per_s, 1) + ", \"speedup_vs_naive\": " + num(r.speedup, 3) +
+           "}" + (i + 1 < results.size() ? ",\n" : "\n");
     }
     write_atomically(o.json, j + "  ]\n}\n");
     std::printf("wrote %s\n", o.json.c_str());

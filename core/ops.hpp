@@ -6,6 +6,16 @@
 
 namespace ktr {
 
+/// Runs body(begin, end) over [0, n) in one labelled kernel: contiguous chunks per thread on a host device (so the
+/// body's loop vectorises, with scalars loaded once per chunk), one element per thread on a GPU (coalesced).
+template <class Body>
+void chunked_for(char const* label, ExecSpace const& space, std::int64_t n, Body const& body) {
+  constexpr std::int64_t chunk = device_is_host ? 4096 : 1;
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (n + chunk - 1) / chunk),
+      KOKKOS_LAMBDA(std::int64_t c) { body(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n); });
+}
+
 /// x[i] = value
 void fill(ExecSpace const& space, DeviceView<float*> const& x, float value);
 /// y[i] += alpha * x[i]

@@ -8,6 +8,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ktr {
 
@@ -29,6 +30,15 @@ using ConstMatrix =
 using DeviceScalar = Kokkos::View<float, MemSpace>;
 /// A double-precision device scalar for reductions that must not lose bits.
 using DeviceAccumulator = Kokkos::View<double, MemSpace>;
+
+/// Row-major iteration over N extents (last index fastest, as the data is laid out) on every backend: kernels
+/// index with (i, j, ...) instead of dividing a flat index (64-bit division per element is slow on CPUs).
+template <unsigned N>
+using MDRange = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<N, Kokkos::Iterate::Right, Kokkos::Iterate::Right>,
+                                      Kokkos::IndexType<std::int64_t>>;
+
+/// True when the device is the host: element-wise kernels then give each thread a contiguous chunk.
+constexpr bool device_is_host = std::is_same<MemSpace, Kokkos::HostSpace>::value;
 
 static_assert(Kokkos::SpaceAccessibility<ExecSpace, MemSpace>::accessible,
               "ktr: the execution space must reach its memory space");

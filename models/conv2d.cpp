@@ -21,38 +21,43 @@ Geometry geometry(Shape const& in) {
   return Geometry{in[0], in[1], in[2], in[3]};
 }
 
-// cols[(b, h, w), (kh, kw, c)] = x[b, h + kh - 1, w + kw - 1, c], zero outside the image.
+// cols[(b, h, w), (kh, kw, c)] = x[b, h + kh - 1, w + kw - 1, c], zero outside the image. One thread per pixel
+// writes its 9 C columns.
 void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& cols) {
   Kokkos::parallel_for(
-      "ktr::conv2d::im2col", Kokkos::RangePolicy<ExecSpace>(space, 0, g.pixels() * g.patch()),
-      KOKKOS_LAMBDA(std::int64_t k) {
-        std::int64_t const row = k / g.patch(), col = k % g.patch();
-        std::int64_t const c = col % g.channels, kw = (col / g.channels) % K, kh = col / (g.channels * K);
-        std::int64_t const w = row % g.width, h = (row / g.width) % g.height, b = row / (g.width * g.height);
-        std::int64_t const hh = h + kh - K / 2, ww = w + kw - K / 2;
-        bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
-        cols(row, col) = inside ? x[((b * g.height + hh) * g.width + ww) * g.channels + c] : 0.0f;
+      "ktr::conv2d::im2col", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
+        std::int64_t const row = (b * g.height + h) * g.width + w;
+        for (int kh = 0; kh < K; ++kh) {
+          std::int64_t const hh = h + kh - K / 2;
+          for (int kw = 0; kw < K; ++kw) {
+            std::int64_t const ww = w + kw - K / 2;
+            bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
+            float const* src = x + ((b * g.height + hh) * g.width + ww) * g.channels;
+            std::int64_t const col = (kh * K + kw) * g.channels;
+            for (std::int64_t c = 0; c < g.channels; ++c) cols(row, col + c) = inside ? src[c] : 0.0f;
+          }
+        }
       });
 }
 
 // dx[b, h, w, c] = sum_{kh, kw} dcols[(b, h - kh + 1, w - kw + 1), (kh, kw, c)]: a gather, so no atomics.
 void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float* dx) {
   Kokkos::parallel_for(
-      "ktr::conv2d::col2im", Kokkos::RangePolicy<ExecSpace>(space, 0, g.pixels() * g.channels),
-      KOKKOS_LAMBDA(std::int64_t k) {
-        std::int64_t const c = k % g.channels, w = (k / g.channels) % g.width;
-        std::int64_t const h = (k / (g.channels * g.width)) % g.height, b = k / (g.channels * g.width * g.height);
-        float acc = 0.0f;
+      "ktr::conv2d::col2im", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
+        float* out = dx + ((b * g.height + h) * g.width + w) * g.channels;
+        for (std::int64_t c = 0; c < g.channels; ++c) out[c] = 0.0f;
         for (int kh = 0; kh < K; ++kh) {
           std::int64_t const oh = h - kh + K / 2;
           if (oh < 0 || oh >= g.height) continue;
           for (int kw = 0; kw < K; ++kw) {
             std::int64_t const ow = w - kw + K / 2;
             if (ow < 0 || ow >= g.width) continue;
-            acc += dcols((b * g.height + oh) * g.width + ow, (kh * K + kw) * g.channels + c);
+            std::int64_t const row = (b * g.height + oh) * g.width + ow, col = (kh * K + kw) * g.channels;
+            for (std::int64_t c = 0; c < g.channels; ++c) out[c] += dcols(row, col + c);
           }
         }
-        dx[k] = acc;
       });
 }
 
@@ -96,7 +101,7 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
   Matrix cols(cols_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, db_.view(), relu_);
+  impl::act_bias_backward(space, dout, out, db_.view(), ones_, relu_);
   im2col(space, g, x.data(), cols);                      // the forward's columns (recomputed: scratch is shared)
   gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (9C, F) = (BHW, 9C)^T (BHW, F)
   if (dx.size() == 0) return;

@@ -8,36 +8,29 @@ namespace ktr {
 namespace impl {
 
 void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu) {
-  std::int64_t const rows = y.extent(0), cols = y.extent(1);
   Kokkos::parallel_for(
-      "ktr::dense::bias_act", Kokkos::RangePolicy<ExecSpace>(space, 0, rows * cols),
-      KOKKOS_LAMBDA(std::int64_t k) {
-        std::int64_t const i = k / cols, j = k % cols;
+      "ktr::dense::bias_act", MDRange<2>(space, {0, 0}, {std::int64_t(y.extent(0)), std::int64_t(y.extent(1))}),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
         float const v = y(i, j) + b(j);
         y(i, j) = (relu && v < 0.0f) ? 0.0f : v;
       });
 }
 
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, bool relu) {
-  using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
-  int const rows = static_cast<int>(dy.extent(0));
-  Kokkos::parallel_for(
-      "ktr::dense::act_bias_backward", Kokkos::TeamPolicy<ExecSpace>(space, int(dy.extent(1)), Kokkos::AUTO),
-      KOKKOS_LAMBDA(Team const& team) {
-        int const j = team.league_rank();
-        float total = 0.0f;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, rows),
-            [&](int i, float& acc) {
-              float g = dy(i, j);
-              if (relu && y(i, j) <= 0.0f) g = 0.0f;
-              dy(i, j) = g;
-              acc += g;
-            },
-            total);
-        Kokkos::single(Kokkos::PerTeam(team), [&] { db(j) = total; });
-      });
+                       DeviceView<float*> const& db, DeviceView<const float*> const& ones, bool relu) {
+  if (relu) {
+    Kokkos::parallel_for(
+        "ktr::dense::relu_backward",
+        MDRange<2>(space, {0, 0}, {std::int64_t(dy.extent(0)), std::int64_t(dy.extent(1))}),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
+          if (y(i, j) <= 0.0f) dy(i, j) = 0.0f;
+        });
+  }
+  // db (1, cols) = ones (1, rows) dz (rows, cols): a column sum, as a gemm so it runs at BLAS speed.
+  KTR_REQUIRE(ones.extent(0) >= dy.extent(0), "ktr::act_bias_backward", "ones buffer too short");
+  ConstMatrix const ones_row(ones.data(), 1, dy.extent(0));
+  Matrix const db_row(db.data(), 1, dy.extent(1));
+  gemm(space, false, false, 1.0f, ones_row, dy, 0.0f, db_row);
 }
 
 }  // namespace impl
@@ -64,7 +57,7 @@ void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
 
 void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                      Tensor const& dx) {
-  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), relu_);
+  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), ones_, relu_);
   gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, dw_.matrix());  // (in, out) = (B, in)^T (B, out)
   if (dx.size() > 0) gemm(space, false, true, 1.0f, dy.matrix(), w_.matrix(), 0.0f, dx.matrix());  // (B, in)
 }

@@ -27,6 +27,9 @@ class Layer {
   /// Floats of scratch the layer needs for a batch of shape `in`.
   virtual std::int64_t scratch_size(Shape const& /*in*/) const { return 0; }
   virtual void set_scratch(DeviceView<float*> const& /*scratch*/) {}
+  /// Rows of the gemm whose column sums give the bias gradient (0: no bias); the model provides a vector of ones.
+  virtual std::int64_t ones_size(Shape const& /*in*/) const { return 0; }
+  void set_ones(DeviceView<const float*> const& ones) { ones_ = ones; }
   /// True if the output is the input seen with another shape (no kernel, no memory).
   virtual bool is_view() const { return false; }
   /// Multiply-add FLOPs (2 per MAC) of the forward pass for a batch of shape `in` (gemm work only).
@@ -37,6 +40,9 @@ class Layer {
   /// Writes the parameter gradients and, if dx is non-empty, dx; dy may be overwritten.
   virtual void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                         Tensor const& dx) = 0;
+
+ protected:
+  DeviceView<const float*> ones_;
 };
 
 /// y = act(x W + b): x (B, in) (or any (B, ...) flattened), W (in, out), b (out); act is ReLU or identity.
@@ -48,6 +54,7 @@ class Dense : public Layer {
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
+  std::int64_t ones_size(Shape const& in) const override { return in[0]; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override;
@@ -69,6 +76,7 @@ class Conv2D : public Layer {
   void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
   std::int64_t scratch_size(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * 9 * in.size() * features_; }
+  std::int64_t ones_size(Shape const& in) const override { return in[0] * in[1] * in[2]; }
   void set_scratch(DeviceView<float*> const& scratch) override { cols_ = scratch; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
@@ -108,9 +116,9 @@ std::unique_ptr<Layer> make_layer(std::string const& token);
 namespace impl {
 /// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.
 void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu);
-/// dz = dy * act'(y) in place, db[j] = sum_i dz[i, j].
+/// dz = dy * act'(y) in place, db[j] = sum_i dz[i, j] (a gemm with `ones`, which holds >= rows ones).
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, bool relu);
+                       DeviceView<float*> const& db, DeviceView<const float*> const& ones, bool relu);
 }  // namespace impl
 
 }  // namespace ktr

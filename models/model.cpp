@@ -82,12 +82,13 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
 
   // Workspace: [outputs of every non-view layer | two gradient buffers | scratch], one allocation.
   auto padded = [](std::int64_t n) { return (n + Arena::alignment - 1) / Arena::alignment * Arena::alignment; };
-  std::int64_t size = 0, largest = 0, scratch = 0;
+  std::int64_t size = 0, largest = 0, scratch = 0, ones = 0;
   act_offset_.assign(shapes_.size(), -1);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     Shape const in = activation(i, max_batch), out = activation(i + 1, max_batch);
     largest = std::max({largest, in.size(), out.size()});
     scratch = std::max(scratch, layers_[i]->scratch_size(in));
+    ones = std::max(ones, layers_[i]->ones_size(in));
     if (!layers_[i]->is_view()) {
       act_offset_[i + 1] = size;
       size += padded(out.size());
@@ -98,7 +99,12 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
   std::int64_t const scratch_offset = size + 2 * padded(largest);
   workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_offset + scratch));
   auto scratch_view = Kokkos::subview(workspace_, std::make_pair(scratch_offset, scratch_offset + scratch));
-  for (auto& layer : layers_) layer->set_scratch(scratch_view);
+  DeviceView<float*> ones_view("ktr::model::ones", std::size_t(ones) + 1);
+  Kokkos::deep_copy(ones_view, 1.0f);
+  for (auto& layer : layers_) {
+    layer->set_scratch(scratch_view);
+    layer->set_ones(ones_view);
+  }
   acts_.resize(layers_.size() + 1);
 }
 

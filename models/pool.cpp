@@ -15,10 +15,10 @@ void AvgPool2::forward(ExecSpace const& space, Tensor const& x, Tensor const& y)
   float const* in = x.data();
   float* out = y.data();
   Kokkos::parallel_for(
-      "ktr::avgpool2::forward", Kokkos::RangePolicy<ExecSpace>(space, 0, y.size()), KOKKOS_LAMBDA(std::int64_t k) {
-        std::int64_t const c = k % C, j = (k / C) % Wo, i = (k / (C * Wo)) % Ho, b = k / (C * Wo * Ho);
+      "ktr::avgpool2::forward", MDRange<4>(space, {0, 0, 0, 0}, {s[0], Ho, Wo, C}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j, std::int64_t c) {
         float const* p = in + ((b * H + 2 * i) * W + 2 * j) * C + c;
-        out[k] = 0.25f * (p[0] + p[C] + p[W * C] + p[W * C + C]);
+        out[((b * Ho + i) * Wo + j) * C + c] = 0.25f * (p[0] + p[C] + p[W * C] + p[W * C + C]);
       });
 }
 
@@ -30,11 +30,13 @@ void AvgPool2::backward(ExecSpace const& space, Tensor const& x, Tensor const&, 
   float const* g = dy.data();
   float* out = dx.data();
   Kokkos::parallel_for(
-      "ktr::avgpool2::backward", Kokkos::RangePolicy<ExecSpace>(space, 0, dx.size()),
-      KOKKOS_LAMBDA(std::int64_t k) {
-        std::int64_t const c = k % C, w = (k / C) % W, h = (k / (C * W)) % H, b = k / (C * W * H);
+      "ktr::avgpool2::backward", MDRange<3>(space, {0, 0, 0}, {s[0], H, W}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
         std::int64_t const i = h / 2, j = w / 2;
-        out[k] = (i < Ho && j < Wo) ? 0.25f * g[((b * Ho + i) * Wo + j) * C + c] : 0.0f;
+        float* dst = out + ((b * H + h) * W + w) * C;
+        float const* src = g + ((b * Ho + i) * Wo + j) * C;
+        bool const inside = i < Ho && j < Wo;
+        for (std::int64_t c = 0; c < C; ++c) dst[c] = inside ? 0.25f * src[c] : 0.0f;
       });
 }
 

@@ -65,37 +65,45 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
         scalars(3) = clip;
       });
 
-  auto m = m_;
-  auto v = v_;
-  auto range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, params.extent(0));
+  float* KOKKOS_RESTRICT const p = params.data();
+  float const* KOKKOS_RESTRICT const g = grads.data();
+  float* KOKKOS_RESTRICT const m = m_.data();
+  float* KOKKOS_RESTRICT const v = v_.data();
+  float const* const s = scalars_.data();
+  std::int64_t const n = params.extent(0);
   switch (c.kind) {
     case OptimizerConfig::Kind::sgd:
-      if (c.momentum > 0) {
-        Kokkos::parallel_for(
-            "ktr::optim::sgd_momentum", range, KOKKOS_LAMBDA(std::int64_t i) {
-              float const g = grads(i) * scalars(3);
-              float const trace = g + c.momentum * m(i);
-              m(i) = trace;
-              params(i) -= scalars(0) * (c.nesterov ? g + c.momentum * trace : trace);
-            });
-      } else {
-        Kokkos::parallel_for(
-            "ktr::optim::sgd", range,
-            KOKKOS_LAMBDA(std::int64_t i) { params(i) -= scalars(0) * grads(i) * scalars(3); });
-      }
+      chunked_for(
+          "ktr::optim::sgd", space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+            float const lr = s[0], clip = s[3], mu = c.momentum;
+            bool const nesterov = c.nesterov;
+            if (mu > 0) {
+              for (std::int64_t i = begin; i < end; ++i) {
+                float const gi = g[i] * clip;
+                float const trace = gi + mu * m[i];
+                m[i] = trace;
+                p[i] -= lr * (nesterov ? gi + mu * trace : trace);
+              }
+            } else {
+              for (std::int64_t i = begin; i < end; ++i) p[i] -= lr * g[i] * clip;
+            }
+          });
       break;
     case OptimizerConfig::Kind::adam:
     case OptimizerConfig::Kind::adamw: {
       float const decay = c.kind == OptimizerConfig::Kind::adamw ? c.weight_decay : 0.0f;
-      Kokkos::parallel_for(
-          "ktr::optim::adam", range, KOKKOS_LAMBDA(std::int64_t i) {
-            float const g = grads(i) * scalars(3);
-            float const mi = c.b1 * m(i) + (1.0f - c.b1) * g;
-            float const vi = c.b2 * v(i) + (1.0f - c.b2) * g * g;
-            m(i) = mi;
-            v(i) = vi;
-            float const update = (mi / scalars(1)) / (compat::sqrt(vi / scalars(2)) + c.eps);
-            params(i) -= scalars(0) * (update + decay * params(i));
+      chunked_for(
+          "ktr::optim::adam", space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+            float const lr = s[0], inv_bc1 = 1.0f / s[1], inv_bc2 = 1.0f / s[2], clip = s[3];
+            float const b1 = c.b1, b2 = c.b2, eps = c.eps;
+            for (std::int64_t i = begin; i < end; ++i) {
+              float const gi = g[i] * clip;
+              float const mi = b1 * m[i] + (1.0f - b1) * gi;
+              float const vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+              m[i] = mi;
+              v[i] = vi;
+              p[i] -= lr * ((mi * inv_bc1) / (compat::sqrt(vi * inv_bc2) + eps) + decay * p[i]);
+            }
           });
       break;
     }

@@ -24,7 +24,7 @@ fi
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 # --- apt packages -------------------------------------------------------------------------------------------
-base_pkgs=(cmake g++ make libopenblas-dev zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist
+base_pkgs=(cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist
            gnuplot-nox dpkg-dev)
 case $flavour in
   serial-debian) base_pkgs+=(libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev) ;;
@@ -56,7 +56,8 @@ enable_deb_src() {
 
 need_update=0
 src_key=kokkos-3.4.01
-recipe=1  # bump when the build recipe below changes: the cache key changes with it
+# Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
+case $flavour in openmp) recipe=2 ;; *) recipe=1 ;; esac
 prefix="$cache/$src_key-$flavour-r$recipe"
 if [[ $flavour != serial-debian && ! -f "$prefix/.complete" ]]; then enable_deb_src; fi
 if (( ${#missing[@]} )) || (( need_update )); then
@@ -94,9 +95,14 @@ trap 'rm -rf "$work"' EXIT
 cp -r "$src/kokkos" "$src/kokkos-kernels" "$work/"
 
 kokkos_opts=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_SERIAL=ON)
+# Host BLAS: OpenBLAS. For the OpenMP flavour, Debian's OpenMP build of it, so that gemm and Kokkos share one
+# libgomp thread pool; with the pthread build both keep their own threads and spin against each other (on two
+# cores that halved the MLP step rate). The library is linked by full path, so ktr's RPATH selects it.
+multiarch=$(gcc -print-multiarch)
+blas_variant=$([[ $flavour == openmp ]] && echo openblas-openmp || echo openblas-pthread)
 kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF
          -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas
-         -DBLAS_LIBRARY_DIRS="$(dirname "$(readlink -f /usr/lib/*/libopenblas.so | head -n1)")")
+         -DBLAS_LIBRARY_DIRS="/usr/lib/$multiarch/$blas_variant")
 case $flavour in
   openmp) kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON) ;;
   cuda)

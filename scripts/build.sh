@@ -14,6 +14,11 @@ case $flavour in
   cuda) extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper") ;;
   hip) extra+=(-DCMAKE_CXX_COMPILER=hipcc) ;;
 esac
+# A different Kokkos (new recipe, Kokkos_ROOT) invalidates the cached package paths: start the cache afresh.
+if [[ -f "$build/CMakeCache.txt" && "$(cat "$build/.kokkos_root" 2>/dev/null)" != "$root" ]]; then
+  rm -rf "$build/CMakeCache.txt" "$build/CMakeFiles"
+fi
+mkdir -p "$build" && echo "$root" >"$build/.kokkos_root"
 cmake -S . -B "$build" -DKokkos_ROOT="$root" -DKokkosKernels_ROOT="$root" "${extra[@]}" "$@" >&2
 cmake --build "$build" -j "${KTR_JOBS:-$(nproc)}" >&2
 echo "$build"

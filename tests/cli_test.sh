@@ -84,7 +84,9 @@ case $case_name in
     ;;
   interrupt)
     "$ktr" synth --out "$work/data" --train 20000 --test 100 >/dev/null || fail "synth failed"
-    train --epochs 1000 --checkpoint "$work/i.ckpt" --metrics "$work/i.jsonl" >"$work/log" 2>&1 &
+    # Started directly (not through a shell function) so the signal reaches ktr, not a subshell.
+    "$ktr" train --data "$work/data" --model "in=28x28x1 flatten dense:32:relu dense:10" --batch 32 --epochs 1000 \
+      --checkpoint "$work/i.ckpt" --metrics "$work/i.jsonl" >"$work/log" 2>&1 &
     pid=$!
     for _ in $(seq 100); do grep -q "step" "$work/log" 2>/dev/null && break; sleep 0.1; done
     kill -INT $pid

@@ -43,6 +43,9 @@ void check_layer(ktr::Layer& layer, Shape in, RefForward const& ref, std::uint32
   layer.bind(params, grads);
   ktr::DeviceView<float*> scratch("ktr::test::scratch", std::size_t(layer.scratch_size(in)) + 1);
   layer.set_scratch(scratch);
+  ktr::DeviceView<float*> ones("ktr::test::ones", std::size_t(layer.ones_size(in)) + 1);
+  Kokkos::deep_copy(ones, 1.0f);
+  layer.set_ones(ones);
 
   auto hx = ktr::test::random_floats(in.size(), seed);
   Tensor x("ktr::test::x", in), y("ktr::test::y", out), dy("ktr::test::dy", out), dx("ktr::test::dx", in);

@@ -1,10 +1,10 @@
 // Models: descriptions, parameter counts, initial loss, and a whole-model gradient check against finite
 // differences of the composed host references.
+#include "backends/tools_counter.hpp"
 #include "core/error.hpp"
 #include "core/loss.hpp"
 #include "models/model.hpp"
 #include "reference.hpp"
-#include "backends/tools_counter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -79,9 +79,9 @@ TEST(Model, InitializationIsSeededLecunNormal) {
   double sum = 0, sq = 0, limit = 0;
   for (float v : pa) sum += v, sq += double(v) * v, limit = std::max(limit, double(std::abs(v)));
   double const n = double(pa.size()), var = sq / n - (sum / n) * (sum / n);
-  EXPECT_NEAR(var, 1.0 / 784, 0.05 / 784);                       // variance 1 / fan_in
+  EXPECT_NEAR(var, 1.0 / 784, 0.05 / 784);                               // variance 1 / fan_in
   EXPECT_LE(limit, 2.0 / std::sqrt(784.0) / 0.8796256610342398 + 1e-6);  // truncated at 2 stddev
-  for (float v : ktr::to_host(a.arena().param(1))) EXPECT_EQ(v, 0.0f);  // bias
+  for (float v : ktr::to_host(a.arena().param(1))) EXPECT_EQ(v, 0.0f);   // bias
 }
 
 TEST(Model, WholeModelGradientsMatchFiniteDifferences) {

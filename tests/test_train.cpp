@@ -1,9 +1,9 @@
 // The training loop: K steps per dispatch equal K dispatches of one step; a golden loss trajectory; no copies or
 // allocations inside a dispatch; evaluation; checkpoints and bit-for-bit resume.
+#include "backends/tools_counter.hpp"
 #include "core/checkpoint.hpp"
 #include "core/error.hpp"
 #include "core/session.hpp"
-#include "backends/tools_counter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -79,7 +79,8 @@ TEST(Train, GoldenLossTrajectory) {
   // Seed 5, the small set above, MLP 64-32-10, Adam 3e-3, batch 16: the loss of steps 0, 5, 10, ..., 45 and the
   // final step. Recorded from this implementation (Serial/OpenMP agree to ~1e-6) after the per-layer finite-
   // difference checks passed; a change in any kernel, initialiser, shuffle or update rule moves these.
-  float const golden[] = {2.357664f, 2.145358f, 2.067961f, 2.067175f, 1.648884f, 1.411355f, 1.43183f, 1.18025f, 1.063122f, 0.854576f, 0.8128486f};
+  float const golden[] = {2.357664f, 2.145358f, 2.067961f, 2.067175f, 1.648884f, 1.411355f,
+                          1.43183f,  1.18025f,  1.063122f, 0.854576f, 0.8128486f};
   auto data = small_dataset(400, 2);
   Session s(small_config(), 50);
   ktr::dispatch(ktr::ExecSpace(), s.state(), s.model(), data, 50);
