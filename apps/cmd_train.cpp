@@ -35,6 +35,7 @@ char const* const kTrainHelp =
     "  --schedule S                constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]\n"
     "  --steps-per-dispatch K      optimiser steps per dispatch, one metrics read-back each (default 16)\n"
     "  --seed S                    initialisation and shuffling seed (default 0)\n"
+    "  --normalize standard|unit   pixels standardised by the training set's mean/std (default), or to [0, 1]\n"
     "  --checkpoint FILE           save here after every epoch and on Ctrl-C\n"
     "  --resume FILE               continue from a checkpoint (model, optimiser, step, seed come from it)\n"
     "  --metrics FILE              JSON lines: one per dispatch, one per epoch, a summary\n"
@@ -111,7 +112,7 @@ int train(int argc, char* argv[]) {
   }
   Flags const f(argc, argv, 2,
                 {"model", "data", "epochs", "batch", "optimizer", "lr", "momentum", "weight-decay", "clip-norm",
-                 "schedule", "steps-per-dispatch", "seed", "checkpoint", "resume", "metrics", "threads"},
+                 "schedule", "steps-per-dispatch", "seed", "checkpoint", "resume", "metrics", "threads", "normalize"},
                 {"nesterov", "no-eval"});
   std::string const resume = f.str("resume", "");
   if (!resume.empty()) {
@@ -152,6 +153,13 @@ int train(int argc, char* argv[]) {
   DeviceDataset const test_data = do_eval ? load_split(data_dir, "t10k") : DeviceDataset();
   double const load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
+  std::string const normalize = f.str("normalize", "standard");
+  if (normalize == "standard") {
+    PixelStatistics const stats = pixel_statistics(ExecSpace(), train_data);
+    config.norm = Normalization::standardized(float(stats.mean), float(stats.std));
+  } else if (normalize != "unit") {
+    throw FlagError("--normalize: must be standard or unit, got '" + normalize + "'");
+  }
   std::unique_ptr<Session> session =
       resume.empty() ? std::make_unique<Session>(config, k) : Session::restore(resume, k);
   RunConfig const& cfg = session->config();

@@ -5,6 +5,8 @@
 #include "core/idx.hpp"
 #include "core/permutation.hpp"
 
+#include <cmath>
+
 namespace ktr {
 
 DeviceDataset make_device_dataset(std::vector<std::uint8_t> const& pixels, std::vector<std::uint8_t> const& labels,
@@ -45,6 +47,21 @@ DeviceDataset load_idx_dataset(std::string const& dir, std::string const& split,
 Normalization Normalization::standardized(float mean, float std) {
   KTR_REQUIRE(std > 0, "ktr::Normalization", "std must be positive");
   return Normalization{1.0f / (255.0f * std), -mean / std};
+}
+
+PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& data) {
+  auto images = data.images;
+  double sum = 0, sum_sq = 0;
+  Kokkos::parallel_reduce(
+      "ktr::data::pixel_sum", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, images.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i, double& s) { s += images(i); }, sum);
+  Kokkos::parallel_reduce(
+      "ktr::data::pixel_sum_squares",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, images.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t i, double& s) { s += double(images(i)) * images(i); }, sum_sq);
+  double const n = double(images.extent(0));
+  double const mean = sum / n / 255.0, var = sum_sq / n / (255.0 * 255.0) - mean * mean;
+  return PixelStatistics{mean, var > 0 ? std::sqrt(var) : 1.0};
 }
 
 std::int64_t steps_per_epoch(DeviceDataset const& data, std::int64_t batch) {

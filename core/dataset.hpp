@@ -48,6 +48,12 @@ struct Normalization {
   static Normalization standardized(float mean, float std);
 };
 
+/// Mean and standard deviation of the pixels scaled to [0, 1], reduced on the device (one read-back; at load).
+struct PixelStatistics {
+  double mean = 0, std = 0;
+};
+PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& data);
+
 /// Where a gather takes its samples: the step counter in device memory, plus a fixed offset.
 struct BatchCursor {
   Kokkos::View<std::int64_t, MemSpace> step;  ///< global step, advanced on the device by the optimiser
