@@ -4,7 +4,10 @@
 #
 #   scripts/bootstrap.sh [openmp|serial-debian|cuda|hip]     (default: openmp)
 #
-# Prints `KTR_KOKKOS_ROOT=<prefix>` as its last line. If Kokkos_ROOT is already set in the environment the
+# Prints `KTR_KOKKOS_ROOT=<prefix>` as its last line.
+# For machines without a package registry (scripts/gpu-run.sh): KTR_NO_APT=1 skips apt, KTR_TRILINOS_SRC=DIR
+# takes the kokkos/ and kokkos-kernels/ sources from DIR, KTR_HOST_BLAS=none builds Kokkos Kernels without a host
+# BLAS. If Kokkos_ROOT is already set in the environment the
 # bootstrap steps aside and echoes it back. The cache lives in ${KTR_DEPS_CACHE:-~/.cache/ktr}, one folder per
 # Kokkos version and flavour (plus a recipe number, bumped when the recipe changes).
 set -euo pipefail
@@ -59,7 +62,11 @@ src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
 case $flavour in openmp) recipe=2 ;; *) recipe=1 ;; esac
 prefix="$cache/$src_key-$flavour-r$recipe"
-if [[ $flavour != serial-debian && ! -f "$prefix/.complete" ]]; then enable_deb_src; fi
+if [[ ${KTR_NO_APT:-0} == 1 ]]; then
+  missing=()
+elif [[ $flavour != serial-debian && ! -f "$prefix/.complete" && -z ${KTR_TRILINOS_SRC:-} ]]; then
+  enable_deb_src
+fi
 if (( ${#missing[@]} )) || (( need_update )); then
   log "apt: installing ${missing[*]:-(sources only)}"
   as_root apt-get update -q >/dev/null
@@ -79,8 +86,10 @@ if [[ -f "$prefix/.complete" ]]; then
 fi
 
 # --- sources: only packages/kokkos and packages/kokkos-kernels out of the orig tarball ----------------------
-src="$cache/src-trilinos-13.2.0"
-if [[ ! -f "$src/.complete" ]]; then
+src=${KTR_TRILINOS_SRC:-$cache/src-trilinos-13.2.0}
+if [[ -n ${KTR_TRILINOS_SRC:-} ]]; then
+  [[ -d $src/kokkos && -d $src/kokkos-kernels ]] || { echo "bootstrap: $src lacks kokkos/ or kokkos-kernels/" >&2; exit 1; }
+elif [[ ! -f "$src/.complete" ]]; then
   log "fetching the trilinos source package"
   rm -rf "$src" && mkdir -p "$src/dl"
   (cd "$src/dl" && apt-get source --download-only -q trilinos >/dev/null 2>&1)
@@ -100,9 +109,10 @@ kokkos_opts=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_
 # cores that halved the MLP step rate). The library is linked by full path, so ktr's RPATH selects it.
 multiarch=$(gcc -print-multiarch)
 blas_variant=$([[ $flavour == openmp ]] && echo openblas-openmp || echo openblas-pthread)
-kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF
-         -DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas
-         -DBLAS_LIBRARY_DIRS="/usr/lib/$multiarch/$blas_variant")
+kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF)
+if [[ ${KTR_HOST_BLAS:-openblas} == openblas ]]; then
+  kk_opts+=(-DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DBLAS_LIBRARY_DIRS="/usr/lib/$multiarch/$blas_variant")
+fi
 case $flavour in
   openmp) kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON) ;;
   cuda)

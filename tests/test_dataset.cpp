@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -124,6 +125,20 @@ TEST(Dataset, OneEpochVisitsDistinctSamples) {
     for (std::int64_t b = 0; b < B; ++b) ++seen[std::size_t(hx[std::size_t(b * 4)])];
   }
   for (int s : seen) EXPECT_EQ(s, 1);
+}
+
+TEST(Dataset, PixelStatisticsMatchHost) {
+  std::vector<std::uint8_t> px, lb;
+  auto d = synthetic(300, 5, 7, px, lb);
+  auto const stats = ktr::pixel_statistics(ktr::ExecSpace(), d);
+  double sum = 0, sq = 0;
+  for (auto p : px) sum += p / 255.0, sq += (p / 255.0) * (p / 255.0);
+  double const mean = sum / double(px.size());
+  EXPECT_NEAR(stats.mean, mean, 1e-12);
+  EXPECT_NEAR(stats.std, std::sqrt(sq / double(px.size()) - mean * mean), 1e-9);
+  auto const norm = ktr::Normalization::standardized(float(stats.mean), float(stats.std));
+  EXPECT_NEAR(0 * norm.scale + norm.shift, -stats.mean / stats.std, 1e-5);
+  EXPECT_NEAR(255 * norm.scale + norm.shift, (1 - stats.mean) / stats.std, 1e-5);
 }
 
 TEST(Dataset, GatherRangeIsContiguous) {
