@@ -110,10 +110,11 @@ int train(int argc, char* argv[]) {
     std::printf("%s", kTrainHelp);
     return 0;
   }
-  Flags const f(argc, argv, 2,
-                {"model", "data", "epochs", "batch", "optimizer", "lr", "momentum", "weight-decay", "clip-norm",
-                 "schedule", "steps-per-dispatch", "seed", "checkpoint", "resume", "metrics", "threads", "normalize"},
-                {"nesterov", "no-eval"});
+  Flags const f(
+      argc, argv, 2,
+      {"model", "data", "epochs", "batch", "optimizer", "lr", "momentum", "weight-decay", "clip-norm", "schedule",
+       "steps-per-dispatch", "seed", "checkpoint", "resume", "metrics", "threads", "normalize"},
+      {"nesterov", "no-eval"});
   std::string const resume = f.str("resume", "");
   if (!resume.empty()) {
     for (char const* fixed :

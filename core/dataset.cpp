@@ -53,7 +53,8 @@ PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& da
   auto images = data.images;
   double sum = 0, sum_sq = 0;
   Kokkos::parallel_reduce(
-      "ktr::data::pixel_sum", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, images.extent(0)),
+      "ktr::data::pixel_sum",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, images.extent(0)),
       KOKKOS_LAMBDA(std::int64_t i, double& s) { s += images(i); }, sum);
   Kokkos::parallel_reduce(
       "ktr::data::pixel_sum_squares",

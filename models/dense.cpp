@@ -1,6 +1,7 @@
 // Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way.
 #include "backends/gemm.hpp"
 #include "core/error.hpp"
+#include "core/ops.hpp"
 #include "models/layers.hpp"
 
 namespace ktr {
@@ -18,12 +19,13 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
 
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
                        DeviceView<float*> const& db, DeviceView<const float*> const& ones, bool relu) {
-  if (relu) {
-    Kokkos::parallel_for(
-        "ktr::dense::relu_backward",
-        MDRange<2>(space, {0, 0}, {std::int64_t(dy.extent(0)), std::int64_t(dy.extent(1))}),
-        KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
-          if (y(i, j) <= 0.0f) dy(i, j) = 0.0f;
+  if (relu) {  // element-wise on contiguous matrices: a flat loop
+    float* KOKKOS_RESTRICT const g = dy.data();
+    float const* KOKKOS_RESTRICT const out = y.data();
+    chunked_for(
+        "ktr::dense::relu_backward", space, std::int64_t(dy.size()),
+        KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+          for (std::int64_t k = begin; k < end; ++k) g[k] = out[k] > 0.0f ? g[k] : 0.0f;
         });
   }
   // db (1, cols) = ones (1, rows) dz (rows, cols): a column sum, as a gemm so it runs at BLAS speed.

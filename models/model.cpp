@@ -80,14 +80,17 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
     layers_[i]->bind(params, grads);
   }
 
-  // Workspace: [outputs of every non-view layer | two gradient buffers | scratch], one allocation.
+  // Workspace: [outputs of every non-view layer | two gradient buffers | each layer's scratch], one allocation.
+  // Scratch is per layer, so what a forward leaves there (im2col columns) is still there for the backward.
   auto padded = [](std::int64_t n) { return (n + Arena::alignment - 1) / Arena::alignment * Arena::alignment; };
   std::int64_t size = 0, largest = 0, scratch = 0, ones = 0;
+  std::vector<std::int64_t> scratch_offset(layers_.size());
   act_offset_.assign(shapes_.size(), -1);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     Shape const in = activation(i, max_batch), out = activation(i + 1, max_batch);
     largest = std::max({largest, in.size(), out.size()});
-    scratch = std::max(scratch, layers_[i]->scratch_size(in));
+    scratch_offset[i] = scratch;
+    scratch += padded(layers_[i]->scratch_size(in));
     ones = std::max(ones, layers_[i]->ones_size(in));
     if (!layers_[i]->is_view()) {
       act_offset_[i + 1] = size;
@@ -96,14 +99,15 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
   }
   grad_offset_[0] = size;
   grad_offset_[1] = size + padded(largest);
-  std::int64_t const scratch_offset = size + 2 * padded(largest);
-  workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_offset + scratch));
-  auto scratch_view = Kokkos::subview(workspace_, std::make_pair(scratch_offset, scratch_offset + scratch));
+  std::int64_t const scratch_base = size + 2 * padded(largest);
+  workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_base + scratch));
   DeviceView<float*> ones_view("ktr::model::ones", std::size_t(ones) + 1);
   Kokkos::deep_copy(ones_view, 1.0f);
-  for (auto& layer : layers_) {
-    layer->set_scratch(scratch_view);
-    layer->set_ones(ones_view);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    std::int64_t const begin = scratch_base + scratch_offset[i];
+    layers_[i]->set_scratch(Kokkos::subview(
+        workspace_, std::make_pair(begin, begin + layers_[i]->scratch_size(activation(i, max_batch)))));
+    layers_[i]->set_ones(ones_view);
   }
   acts_.resize(layers_.size() + 1);
 }
