@@ -3,6 +3,7 @@
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "apps/progress.hpp"
+#include "backends/graph.hpp"
 #include "core/checkpoint.hpp"
 #include "core/runtime.hpp"
 #include "core/session.hpp"
@@ -189,7 +190,8 @@ int train(int argc, char* argv[]) {
 
   MetricsFile metrics(f.str("metrics", ""));
   Evaluator evaluator(model, 1000, cfg.norm);
-  ExecSpace const space;
+  DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
+  ExecSpace const& space = stream.space();
   Progress progress(total, spe, cfg.batch);
   g_interrupted = 0;
   auto const previous_int = std::signal(SIGINT, on_sigint);    // Ctrl-C

@@ -224,10 +224,12 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
         continue;
       }
       Session s(config, max_k);
-      for (int i = 0; i < 2; ++i) dispatch(space, s.state(), s.model(), data, k), read_metrics(s.state(), k);
-      report("graph-" + std::to_string(k), k, timed(space, [&] {
+      DeviceStream const stream;  // capture needs a stream of its own
+      ExecSpace const& gs = stream.space();
+      for (int i = 0; i < 2; ++i) dispatch(gs, s.state(), s.model(), data, k), read_metrics(s.state(), k);
+      report("graph-" + std::to_string(k), k, timed(gs, [&] {
                for (std::int64_t i = 0; i < o.steps / k; ++i) {
-                 dispatch(space, s.state(), s.model(), data, k);
+                 dispatch(gs, s.state(), s.model(), data, k);
                  read_metrics(s.state(), k);
                }
              }));

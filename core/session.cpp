@@ -30,7 +30,9 @@ Session::Session(RunConfig const& config, int max_k)
     : config_(config),
       model_(config.model, config.batch),
       state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k) {
-  model_.init(ExecSpace(), config.seed);
+  ExecSpace const space;
+  model_.init(space, config.seed);
+  space.fence();  // training may run on another instance (stream), which does not wait for this one
 }
 
 void Session::save(std::string const& path) const {
