@@ -60,8 +60,12 @@ enable_deb_src() {
 need_update=0
 src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
-case $flavour in openmp) recipe=2 ;; *) recipe=1 ;; esac
-prefix="$cache/$src_key-$flavour-r$recipe"
+case $flavour in openmp) recipe=3 ;; *) recipe=1 ;; esac
+# Host code is built for this machine's vector ISA through Kokkos's own architecture option (ktr inherits
+# Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2). The cache key names it.
+host_arch=generic
+if [[ $flavour == openmp ]] && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then host_arch=hsw; fi
+prefix="$cache/$src_key-$flavour-$host_arch-r$recipe"
 if [[ ${KTR_NO_APT:-0} == 1 ]]; then
   missing=()
 elif [[ $flavour != serial-debian && ! -f "$prefix/.complete" && -z ${KTR_TRILINOS_SRC:-} ]]; then
@@ -114,7 +118,10 @@ if [[ ${KTR_HOST_BLAS:-openblas} == openblas ]]; then
   kk_opts+=(-DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DBLAS_LIBRARY_DIRS="/usr/lib/$multiarch/$blas_variant")
 fi
 case $flavour in
-  openmp) kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON) ;;
+  openmp)
+    kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON)
+    [[ $host_arch == hsw ]] && kokkos_opts+=(-DKokkos_ARCH_HSW=ON)
+    ;;
   cuda)
     cuda_home=${CUDA_HOME:-/usr/local/cuda}
     "$here/patch-kokkos-cuda.sh" "$work/kokkos" "$cuda_home"
