@@ -15,15 +15,19 @@ int bench(int argc, char* argv[]) {
   if (which == "pipeline") {
     if (help) {
       std::printf(
-          "usage: ktr bench pipeline [--models mlp,cnn] [--steps N (default 192)] [--k 4,16,64]\n"
+          "usage: ktr bench pipeline [--models mlp,cnn] [--steps N per round (default 64)] [--rounds R (default "
+          "5)]\n"
+          "                          [--k 4,16,64]\n"
           "                          [--json FILE] [--plot FILE.png] [--threads N]\n"
           "naive vs resident vs multistep-K vs graph-K, samples/s and speed-up, against the same run's limits\n");
       return 0;
     }
-    Flags const f(argc, argv, 3, {"models", "steps", "k", "json", "plot", "threads", "mlp-batch", "cnn-batch"});
+    Flags const f(argc, argv, 3,
+                  {"models", "steps", "rounds", "k", "json", "plot", "threads", "mlp-batch", "cnn-batch"});
     bench::PipelineOptions o;
     o.models = f.str("models", o.models);
     o.steps = f.integer("steps", o.steps, 1, 1 << 20);
+    o.rounds = int(f.integer("rounds", o.rounds, 1, 1000));
     o.ks = f.str("k", o.ks);
     o.json = f.str("json", "");
     o.plot = f.str("plot", "");

@@ -23,7 +23,8 @@ int run_kernels(ExecSpace const& space, bool quick);
 
 struct PipelineOptions {
   std::string models = "mlp,cnn";
-  std::int64_t steps = 192;  // timed steps per variant (a multiple of every K)
+  std::int64_t steps = 64;  // timed steps per variant and round (a multiple of every K)
+  int rounds = 5;           // interleaved rounds; the median is reported
   std::string ks = "4,16,64";
   std::string json, plot;  // output files ("" = none)
   std::int64_t mlp_batch = 256, cnn_batch = 32;

@@ -18,8 +18,11 @@
 #include "core/runtime.hpp"
 #include "core/session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -152,6 +155,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   std::vector<int> const ks = parse_ks(o.ks);
   for (int k : ks)
     KTR_REQUIRE(o.steps % k == 0, "--steps", "must be a multiple of every K (" + std::to_string(k) + ")");
+  KTR_REQUIRE(o.rounds > 0, "--rounds", "must be positive");
   std::int64_t const n = 60000;
   std::mt19937 rng(7);
   std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
@@ -164,6 +168,8 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   std::printf("%s\n", version_line().c_str());
   std::printf("limits (same run): large sgemm %s GFLOP/s, empty kernel %s us back-to-back / %s us with a fence\n",
               num(sgemm).c_str(), num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
+  std::printf("timing: %lld rounds of %lld steps per variant, interleaved; median round shown\n",
+              (long long)o.rounds, (long long)o.steps);
   std::printf("%-4s %-13s %5s %6s %12s %12s %10s\n", "model", "variant", "batch", "steps", "ms/step", "samples/s",
               "vs naive");
 
@@ -177,63 +183,70 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
     config.model = model == "mlp" ? Model::mlp() : Model::simple_cnn();
     config.batch = model == "mlp" ? o.mlp_batch : o.cnn_batch;
     int const max_k = *std::max_element(ks.begin(), ks.end());
-    double naive_rate = 0;
-    auto report = [&](std::string const& variant, int k, double seconds) {
-      double const rate = double(o.steps * config.batch) / seconds;
-      if (variant == "naive") naive_rate = rate;
-      results.push_back(
-          Result{model, variant, k, config.batch, 1e3 * seconds / double(o.steps), rate, rate / naive_rate, true});
-      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), variant.c_str(),
-                  (long long)config.batch, (long long)o.steps, num(1e3 * seconds / double(o.steps), 3).c_str(),
-                  num(rate, 0).c_str(), num(rate / naive_rate, 2).c_str());
-      std::fflush(stdout);
+    // Every variant gets its own session, is warmed up, then all are timed in interleaved rounds (round r times
+    // each variant in turn), so drift on a noisy machine hits them alike; the median round is reported.
+    struct Variant {
+      std::string name;
+      int k;
+      std::unique_ptr<Session> session;
+      std::function<void(std::int64_t)> run;  // runs this many steps
+      std::vector<double> seconds;
     };
-
-    {  // naive
-      Session s(config, 1);
-      NaiveStepper naive(px, lb, n, config.batch, config.seed);
-      for (int i = 0; i < 5; ++i) naive.step(space, s, i);
-      report("naive", 1, timed(space, [&] {
-               for (std::int64_t i = 0; i < o.steps; ++i) naive.step(space, s, 5 + i);
-             }));
-    }
-    {  // resident: K = 1 through the plain loop, loss read every step
-      Session s(config, 1);
-      for (int i = 0; i < 5; ++i) train_steps(space, s.state(), s.model(), data, 1), read_metrics(s.state(), 1);
-      report("resident", 1, timed(space, [&] {
-               for (std::int64_t i = 0; i < o.steps; ++i) {
-                 train_steps(space, s.state(), s.model(), data, 1);
-                 read_metrics(s.state(), 1);
-               }
-             }));
-    }
-    for (int k : ks) {  // multistep-K through the plain loop
-      Session s(config, max_k);
-      train_steps(space, s.state(), s.model(), data, k);
-      read_metrics(s.state(), k);
-      report("multistep-" + std::to_string(k), k, timed(space, [&] {
-               for (std::int64_t i = 0; i < o.steps / k; ++i) {
-                 train_steps(space, s.state(), s.model(), data, k);
-                 read_metrics(s.state(), k);
-               }
-             }));
-    }
-    for (int k : ks) {  // graph-K
-      if (!CapturedProgram::supported()) {
-        results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false});
-        continue;
+    std::vector<Variant> variants;
+    std::unique_ptr<NaiveStepper> naive;
+    std::unique_ptr<DeviceStream> stream;  // captured programs need a stream of their own
+    std::int64_t naive_step = 0;
+    auto add = [&](std::string name, int k, std::function<void(Session&, std::int64_t)> run) {
+      variants.push_back(Variant{std::move(name), k, std::make_unique<Session>(config, max_k), nullptr, {}});
+      Session* session = variants.back().session.get();
+      variants.back().run = [session, run](std::int64_t steps) { run(*session, steps); };
+    };
+    naive = std::make_unique<NaiveStepper>(px, lb, n, config.batch, config.seed);
+    add("naive", 1, [&](Session& s, std::int64_t steps) {
+      for (std::int64_t i = 0; i < steps; ++i) naive->step(space, s, naive_step++);
+    });
+    add("resident", 1, [&](Session& s, std::int64_t steps) {
+      for (std::int64_t i = 0; i < steps; ++i) {
+        train_steps(space, s.state(), s.model(), data, 1);
+        read_metrics(s.state(), 1);
       }
-      Session s(config, max_k);
-      DeviceStream const stream;  // capture needs a stream of its own
-      ExecSpace const& gs = stream.space();
-      for (int i = 0; i < 2; ++i) dispatch(gs, s.state(), s.model(), data, k), read_metrics(s.state(), k);
-      report("graph-" + std::to_string(k), k, timed(gs, [&] {
-               for (std::int64_t i = 0; i < o.steps / k; ++i) {
-                 dispatch(gs, s.state(), s.model(), data, k);
-                 read_metrics(s.state(), k);
-               }
-             }));
+    });
+    for (int k : ks)
+      add("multistep-" + std::to_string(k), k, [&, k](Session& s, std::int64_t steps) {
+        for (std::int64_t i = 0; i < steps / k; ++i) {
+          train_steps(space, s.state(), s.model(), data, k);
+          read_metrics(s.state(), k);
+        }
+      });
+    if (CapturedProgram::supported()) {
+      stream = std::make_unique<DeviceStream>();
+      for (int k : ks)
+        add("graph-" + std::to_string(k), k, [&, k](Session& s, std::int64_t steps) {
+          for (std::int64_t i = 0; i < steps / k; ++i) {
+            dispatch(stream->space(), s.state(), s.model(), data, k);
+            read_metrics(s.state(), k);
+          }
+        });
     }
+    for (auto& v : variants) v.run(2 * v.k);  // warm-up (and, for graph-K, the capture)
+    for (int r = 0; r < o.rounds; ++r)
+      for (auto& v : variants) v.seconds.push_back(timed(space, [&] { v.run(o.steps); }));
+    double naive_rate = 0;
+    for (auto& v : variants) {
+      std::sort(v.seconds.begin(), v.seconds.end());
+      double const median = v.seconds[v.seconds.size() / 2];
+      double const rate = double(o.steps * config.batch) / median;
+      if (v.name == "naive") naive_rate = rate;
+      results.push_back(
+          Result{model, v.name, v.k, config.batch, 1e3 * median / double(o.steps), rate, rate / naive_rate, true});
+      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), v.name.c_str(),
+                  (long long)config.batch, (long long)(o.steps * o.rounds),
+                  num(1e3 * median / double(o.steps), 3).c_str(), num(rate, 0).c_str(),
+                  num(rate / naive_rate, 2).c_str());
+    }
+    if (!CapturedProgram::supported())
+      for (int k : ks)
+        results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false});
     if (!CapturedProgram::supported())
       std::printf("%-4s %-13s (no captured programs on %s: the plain loop above is the same kernels)\n",
                   model.c_str(), "graph-K", ExecSpace::name());

@@ -75,7 +75,8 @@ namespace {
 
 using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
 
-// One team per sample: the team's threads (or vector lanes) convert the sample's pixels.
+// One sample per team (GPU: the team's threads convert its pixels, coalesced) or per iteration (host: a plain
+// loop that vectorises; Kokkos's host team machinery costs more than the conversion itself).
 template <class IndexOf>
 void gather(char const* label, ExecSpace const& space, DeviceDataset const& data, std::int64_t batch,
             IndexOf index_of, Normalization const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y) {
@@ -87,17 +88,29 @@ void gather(char const* label, ExecSpace const& space, DeviceDataset const& data
   float* out = x.data();
   std::int64_t const sample = data.sample_size();
   float const scale = norm.scale, shift = norm.shift;
-  Kokkos::parallel_for(
-      label, Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(batch), Kokkos::AUTO),
-      KOKKOS_LAMBDA(Team const& team) {
-        std::int64_t const b = team.league_rank();
-        std::int64_t const src = index_of(b);
-        std::uint8_t const* in = images.data() + src * sample;
-        float* dst = out + b * sample;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, sample),
-                             [&](std::int64_t p) { dst[p] = float(in[p]) * scale + shift; });
-        Kokkos::single(Kokkos::PerTeam(team), [&] { y(b) = labels(src); });
-      });
+  if constexpr (device_is_host) {
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, batch),
+        KOKKOS_LAMBDA(std::int64_t b) {
+          std::int64_t const src = index_of(b);
+          std::uint8_t const* KOKKOS_RESTRICT in = images.data() + src * sample;
+          float* KOKKOS_RESTRICT dst = out + b * sample;
+          for (std::int64_t p = 0; p < sample; ++p) dst[p] = float(in[p]) * scale + shift;
+          y(b) = labels(src);
+        });
+  } else {
+    Kokkos::parallel_for(
+        label, Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(batch), Kokkos::AUTO),
+        KOKKOS_LAMBDA(Team const& team) {
+          std::int64_t const b = team.league_rank();
+          std::int64_t const src = index_of(b);
+          std::uint8_t const* in = images.data() + src * sample;
+          float* dst = out + b * sample;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, sample),
+                               [&](std::int64_t p) { dst[p] = float(in[p]) * scale + shift; });
+          Kokkos::single(Kokkos::PerTeam(team), [&] { y(b) = labels(src); });
+        });
+  }
 }
 
 }  // namespace

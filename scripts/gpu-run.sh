@@ -36,7 +36,7 @@ log "ktr bench kernels"
 build/gpu/apps/ktr bench kernels 2>&1 | tee "$out/kernels.txt"
 
 log "ktr bench pipeline"
-build/gpu/apps/ktr bench pipeline --steps 640 --json "$out/pipeline.json" --plot "$out/pipeline.png" 2>&1 |
+build/gpu/apps/ktr bench pipeline --steps 128 --rounds 5 --json "$out/pipeline.json" --plot "$out/pipeline.png" 2>&1 |
   tee "$out/pipeline.txt"
 
 log "training on Fashion-MNIST (MLP 5 epochs K=16, CNN 3 epochs K=16)"
