@@ -51,15 +51,7 @@ void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
   ExecSpace space;
   Shape const in{b, sample[1], sample[2], sample[3]};
   Shape const out = layer.output_shape(in);
-  ktr::Arena arena(layer.param_specs(in));
-  std::vector<Tensor> p, g;
-  for (std::size_t i = 0; i < arena.count(); ++i) p.push_back(arena.param(i)), g.push_back(arena.grad(i));
-  layer.bind(p, g);
-  ktr::DeviceView<float*> scratch("scratch", std::size_t(layer.scratch_size(in)) + 1);
-  layer.set_scratch(scratch);
-  ktr::DeviceView<float*> ones("ones", std::size_t(layer.ones_size(in)) + 1);
-  Kokkos::deep_copy(ones, 1.0f);
-  layer.set_ones(ones);
+  ktr::StandaloneLayer standalone(layer, in);
   Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
   ktr::fill(space, x.view(), 0.5f);
   ktr::fill(space, dy.view(), 0.1f);

@@ -6,6 +6,16 @@
 
 namespace ktr {
 
+namespace {
+/// Index of the largest of row[0..classes) (the first one on ties).
+KOKKOS_INLINE_FUNCTION int argmax(float const* row, int classes) {
+  int best = 0;
+  for (int c = 1; c < classes; ++c)
+    if (row[c] > row[best]) best = c;
+  return best;
+}
+}  // namespace
+
 void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
                            DeviceView<const std::int32_t*> const& labels, Tensor const& dlogits,
                            LossOutput const& out) {
@@ -34,10 +44,7 @@ void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
             Kokkos::TeamThreadRange(team, rows),
             [&](int b, double& acc) {
               float const* row = z + std::int64_t(b) * classes;
-              int best = 0;
-              for (int c = 1; c < classes; ++c)
-                if (row[c] > row[best]) best = c;
-              float const shift = row[best];
+              float const shift = row[argmax(row, classes)];
               double sum = 0.0;
               for (int c = 0; c < classes; ++c) sum += compat::exp(double(row[c] - shift));
               double const lse = compat::log(sum);  // log-sum-exp of the shifted row
@@ -54,13 +61,7 @@ void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
             loss_sum);
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(team, rows),
-            [&](int b, int& acc) {
-              float const* row = z + std::int64_t(b) * classes;
-              int best = 0;
-              for (int c = 1; c < classes; ++c)
-                if (row[c] > row[best]) best = c;
-              acc += best == labels(b) ? 1 : 0;
-            },
+            [&](int b, int& acc) { acc += argmax(z + std::int64_t(b) * classes, classes) == labels(b) ? 1 : 0; },
             hits);
         Kokkos::single(Kokkos::PerTeam(team), [&] {
           if (accumulate) {

@@ -63,8 +63,6 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
 
 }  // namespace
 
-std::string Conv2D::describe() const { return "conv3x3:" + std::to_string(features_) + (relu_ ? ":relu" : ""); }
-
 Shape Conv2D::output_shape(Shape const& in) const {
   auto g = geometry(in);
   return Shape{g.batch, g.height, g.width, features_};
@@ -74,10 +72,6 @@ std::vector<ParamSpec> Conv2D::param_specs(Shape const& in) const {
   auto g = geometry(in);
   return {ParamSpec{"kernel", Shape{K, K, g.channels, features_}, Init::lecun_normal, g.patch()},
           ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
-}
-
-void Conv2D::bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) {
-  w_ = params.at(0), b_ = params.at(1), dw_ = grads.at(0), db_ = grads.at(1);
 }
 
 std::int64_t Conv2D::scratch_size(Shape const& in) const {

@@ -37,7 +37,25 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
 
 }  // namespace impl
 
-std::string Dense::describe() const { return "dense:" + std::to_string(features_) + (relu_ ? ":relu" : ""); }
+std::string KernelBiasLayer::describe() const {
+  return kind_ + (":" + std::to_string(features_)) + (relu_ ? ":relu" : "");
+}
+
+void KernelBiasLayer::bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) {
+  w_ = params.at(0), b_ = params.at(1), dw_ = grads.at(0), db_ = grads.at(1);
+}
+
+StandaloneLayer::StandaloneLayer(Layer& layer, Shape const& in)
+    : arena(layer.param_specs(in)),
+      scratch("ktr::layer::scratch", std::size_t(layer.scratch_size(in)) + 1),
+      ones("ktr::layer::ones", std::size_t(layer.ones_size(in)) + 1) {
+  std::vector<Tensor> params, grads;
+  for (std::size_t i = 0; i < arena.count(); ++i) params.push_back(arena.param(i)), grads.push_back(arena.grad(i));
+  layer.bind(params, grads);
+  layer.set_scratch(scratch);
+  Kokkos::deep_copy(ones, 1.0f);
+  layer.set_ones(ones);
+}
 
 Shape Dense::output_shape(Shape const& in) const { return Shape{in[0], features_}; }
 
@@ -45,10 +63,6 @@ std::vector<ParamSpec> Dense::param_specs(Shape const& in) const {
   std::int64_t const fan_in = in.inner();
   return {ParamSpec{"kernel", Shape{fan_in, features_}, Init::lecun_normal, fan_in},
           ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
-}
-
-void Dense::bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) {
-  w_ = params.at(0), b_ = params.at(1), dw_ = grads.at(0), db_ = grads.at(1);
 }
 
 void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {

@@ -45,35 +45,43 @@ class Layer {
   DeviceView<const float*> ones_;
 };
 
-/// y = act(x W + b): x (B, in) (or any (B, ...) flattened), W (in, out), b (out); act is ReLU or identity.
-class Dense : public Layer {
+/// A layer with a kernel, a bias and an optional fused ReLU (Dense, Conv2D): holds the windows of its parameters
+/// and gradients and describes itself as "<kind>:<features>[:relu]".
+class KernelBiasLayer : public Layer {
  public:
-  Dense(std::int64_t features, bool relu) : features_(features), relu_(relu) {}
+  KernelBiasLayer(char const* kind, std::int64_t features, bool relu)
+      : kind_(kind), features_(features), relu_(relu) {}
   std::string describe() const override;
-  Shape output_shape(Shape const& in) const override;
-  std::vector<ParamSpec> param_specs(Shape const& in) const override;
   void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
-  double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
-  std::int64_t ones_size(Shape const& in) const override { return in[0]; }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                Tensor const& dx) override;
 
- private:
+ protected:
+  char const* kind_;
   std::int64_t features_;
   bool relu_;
   Tensor w_, b_, dw_, db_;
 };
 
-/// 3x3 convolution, stride 1, SAME padding, NHWC, kernel (3, 3, Cin, Cout) (HWIO, as Flax), bias (Cout), optional
-/// fused ReLU. Forward and the kernel gradient go through im2col + gemm; the input gradient is a gemm + col2im.
-class Conv2D : public Layer {
+/// y = act(x W + b): x (B, in) (or any (B, ...) flattened), W (in, out), b (out); act is ReLU or identity.
+class Dense : public KernelBiasLayer {
  public:
-  Conv2D(std::int64_t features, bool relu) : features_(features), relu_(relu) {}
-  std::string describe() const override;
+  Dense(std::int64_t features, bool relu) : KernelBiasLayer("dense", features, relu) {}
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
-  void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
+  double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
+  std::int64_t ones_size(Shape const& in) const override { return in[0]; }
+  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                Tensor const& dx) override;
+};
+
+/// 3x3 convolution, stride 1, SAME padding, NHWC, kernel (3, 3, Cin, Cout) (HWIO, as Flax), bias (Cout), optional
+/// fused ReLU. Forward and the kernel gradient go through im2col + gemm; the input gradient is a gemm + col2im.
+/// The forward's im2col columns stay in the layer's scratch for the backward that follows it.
+class Conv2D : public KernelBiasLayer {
+ public:
+  Conv2D(std::int64_t features, bool relu) : KernelBiasLayer("conv3x3", features, relu) {}
+  Shape output_shape(Shape const& in) const override;
+  std::vector<ParamSpec> param_specs(Shape const& in) const override;
   std::int64_t scratch_size(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * 9 * in.size() * features_; }
   std::int64_t ones_size(Shape const& in) const override { return in[0] * in[1] * in[2]; }
@@ -83,9 +91,6 @@ class Conv2D : public Layer {
                 Tensor const& dx) override;
 
  private:
-  std::int64_t features_;
-  bool relu_;
-  Tensor w_, b_, dw_, db_;
   DeviceView<float*> cols_;
 };
 
@@ -112,6 +117,14 @@ class Flatten : public Layer {
 /// Builds a layer from its description token ("dense:10", "dense:512:relu", "conv3x3:32:relu", "avgpool2",
 /// "flatten"); throws ktr::Error naming the token otherwise.
 std::unique_ptr<Layer> make_layer(std::string const& token);
+
+/// What a layer needs to run outside a Model (tests, micro-benchmarks): its own parameter arena (bound to it),
+/// scratch and vector of ones, for inputs of shape `in`.
+struct StandaloneLayer {
+  StandaloneLayer(Layer& layer, Shape const& in);
+  Arena arena;
+  DeviceView<float*> scratch, ones;
+};
 
 namespace impl {
 /// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.

@@ -30,22 +30,16 @@ void expect_close(std::vector<float> const& got, Vec const& want, double tol, ch
 void check_layer(ktr::Layer& layer, Shape in, RefForward const& ref, std::uint32_t seed) {
   ktr::ExecSpace space;
   Shape const out = layer.output_shape(in);
-  ktr::Arena arena(layer.param_specs(in));
-  std::vector<Tensor> params, grads;
+  ktr::StandaloneLayer standalone(layer, in);
+  ktr::Arena const& arena = standalone.arena;
+  std::vector<Tensor> grads;
   std::vector<Vec> host_params;
   for (std::size_t i = 0; i < arena.count(); ++i) {
-    params.push_back(arena.param(i));
     grads.push_back(arena.grad(i));
     auto v = ktr::test::random_floats(arena.param(i).size(), seed + 10 + std::uint32_t(i), -0.5f, 0.5f);
-    ktr::from_host(params.back(), v);
+    ktr::from_host(arena.param(i), v);
     host_params.push_back(ktr::test::to_double(v));
   }
-  layer.bind(params, grads);
-  ktr::DeviceView<float*> scratch("ktr::test::scratch", std::size_t(layer.scratch_size(in)) + 1);
-  layer.set_scratch(scratch);
-  ktr::DeviceView<float*> ones("ktr::test::ones", std::size_t(layer.ones_size(in)) + 1);
-  Kokkos::deep_copy(ones, 1.0f);
-  layer.set_ones(ones);
 
   auto hx = ktr::test::random_floats(in.size(), seed);
   Tensor x("ktr::test::x", in), y("ktr::test::y", out), dy("ktr::test::dy", out), dx("ktr::test::dx", in);
