@@ -1,4 +1,4 @@
-// `ktr synth`: a small synthetic dataset in MNIST format (gzip IDX), learnable but not trivial: each class is a
+// `ktr synth`: a small synthetic dataset in MNIST format (gzip IDX), easily learnable: each class is a
 // random smooth template, each sample its class template plus noise and a random shift. For tests and demos
 // on machines without Fashion-MNIST.
 #include "apps/cli.hpp"
