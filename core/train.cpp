@@ -48,7 +48,7 @@ void dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDat
       run_plain();
       program = std::make_unique<CapturedProgram>();
       space.fence();
-      program->capture(space, run_plain);  // records only; the replay below runs the next dispatch
+      program->capture(space, run_plain);  // records only: the next dispatch of this K replays it
     } else {
       run_plain();  // capture failed once: stay on the plain path
     }
