@@ -27,12 +27,11 @@ fi
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
 # --- apt packages -------------------------------------------------------------------------------------------
-base_pkgs=(cmake g++ make libopenblas-dev libopenblas-openmp-dev zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist
-           gnuplot-nox dpkg-dev)
-case $flavour in
-  serial-debian) base_pkgs+=(libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev) ;;
-  hip) base_pkgs+=(hipcc libamdhip64-dev rocm-device-libs) ;;
-esac
+# Every package whose files the build hands to CMake is named in scripts/packages.sh, per flavour;
+# scripts/check-deps.sh verifies that after the build (CI runs it).
+source "$here/packages.sh"
+pkgs=$(ktr_packages "$flavour") || exit 2
+read -r -a base_pkgs <<<"$pkgs"
 missing=()
 for p in "${base_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -115,7 +114,11 @@ multiarch=$(gcc -print-multiarch)
 blas_variant=$([[ $flavour == openmp ]] && echo openblas-openmp || echo openblas-pthread)
 kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF)
 if [[ ${KTR_HOST_BLAS:-openblas} == openblas ]]; then
-  kk_opts+=(-DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DBLAS_LIBRARY_DIRS="/usr/lib/$multiarch/$blas_variant")
+  blas_dir=/usr/lib/$multiarch/$blas_variant
+  # Fail here, naming the package, rather than deep inside Kokkos Kernels' configure.
+  [[ -e $blas_dir/libopenblas.so ]] ||
+    { echo "bootstrap: $blas_dir/libopenblas.so is missing: install lib$blas_variant-dev" >&2; exit 1; }
+  kk_opts+=(-DKokkosKernels_ENABLE_TPL_BLAS=ON -DBLAS_LIBRARIES=openblas -DBLAS_LIBRARY_DIRS="$blas_dir")
 fi
 case $flavour in
   openmp)
@@ -124,6 +127,7 @@ case $flavour in
     ;;
   cuda)
     cuda_home=${CUDA_HOME:-/usr/local/cuda}
+    [[ -x $cuda_home/bin/nvcc ]] || { echo "bootstrap: no nvcc in $cuda_home/bin (set CUDA_HOME to the CUDA toolkit)" >&2; exit 1; }
     "$here/patch-kokkos-cuda.sh" "$work/kokkos" "$cuda_home"
     kokkos_opts+=(-DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON
                   -DCMAKE_CXX_COMPILER="$work/kokkos/bin/nvcc_wrapper" -DCUDAToolkit_ROOT="$cuda_home")

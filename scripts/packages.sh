@@ -1,0 +1,14 @@
+# The Debian packages each build flavour needs, sourced by scripts/bootstrap.sh and scripts/check-deps.sh.
+# Every package whose files a build hands to CMake is named here (check-deps.sh verifies it after a build).
+# The host BLAS variant is named explicitly: libopenblas-dev is satisfied by any one variant, so the one whose
+# library folder the bootstrap uses must be installed by name.
+ktr_packages() {
+  local common="cmake g++ make zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
+  case $1 in
+    openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
+    cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
+    hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs" ;;
+    serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
+    *) echo "packages.sh: unknown flavour '$1' (openmp|serial-debian|cuda|hip)" >&2; return 2 ;;
+  esac
+}
