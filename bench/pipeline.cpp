@@ -208,14 +208,14 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
     add("resident", 1, [&](Session& s, std::int64_t steps) {
       for (std::int64_t i = 0; i < steps; ++i) {
         train_steps(space, s.state(), s.model(), data, 1);
-        read_metrics(s.state(), 1);
+        read_metrics(space, s.state(), 1);
       }
     });
     for (int k : ks)
       add("multistep-" + std::to_string(k), k, [&, k](Session& s, std::int64_t steps) {
         for (std::int64_t i = 0; i < steps / k; ++i) {
           train_steps(space, s.state(), s.model(), data, k);
-          read_metrics(s.state(), k);
+          read_metrics(space, s.state(), k);
         }
       });
     if (CapturedProgram::supported()) {
@@ -224,7 +224,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
         add("graph-" + std::to_string(k), k, [&, k](Session& s, std::int64_t steps) {
           for (std::int64_t i = 0; i < steps / k; ++i) {
             dispatch(stream->space(), s.state(), s.model(), data, k);
-            read_metrics(s.state(), k);
+            read_metrics(stream->space(), s.state(), k);
           }
         });
     }

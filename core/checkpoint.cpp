@@ -6,10 +6,13 @@
 #include <zlib.h>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace ktr {
@@ -17,16 +20,28 @@ namespace ktr {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'T', 'R', 'C', 'K', 'P', 'T', '1'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kMaxHeader = 1u << 20;
+constexpr std::uint64_t kMaxBuffers = 64;
 
 template <class T>
 void put(std::string& out, T value) {
   out.append(reinterpret_cast<char const*>(&value), sizeof(T));
 }
 
+// CRC-32 of any number of bytes (zlib's crc32 takes a uInt length: feed it in pieces).
+std::uint32_t crc_of(char const* data, std::size_t n) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  while (n > 0) {
+    uInt const piece = uInt(std::min<std::size_t>(n, 1u << 30));
+    crc = crc32(crc, reinterpret_cast<Bytef const*>(data), piece);
+    data += piece, n -= piece;
+  }
+  return std::uint32_t(crc);
+}
+
 class Reader {
  public:
-  Reader(std::string const& path, std::string const& data) : path_(path), data_(data) {}
+  Reader(std::string const& name, std::string const& data) : name_(name), data_(data) {}
   template <class T>
   T get(char const* what) {
     T value;
@@ -42,15 +57,45 @@ class Reader {
     return s;
   }
   std::size_t pos() const { return pos_; }
+  std::size_t left() const { return data_.size() - pos_; }
 
  private:
   void need(std::size_t n, char const* what) {
-    if (data_.size() - pos_ < n) throw Error(path_ + ": truncated checkpoint (while reading " + what + ")");
+    if (left() < n) throw Error(name_ + ": truncated checkpoint (while reading " + what + ")");
   }
-  std::string const& path_;
+  std::string const& name_;
   std::string const& data_;
   std::size_t pos_ = 0;
 };
+
+// Closes a file descriptor on every path out of a scope.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() {
+    int const f = fd;
+    fd = -1;
+    return f;
+  }
+};
+
+// True if the file at `path` starts with the checkpoint magic.
+bool has_magic(std::string const& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (f.fd < 0) return false;
+  char head[sizeof kMagic];
+  return ::read(f.fd, head, sizeof head) == ssize_t(sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0;
+}
+
+void sync_directory(std::string const& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (d.fd < 0 || ::fsync(d.fd) != 0)
+    throw Error(path + ": cannot sync directory " + dir + " after the rename: " + std::strerror(errno));
+}
 
 }  // namespace
 
@@ -60,15 +105,28 @@ std::string const& Checkpoint::get(std::string const& key) const {
   return it->second;
 }
 
+void check_checkpoint_target(std::string const& path, std::string const& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw Error(what + " " + path + ": " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode) || !has_magic(path))
+    throw Error(what + " " + path + ": exists and is not a ktr checkpoint; refusing to replace it");
+}
+
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
+  check_checkpoint_target(path, "checkpoint");
   std::string out(kMagic, sizeof kMagic);
-  put(out, kVersion);
+  put(out, Checkpoint::current_version);
   std::string header;
   for (auto const& [k, v] : ckpt.header) {
-    KTR_REQUIRE(k.find_first_of("=\n") == std::string::npos && v.find('\n') == std::string::npos, path,
-                "header field '" + k + "' cannot be stored");
+    KTR_REQUIRE(!k.empty() && k.find_first_of("=\n") == std::string::npos && v.find('\n') == std::string::npos,
+                path, "header field '" + k + "' cannot be stored");
     header += k + "=" + v + "\n";
   }
+  KTR_REQUIRE(header.size() <= kMaxHeader, path, "header too large");
+  KTR_REQUIRE(ckpt.buffers.size() < kMaxBuffers, path, "too many buffers");
   put(out, static_cast<std::uint32_t>(header.size()));
   out += header;
   put(out, static_cast<std::uint64_t>(ckpt.buffers.size()));
@@ -76,96 +134,101 @@ void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
     put(out, static_cast<std::uint64_t>(b.size()));
     out.append(reinterpret_cast<char const*>(b.data()), b.size() * sizeof(float));
   }
-  put(out, static_cast<std::uint32_t>(crc32(0L, reinterpret_cast<Bytef const*>(out.data()), uInt(out.size()))));
+  put(out, crc_of(out.data(), out.size()));
 
   std::string const tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  KTR_REQUIRE(fd >= 0, path, std::string("cannot create temporary file: ") + std::strerror(errno));
+  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+  KTR_REQUIRE(f.fd >= 0, path, std::string("cannot create temporary file: ") + std::strerror(errno));
+  auto fail = [&](char const* step) {
+    int const err = errno;
+    ::close(f.release());
+    ::unlink(tmp.c_str());
+    throw Error(path + ": " + step + " failed: " + std::strerror(err));
+  };
   std::size_t written = 0;
   while (written < out.size()) {
-    ssize_t n = ::write(fd, out.data() + written, out.size() - written);
+    ssize_t n = ::write(f.fd, out.data() + written, out.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int const err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(path + ": write failed: " + std::strerror(err));
-    }
+    if (n <= 0) fail("write");
     written += std::size_t(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fsync(f.fd) != 0) fail("flush");
+  if (::close(f.release()) != 0) {
     int const err = errno;
     ::unlink(tmp.c_str());
-    throw Error(path + ": flush failed: " + std::strerror(err));
+    throw Error(path + ": close failed: " + std::strerror(err));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     int const err = errno;
     ::unlink(tmp.c_str());
     throw Error(path + ": rename failed: " + std::strerror(err));
   }
+  sync_directory(path);
 }
 
 Checkpoint read_checkpoint(std::string const& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  KTR_REQUIRE(f != nullptr, path, std::string("cannot open checkpoint: ") + std::strerror(errno));
-  std::string data;
-  char buf[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) data.append(buf, n);
-  bool const failed = std::ferror(f);
-  std::fclose(f);
-  KTR_REQUIRE(!failed, path, "read error");
-  KTR_REQUIRE(data.size() >= sizeof kMagic && std::memcmp(data.data(), kMagic, sizeof kMagic) == 0, path,
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  KTR_REQUIRE(f.fd >= 0, path, std::string("cannot open checkpoint: ") + std::strerror(errno));
+  struct stat st {};
+  KTR_REQUIRE(::fstat(f.fd, &st) == 0, path, std::string("cannot stat: ") + std::strerror(errno));
+  // The magic first: a device, a directory or any other file is refused before a byte more is read.
+  char head[sizeof kMagic];
+  ssize_t const got = ::read(f.fd, head, sizeof head);
+  KTR_REQUIRE(got == ssize_t(sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0, path,
               "not a ktr checkpoint (bad magic)");
-  KTR_REQUIRE(data.size() >= sizeof kMagic + 8, path, "truncated checkpoint (header)");
+  KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
+  // Read exactly the file's size: every later size is checked against these bytes.
+  std::string data(head, sizeof head);
+  data.resize(std::size_t(st.st_size) > data.size() ? std::size_t(st.st_size) : data.size());
+  std::size_t have = sizeof head;
+  while (have < data.size()) {
+    ssize_t const n = ::read(f.fd, &data[have], data.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    KTR_REQUIRE(n >= 0, path, std::string("read error: ") + std::strerror(errno));
+    if (n == 0) break;  // shrank while we read
+    have += std::size_t(n);
+  }
+  data.resize(have);
+  return parse_checkpoint(path, data);
+}
+
+Checkpoint parse_checkpoint(std::string const& name, std::string const& data) {
+  KTR_REQUIRE(data.size() >= sizeof kMagic && std::memcmp(data.data(), kMagic, sizeof kMagic) == 0, name,
+              "not a ktr checkpoint (bad magic)");
+  Reader r(name, data);
+  r.bytes(sizeof kMagic, "magic");
+  Checkpoint ckpt;
+  ckpt.version = r.get<std::uint32_t>("version");
+  KTR_REQUIRE(ckpt.version >= 1 && ckpt.version <= Checkpoint::current_version, name,
+              "checkpoint format version " + std::to_string(ckpt.version) + ", this ktr reads versions 1 to " +
+                  std::to_string(Checkpoint::current_version));
+  auto const header_bytes = r.get<std::uint32_t>("header size");
+  KTR_REQUIRE(header_bytes <= kMaxHeader && header_bytes <= r.left(), name,
+              "truncated checkpoint (header size " + std::to_string(header_bytes) + " exceeds the file)");
+  KTR_REQUIRE(data.size() >= r.pos() + 4, name, "truncated checkpoint (no checksum)");
   std::uint32_t stored_crc;
   std::memcpy(&stored_crc, data.data() + data.size() - 4, 4);
-  std::uint32_t const crc =
-      std::uint32_t(crc32(0L, reinterpret_cast<Bytef const*>(data.data()), uInt(data.size() - 4)));
-
-  Reader r(path, data);
-  r.bytes(sizeof kMagic, "magic");
-  auto const version = r.get<std::uint32_t>("version");
-  KTR_REQUIRE(
-      version == kVersion, path,
-      "checkpoint version " + std::to_string(version) + ", this ktr reads version " + std::to_string(kVersion));
-  auto const header_bytes = r.get<std::uint32_t>("header size");
-  KTR_REQUIRE(header_bytes <= data.size(), path,
-              "truncated checkpoint (header size " + std::to_string(header_bytes) + " exceeds the file)");
   // Sizes can only be trusted after the CRC: check it before walking the buffers.
-  KTR_REQUIRE(crc == stored_crc, path, "checksum mismatch: the checkpoint is corrupt or truncated");
-  Checkpoint ckpt;
+  KTR_REQUIRE(crc_of(data.data(), data.size() - 4) == stored_crc, name,
+              "checksum mismatch: the checkpoint is corrupt or truncated");
   std::istringstream header(r.bytes(header_bytes, "header"));
   std::string line;
   while (std::getline(header, line)) {
     auto eq = line.find('=');
-    KTR_REQUIRE(eq != std::string::npos, path, "malformed header line '" + line + "'");
+    KTR_REQUIRE(eq != std::string::npos && eq > 0, name, "malformed header line '" + line + "'");
     ckpt.header[line.substr(0, eq)] = line.substr(eq + 1);
   }
   auto const count = r.get<std::uint64_t>("buffer count");
-  KTR_REQUIRE(count < 64, path, "implausible buffer count " + std::to_string(count));
+  KTR_REQUIRE(count < kMaxBuffers, name, "implausible buffer count " + std::to_string(count));
   for (std::uint64_t i = 0; i < count; ++i) {
     auto const floats = r.get<std::uint64_t>("buffer size");
-    KTR_REQUIRE(floats <= (data.size() - r.pos()) / sizeof(float), path, "truncated checkpoint (buffer data)");
+    KTR_REQUIRE(floats <= r.left() / sizeof(float), name, "truncated checkpoint (buffer data)");
     std::string const raw = r.bytes(floats * sizeof(float), "buffer data");
     ckpt.buffers.emplace_back(floats);
-    std::memcpy(ckpt.buffers.back().data(), raw.data(), raw.size());
+    if (floats > 0) std::memcpy(ckpt.buffers.back().data(), raw.data(), raw.size());
   }
-  KTR_REQUIRE(r.pos() + 4 == data.size(), path, "trailing bytes after the last buffer");
+  KTR_REQUIRE(r.pos() + 4 == data.size(), name, "trailing bytes after the last buffer");
   return ckpt;
-}
-
-std::vector<float> download(DeviceView<float*> const& v) {
-  std::vector<float> out(v.extent(0));
-  Kokkos::deep_copy(HostView<float*>(out.data(), out.size()), v);
-  return out;
-}
-
-void upload(DeviceView<float*> const& v, std::vector<float> const& values, std::string const& what) {
-  KTR_REQUIRE(
-      values.size() == v.extent(0), what,
-      "holds " + std::to_string(values.size()) + " values, the model needs " + std::to_string(v.extent(0)));
-  Kokkos::deep_copy(v, HostView<const float*>(values.data(), values.size()));
 }
 
 }  // namespace ktr

@@ -1,15 +1,21 @@
-// Checkpoints: parameters, optimiser moments, step, seed and the model description in one file.
+// Checkpoints: parameters, optimiser moments, step, seed and every setting that shapes a run, in one file.
 //
 //   "KTRCKPT1" | u32 version | u32 header bytes | header (key=value lines) | u64 buffers |
 //   per buffer: u64 floats, floats (little-endian) | u32 CRC-32 of everything before it
 //
-// Written to "<path>.tmp.<pid>", flushed and fsync'ed, then renamed over <path>: a crash or a full disk never
-// leaves a half-written checkpoint under the real name. Reading checks magic, version, sizes and the CRC before
-// anything is used, and reports the file and the reason otherwise.
+// Versions: 1 (ktr 0.1: schedules with 6 significant digits, no normalisation mode) and 2 (exact values of every
+// setting). A version adds header keys; a reader fills the keys an older version lacks with that version's
+// behaviour and refuses versions newer than it knows, naming them. This file has no Kokkos in it (the fuzzer
+// builds it alone); the device side of a checkpoint is in core/session.
+//
+// Writing: to "<path>.tmp.<pid>", fsync'ed, renamed over <path>, then the directory fsync'ed: a crash or a full
+// disk never leaves a half-written checkpoint under the real name. An existing file at <path> is replaced only if
+// it is itself a ktr checkpoint. Reading: the magic is checked first, then every size against the bytes the file
+// really has (nothing is allocated beyond the file's size), then the CRC, before anything is used; any problem
+// throws ktr::Error("<path>: <reason>").
 #pragma once
 
-#include "core/types.hpp"
-
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,19 +23,26 @@
 namespace ktr {
 
 struct Checkpoint {
+  static constexpr std::uint32_t current_version = 2;
+
+  std::uint32_t version = current_version;    ///< the format version the file was written with
   std::map<std::string, std::string> header;  ///< model, optimizer, lr, schedule, seed, step, batch, ...
   std::vector<std::vector<float>> buffers;    ///< params, then the optimiser's state buffers
 
   std::string const& get(std::string const& key) const;  ///< throws ktr::Error if missing
+  bool has(std::string const& key) const { return header.count(key) > 0; }
 };
 
-/// Writes atomically (temporary name, fsync, rename).
+/// Writes atomically (temporary name, fsync, rename, directory fsync). Throws if `path` exists and is not a ktr
+/// checkpoint.
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt);
 /// Reads and validates; throws ktr::Error("<path>: <reason>") on any problem.
 Checkpoint read_checkpoint(std::string const& path);
+/// Validates the same bytes read_checkpoint reads from a file (for the fuzzer and tests).
+Checkpoint parse_checkpoint(std::string const& name, std::string const& bytes);
 
-/// Device buffer <-> host vector helpers for checkpointing (blocking).
-std::vector<float> download(DeviceView<float*> const& v);
-void upload(DeviceView<float*> const& v, std::vector<float> const& values, std::string const& what);
+/// Throws ktr::Error("<what> <path>: ...") unless `path` may receive a checkpoint: it does not exist, or it is a
+/// ktr checkpoint (which a run may replace). Called before training, so a run never ends in a refused save.
+void check_checkpoint_target(std::string const& path, std::string const& what);
 
 }  // namespace ktr

@@ -11,6 +11,12 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Training produced a non-finite loss, parameter or optimiser state (divergence): the CLI's exit code 3.
+class DivergenceError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Throws ktr::Error("<what>: <why>") unless `ok`. A macro so that the message is only built on failure: checks
 /// sit on the training loop's path, which must not allocate.
 #define KTR_REQUIRE(ok, what, why)                                   \

@@ -1,9 +1,11 @@
 // Session construction, checkpoint save and restore.
 #include "core/session.hpp"
 
+#include "core/checked.hpp"
 #include "core/checkpoint.hpp"
 #include "core/error.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace ktr {
@@ -24,7 +26,26 @@ double number(Checkpoint const& c, std::string const& key, std::string const& pa
   }
 }
 
+void upload(DeviceView<float*> const& v, std::vector<float> const& values, std::string const& what) {
+  KTR_REQUIRE(
+      values.size() == v.extent(0), what,
+      "holds " + std::to_string(values.size()) + " values, the model needs " + std::to_string(v.extent(0)));
+  Kokkos::deep_copy(v, HostView<const float*>(values.data(), values.size()));
+}
+
+bool all_finite(std::vector<float> const& values) {
+  for (float v : values)
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
 }  // namespace
+
+std::vector<float> download(DeviceView<float*> const& v) {
+  std::vector<float> out(v.extent(0));
+  Kokkos::deep_copy(HostView<float*>(out.data(), out.size()), v);
+  return out;
+}
 
 Session::Session(RunConfig const& config, int max_k)
     : config_(config),
@@ -35,7 +56,7 @@ Session::Session(RunConfig const& config, int max_k)
   space.fence();  // training may run on another instance (stream), which does not wait for this one
 }
 
-void Session::save(std::string const& path) const {
+void Session::save(ExecSpace const& space, std::string const& path) const {
   Checkpoint c;
   auto const& o = config_.optimizer;
   c.header = {{"model", config_.model},
@@ -51,20 +72,37 @@ void Session::save(std::string const& path) const {
               {"schedule", o.schedule.str()},
               {"batch", std::to_string(config_.batch)},
               {"seed", std::to_string(config_.seed)},
+              {"normalize", config_.normalize},
               {"norm_scale", exact(config_.norm.scale)},
               {"norm_shift", exact(config_.norm.shift)},
               {"step", ""}};
-  ExecSpace().fence();
+  space.fence();  // the instance that trained: its stream does not wait for the default one
   std::int64_t step = 0;
   Kokkos::deep_copy(step, state_.step);
   c.header["step"] = std::to_string(step);
   c.buffers.push_back(download(model_.arena().params()));
   for (auto const& s : state_.optimizer.state()) c.buffers.push_back(download(s));
+  for (auto const& b : c.buffers)
+    if (!all_finite(b))
+      throw DivergenceError(path + ": refusing to save non-finite parameters or optimiser state (step " +
+                            std::to_string(step) + "); the file was left as it was");
   write_checkpoint(path, c);
 }
 
-std::unique_ptr<Session> Session::restore(std::string const& path, int max_k) {
-  Checkpoint const c = read_checkpoint(path);
+std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan) {
+  auto const& o = config.optimizer;
+  std::int64_t const moments = o.kind != OptimizerConfig::Kind::sgd ? 2 : (o.momentum > 0 ? 1 : 0);
+  std::int64_t const sample = plan.input.size();
+  char const* what = "run size";
+  std::int64_t floats = checked_mul(plan.arena_floats, 2 + moments, what);  // parameters, gradients, moments
+  floats = checked_add(floats, plan.workspace_floats, what);
+  // the batch (B, ...) and its labels, and the evaluator's batch of up to 1000
+  floats = checked_add(floats, checked_mul(config.batch, checked_add(sample, 1, what), what), what);
+  floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), sample + 1, what), what);
+  return checked_mul(floats, 4, what);
+}
+
+RunConfig run_config(Checkpoint const& c, std::string const& path) {
   RunConfig config;
   try {
     config.model = c.get("model");
@@ -81,12 +119,21 @@ std::unique_ptr<Session> Session::restore(std::string const& path, int max_k) {
     o.schedule = Schedule::parse(c.get("schedule"));
     config.batch = std::int64_t(number(c, "batch", path));
     config.seed = std::stoull(c.get("seed"));
+    // Version 1 did not record the mode; its scale and shift are what counts.
+    config.normalize = c.has("normalize") ? c.get("normalize") : "recorded";
     config.norm.scale = float(number(c, "norm_scale", path));
     config.norm.shift = float(number(c, "norm_shift", path));
   } catch (Error const& e) {
     throw Error(path + ": " + e.what());
+  } catch (std::exception const&) {
+    throw Error(path + ": header field 'seed' is not a number");
   }
-  auto session = std::make_unique<Session>(config, max_k);
+  KTR_REQUIRE(config.batch > 0, path, "header field 'batch' must be positive");
+  return config;
+}
+
+std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const& path, int max_k) {
+  auto session = std::make_unique<Session>(run_config(c, path), max_k);
   auto& model = session->model_;
   auto state = session->state_.optimizer.state();
   KTR_REQUIRE(c.buffers.size() == 1 + state.size(), path,
@@ -94,10 +141,15 @@ std::unique_ptr<Session> Session::restore(std::string const& path, int max_k) {
                   std::to_string(1 + state.size()));
   upload(model.arena().params(), c.buffers[0], path + ": parameters");
   for (std::size_t i = 0; i < state.size(); ++i) upload(state[i], c.buffers[1 + i], path + ": optimiser state");
-  std::int64_t const step = std::int64_t(number(c, "step", path));
-  Kokkos::deep_copy(session->state_.step, step);
-  session->state_.host_step = step;
+  double const step = number(c, "step", path);
+  KTR_REQUIRE(step >= 0 && step < 9e15, path, "header field 'step' is out of range");
+  Kokkos::deep_copy(session->state_.step, std::int64_t(step));
+  session->state_.host_step = std::int64_t(step);
   return session;
+}
+
+std::unique_ptr<Session> Session::restore(std::string const& path, int max_k) {
+  return restore(read_checkpoint(path), path, max_k);
 }
 
 }  // namespace ktr

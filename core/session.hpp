@@ -2,9 +2,11 @@
 // restored from a checkpoint. This is what the CLI drives and what a resumed run continues bit for bit.
 #pragma once
 
+#include "core/checkpoint.hpp"
 #include "core/train.hpp"
 
 #include <string>
+#include <vector>
 
 namespace ktr {
 
@@ -13,6 +15,7 @@ struct RunConfig {
   OptimizerConfig optimizer;
   std::int64_t batch = 256;
   std::uint64_t seed = 0;
+  std::string normalize = "standard";  ///< how `norm` was chosen: standard (training-set statistics) or unit
   Normalization norm;
 };
 
@@ -22,8 +25,11 @@ class Session {
   Session(RunConfig const& config, int max_k);
   /// Rebuilds a session from a checkpoint (model description, optimiser, step, seed) with room for max_k.
   static std::unique_ptr<Session> restore(std::string const& path, int max_k);
-  /// Writes parameters, optimiser state, step and configuration atomically to `path` (waits for the device).
-  void save(std::string const& path) const;
+  /// The same from a checkpoint already read from `path` (validate its run_config() before allocating).
+  static std::unique_ptr<Session> restore(Checkpoint const& ckpt, std::string const& path, int max_k);
+  /// Writes parameters, optimiser state, step and configuration atomically to `path`, after waiting for `space`
+  /// (the instance that ran the training). Refuses (ktr::Error, file untouched) to save non-finite values.
+  void save(ExecSpace const& space, std::string const& path) const;
 
   RunConfig const& config() const { return config_; }
   Model& model() { return model_; }
@@ -34,5 +40,15 @@ class Session {
   Model model_;
   TrainState state_;
 };
+
+/// The run configuration a checkpoint records; throws ktr::Error naming `path` and the field otherwise.
+RunConfig run_config(Checkpoint const& ckpt, std::string const& path);
+
+/// Bytes of device memory a Session for `config` holds (model arena, gradients, optimiser state, workspace, batch
+/// buffers, evaluation batch), from the host-side plan of its model; checked arithmetic.
+std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan);
+
+/// A device buffer copied to the host (blocking; checkpoints and tests).
+std::vector<float> download(DeviceView<float*> const& v);
 
 }  // namespace ktr

@@ -58,8 +58,9 @@ void dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDat
   state.host_step += k;
 }
 
-StepMetrics read_metrics(TrainState const& state, int k) {
+StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k) {
   StepMetrics m;
+  space.fence();
   m.loss.resize(std::size_t(k));
   m.correct.resize(std::size_t(k));
   auto range = std::make_pair<std::size_t, std::size_t>(0, std::size_t(k));
@@ -89,6 +90,7 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
   }
   float loss_sum = 0;
   std::int32_t hits = 0;
+  space.fence();  // the scalars below are read through the default instance, which does not wait for `space`
   Kokkos::deep_copy(loss_sum, Kokkos::subview(loss_, 0));
   Kokkos::deep_copy(hits, Kokkos::subview(correct_, 0));
   return EvalResult{loss_sum / double(data.count), hits / double(data.count), data.count};

@@ -54,8 +54,9 @@ struct StepMetrics {
   std::vector<float> loss;
   std::vector<std::int32_t> correct;
 };
-/// Reads the K metrics of the last dispatch back (one transfer each; waits for the dispatch).
-StepMetrics read_metrics(TrainState const& state, int k);
+/// Reads the K metrics of the last dispatch back (waits for `space`, the instance that ran it; one transfer
+/// each).
+StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k);
 
 /// Loss and accuracy over a whole device-resident dataset, in batches, metrics accumulated on the device.
 struct EvalResult {

@@ -3,6 +3,8 @@
 
 #include "core/error.hpp"
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 #include <vector>
 
@@ -14,7 +16,7 @@ std::int64_t parse_count(std::string const& s, std::string const& text) {
   try {
     std::size_t used = 0;
     long long v = std::stoll(s, &used);
-    if (used == s.size() && v >= 0) return v;
+    if (used == s.size() && std::isfinite(v) && v >= 0) return v;
   } catch (std::logic_error const&) {
   }
   throw Error("--schedule: bad step count '" + s + "' in '" + text + "'");
@@ -24,7 +26,7 @@ float parse_float(std::string const& s, std::string const& text) {
   try {
     std::size_t used = 0;
     float v = std::stof(s, &used);
-    if (used == s.size() && v >= 0) return v;
+    if (used == s.size() && std::isfinite(v) && v >= 0) return v;
   } catch (std::logic_error const&) {
   }
   throw Error("--schedule: bad number '" + s + "' in '" + text + "'");
@@ -66,6 +68,7 @@ Schedule Schedule::parse(std::string const& text) {
 
 std::string Schedule::str() const {
   std::ostringstream o;
+  o.precision(std::numeric_limits<float>::max_digits10);  // parse(str()) gives back the same floats
   switch (kind) {
     case Kind::constant:
       o << "constant";
