@@ -38,6 +38,25 @@ std::string device_description() {
   return buf;
 }
 
+std::int64_t device_memory_available() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  std::size_t free_bytes = 0, total = 0;
+  return cudaMemGetInfo(&free_bytes, &total) == cudaSuccess ? std::int64_t(free_bytes) : -1;
+#elif defined(KOKKOS_ENABLE_HIP)
+  std::size_t free_bytes = 0, total = 0;
+  return hipMemGetInfo(&free_bytes, &total) == hipSuccess ? std::int64_t(free_bytes) : -1;
+#else
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kib = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib < 0 ? -1 : std::int64_t(kib) * 1024;
+#endif
+}
+
 std::string enabled_backends() {
   std::string s;
 #if defined(KOKKOS_ENABLE_SERIAL)

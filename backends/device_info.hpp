@@ -1,12 +1,17 @@
 // What the device is, in words: the GPU's name and memory on CUDA/HIP, the host threads elsewhere.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace ktr {
 
 /// e.g. "NVIDIA H200 (139.8 GiB)" or "host CPU, 2 OpenMP threads".
 std::string device_description();
+
+/// Bytes of device memory free for ktr now: the GPU's free memory on CUDA/HIP, the host's available memory
+/// (MemAvailable) elsewhere; -1 if unknown.
+std::int64_t device_memory_available();
 
 /// The Kokkos backends this build enables, e.g. "Serial OpenMP".
 std::string enabled_backends();

@@ -2,6 +2,7 @@
 #include "core/arena.hpp"
 
 #include "backends/kokkos_compat.hpp"
+#include "core/checked.hpp"
 #include "core/ops.hpp"
 #include "core/permutation.hpp"
 
@@ -9,11 +10,14 @@
 
 namespace ktr {
 
-Arena::Arena(std::vector<ParamSpec> specs) : specs_(std::move(specs)) {
+Arena::Arena(std::vector<ParamSpec> specs, bool allocate) : specs_(std::move(specs)) {
   for (auto const& s : specs_) {
     offsets_.push_back(size_);
-    size_ += (s.shape.size() + alignment - 1) / alignment * alignment;
+    size_ =
+        checked_add(size_, checked_add(s.shape.size(), alignment - 1, "parameter arena") / alignment * alignment,
+                    "parameter arena");
   }
+  if (!allocate) return;
   params_ = DeviceView<float*>("ktr::arena::params", static_cast<std::size_t>(size_));
   grads_ = DeviceView<float*>("ktr::arena::grads", static_cast<std::size_t>(size_));
 }

@@ -26,8 +26,8 @@ class Arena {
   static constexpr std::int64_t alignment = 16;  // floats
 
   Arena() = default;
-  /// Lays out and allocates (zeroed) parameter and gradient buffers for `specs`.
-  explicit Arena(std::vector<ParamSpec> specs);
+  /// Lays out and, if `allocate`, allocates (zeroed) parameter and gradient buffers for `specs`.
+  explicit Arena(std::vector<ParamSpec> specs, bool allocate = true);
 
   std::int64_t size() const { return size_; }
   std::size_t count() const { return specs_.size(); }

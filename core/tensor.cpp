@@ -1,6 +1,7 @@
 // Tensor and Shape: storage, views, and blocking host transfers for I/O and tests.
 #include "core/tensor.hpp"
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 namespace ktr {
@@ -15,7 +16,7 @@ Shape::Shape(std::initializer_list<std::int64_t> extents) {
 
 std::int64_t Shape::size() const {
   std::int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= dims[static_cast<std::size_t>(i)];
+  for (int i = 0; i < rank; ++i) n = checked_mul(n, dims[static_cast<std::size_t>(i)], "ktr::Shape");
   return rank == 0 ? 0 : n;
 }
 

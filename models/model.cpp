@@ -1,6 +1,7 @@
 // Model: description parsing, arena and workspace layout, forward and backward through the layer list.
 #include "models/model.hpp"
 
+#include "core/checked.hpp"
 #include "core/error.hpp"
 
 #include <algorithm>
@@ -9,6 +10,10 @@
 namespace ktr {
 
 namespace {
+
+// The largest input extent or feature count a description may name: far beyond any model ktr trains, small
+// enough that products of a few of them are checked, not wrapped.
+constexpr std::int64_t kMaxExtent = std::int64_t(1) << 24;
 
 Shape parse_input(std::string const& token) {
   // in=HxWxC
@@ -20,7 +25,8 @@ Shape parse_input(std::string const& token) {
     try {
       std::size_t used = 0;
       long long v = std::stoll(part, &used);
-      KTR_REQUIRE(used == part.size() && v > 0, "model description", "bad input extent in '" + token + "'");
+      KTR_REQUIRE(used == part.size() && v > 0 && v <= kMaxExtent, "model description",
+                  "bad input extent in '" + token + "' (each must be in [1, " + std::to_string(kMaxExtent) + "])");
       dims.push_back(v);
     } catch (std::logic_error const&) {
       throw Error("model description: bad input extent in '" + token + "'");
@@ -43,7 +49,15 @@ std::string Model::simple_cnn(std::int64_t features, std::int64_t classes) {
          ":relu avgpool2 flatten dense:" + std::to_string(classes);
 }
 
-Model::Model(std::string const& description, std::int64_t max_batch) : max_batch_(max_batch) {
+Model::Model(std::string const& description, std::int64_t max_batch) : Model(description, max_batch, true) {}
+
+ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
+  Model const m(description, max_batch, false);
+  return ModelPlan{m.description_,  m.input_,           m.num_classes(), m.arena_.num_parameters(),
+                   m.arena_.size(), m.workspace_floats_};
+}
+
+Model::Model(std::string const& description, std::int64_t max_batch, bool allocate) : max_batch_(max_batch) {
   KTR_REQUIRE(max_batch > 0, "ktr::Model", "max_batch must be positive");
   std::stringstream ss(description);
   std::string token;
@@ -70,7 +84,7 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
               "must end in a dense layer producing (B, classes)");
   first_param.push_back(specs.size());
 
-  arena_ = Arena(specs);
+  arena_ = Arena(specs, allocate);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::vector<Tensor> params, grads;
     for (std::size_t p = first_param[i]; p < first_param[i + 1]; ++p) {
@@ -82,7 +96,9 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
 
   // Workspace: [outputs of every non-view layer | two gradient buffers | each layer's scratch], one allocation.
   // Scratch is per layer, so what a forward leaves there (im2col columns) is still there for the backward.
-  auto padded = [](std::int64_t n) { return (n + Arena::alignment - 1) / Arena::alignment * Arena::alignment; };
+  auto padded = [](std::int64_t n) {
+    return checked_add(n, Arena::alignment - 1, "model workspace") / Arena::alignment * Arena::alignment;
+  };
   std::int64_t size = 0, largest = 0, scratch = 0, ones = 0;
   std::vector<std::int64_t> scratch_offset(layers_.size());
   act_offset_.assign(shapes_.size(), -1);
@@ -90,16 +106,18 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
     Shape const in = activation(i, max_batch), out = activation(i + 1, max_batch);
     largest = std::max({largest, in.size(), out.size()});
     scratch_offset[i] = scratch;
-    scratch += padded(layers_[i]->scratch_size(in));
+    scratch = checked_add(scratch, padded(layers_[i]->scratch_size(in)), "model workspace");
     ones = std::max(ones, layers_[i]->ones_size(in));
     if (!layers_[i]->is_view()) {
       act_offset_[i + 1] = size;
-      size += padded(out.size());
+      size = checked_add(size, padded(out.size()), "model workspace");
     }
   }
   grad_offset_[0] = size;
-  grad_offset_[1] = size + padded(largest);
-  std::int64_t const scratch_base = size + 2 * padded(largest);
+  grad_offset_[1] = checked_add(size, padded(largest), "model workspace");
+  std::int64_t const scratch_base = checked_add(grad_offset_[1], padded(largest), "model workspace");
+  workspace_floats_ = checked_add(scratch_base, scratch, "model workspace");
+  if (!allocate) return;
   workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_base + scratch));
   DeviceView<float*> ones_view("ktr::model::ones", std::size_t(ones) + 1);
   Kokkos::deep_copy(ones_view, 1.0f);
@@ -186,10 +204,11 @@ std::unique_ptr<Layer> make_layer(std::string const& token) {
     try {
       std::size_t used = 0;
       long long v = std::stoll(parts[1], &used);
-      if (used == parts[1].size() && v > 0) return v;
+      if (used == parts[1].size() && v > 0 && v <= kMaxExtent) return v;
     } catch (std::logic_error const&) {
     }
-    throw Error("model description: bad feature count in '" + token + "'");
+    throw Error("model description: bad feature count in '" + token + "' (must be in [1, " +
+                std::to_string(kMaxExtent) + "])");
   };
   auto relu = [&]() {
     KTR_REQUIRE(parts.size() <= 3 && (parts.size() < 3 || parts[2] == "relu"), "model description",

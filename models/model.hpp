@@ -17,10 +17,24 @@
 
 namespace ktr {
 
+/// What a model description needs, worked out on the host without allocating anything (validation before a run
+/// commits memory).
+struct ModelPlan {
+  std::string description;            ///< normalised description
+  Shape input;                        ///< (1, H, W, C)
+  std::int64_t classes = 0;           ///< width of the last layer's output
+  std::int64_t parameters = 0;        ///< parameter count (without padding)
+  std::int64_t arena_floats = 0;      ///< one arena buffer (parameters, or gradients, or one optimiser moment)
+  std::int64_t workspace_floats = 0;  ///< activations, gradients and scratch for the largest batch
+};
+
 class Model {
  public:
   /// Parses a description; throws ktr::Error naming the bad token. Allocates for batches up to max_batch.
   Model(std::string const& description, std::int64_t max_batch);
+  /// Parses and sizes a description for batches up to max_batch without allocating (checked arithmetic: absurd
+  /// sizes throw ktr::Error instead of overflowing).
+  static ModelPlan plan(std::string const& description, std::int64_t max_batch);
 
   /// MLP on 28x28x1 images: flatten, Dense+ReLU per hidden size, Dense(classes).
   static std::string mlp(std::vector<std::int64_t> const& hidden = {512, 512}, std::int64_t classes = 10);
@@ -50,6 +64,7 @@ class Model {
   void backward(ExecSpace const& space, Tensor const& dx = Tensor());
 
  private:
+  Model(std::string const& description, std::int64_t max_batch, bool allocate);
   Shape activation(std::size_t i, std::int64_t batch) const { return shapes_[i].with_batch(batch); }
 
   std::string description_;
@@ -59,6 +74,7 @@ class Model {
   std::vector<Shape> shapes_;  // shapes_[i]: input of layer i at batch 1; shapes_.back(): the logits
   Arena arena_;
   DeviceView<float*> workspace_;
+  std::int64_t workspace_floats_ = 0;
   std::vector<std::int64_t> act_offset_;  // output of layer i at act_offset_[i + 1]
   std::int64_t grad_offset_[2] = {0, 0};
   std::vector<Tensor> acts_;  // acts_[i]: input of layer i in the last forward (acts_[0] = x); views only
