@@ -17,7 +17,7 @@ int usage(FILE* out) {
                "usage: ktr <command> [flags]\n"
                "  train       train a model (default: the MLP on Fashion-MNIST); ktr train --help\n"
                "  eval        evaluate a checkpoint on a test set; ktr eval --help\n"
-               "  bench       benchmarks: ktr bench pipeline --help\n"
+               "  bench       benchmarks (kernels, pipeline); ktr bench --help\n"
                "  synth       write a small synthetic MNIST-format dataset (for tests and demos)\n"
                "  info        Kokkos version, backends, device, threads and BLAS of this build\n"
                "  --version   ktr and Kokkos versions and the execution space\n");
@@ -35,6 +35,15 @@ int run(int argc, char* argv[]) {
     if (cmd == "eval") return eval(argc, argv);
     if (cmd == "bench") return bench(argc, argv);
     if (cmd == "synth") return synth(argc, argv);
+    bool const help = argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h");
+    if ((cmd == "--version" || cmd == "info") && help) {
+      std::printf(cmd == "info"
+                      ? "usage: ktr info\nKokkos version, backends, device, threads and BLAS of this build\n"
+                      : "usage: ktr --version\n");
+      return 0;
+    }
+    if ((cmd == "--version" || cmd == "info") && argc > 2)
+      throw FlagError("unexpected argument '" + std::string(argv[2]) + "'");
     if (cmd == "--version") {
       Runtime runtime;
       std::printf("%s\n", version_line().c_str());
@@ -47,6 +56,9 @@ int run(int argc, char* argv[]) {
     }
     std::fprintf(stderr, "ktr: unknown command '%s'\n", cmd.c_str());
     return usage(stderr);
+  } catch (DivergenceError const& e) {
+    std::fprintf(stderr, "ktr %s: %s\n", cmd.c_str(), e.what());
+    return 3;
   } catch (FlagError const& e) {
     std::fprintf(stderr, "ktr %s: %s (see: ktr %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
     return 2;

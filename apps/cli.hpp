@@ -4,7 +4,7 @@
 namespace ktr::cli {
 
 /// Runs `ktr <command> [flags]`; returns the process exit code (0 ok, 1 runtime error, 2 usage error,
-/// 130 interrupted).
+/// 3 diverged, 130 interrupted).
 int run(int argc, char* argv[]);
 
 int train(int argc, char* argv[]);  // ktr train ...

@@ -9,8 +9,20 @@
 
 namespace ktr::cli {
 
+namespace {
+char const* const kBenchHelp =
+    "usage: ktr bench <benchmark> [flags]\n"
+    "  kernels     each kernel of a training step beside the machine limit it should approach (same run)\n"
+    "  pipeline    naive vs resident vs multistep-K vs graph-K training steps, samples/s\n"
+    "ktr bench <benchmark> --help lists its flags\n";
+}  // namespace
+
 int bench(int argc, char* argv[]) {
   std::string const which = argc > 2 ? argv[2] : "";
+  if (which == "--help" || which == "-h") {
+    std::printf("%s", kBenchHelp);
+    return 0;
+  }
   bool const help = argc > 3 && (std::string(argv[3]) == "--help" || std::string(argv[3]) == "-h");
   if (which == "pipeline") {
     if (help) {
@@ -47,7 +59,8 @@ int bench(int argc, char* argv[]) {
     Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
     return bench::run_kernels(ExecSpace(), f.on("quick"));
   }
-  throw FlagError("bench: expected 'kernels' or 'pipeline', got '" + which + "'");
+  throw FlagError(which.empty() ? std::string("expected a benchmark: kernels or pipeline")
+                                : "unknown benchmark '" + which + "' (kernels or pipeline)");
 }
 
 }  // namespace ktr::cli

@@ -3,15 +3,19 @@
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "apps/progress.hpp"
+#include "backends/device_info.hpp"
 #include "backends/graph.hpp"
 #include "core/checkpoint.hpp"
 #include "core/runtime.hpp"
 #include "core/session.hpp"
 #include "ktr_config.hpp"
 
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 namespace ktr::cli {
@@ -37,11 +41,16 @@ char const* const kTrainHelp =
     "  --steps-per-dispatch K      optimiser steps per dispatch, one metrics read-back each (default 16)\n"
     "  --seed S                    initialisation and shuffling seed (default 0)\n"
     "  --normalize standard|unit   pixels standardised by the training set's mean/std (default), or to [0, 1]\n"
-    "  --checkpoint FILE           save here after every epoch and on Ctrl-C\n"
-    "  --resume FILE               continue from a checkpoint (model, optimiser, step, seed come from it)\n"
-    "  --metrics FILE              JSON lines: one per dispatch, one per epoch, a summary\n"
+    "  --checkpoint FILE           save here after every epoch and on Ctrl-C (an existing FILE is replaced only\n"
+    "                              if it is a ktr checkpoint)\n"
+    "  --resume FILE               continue from a checkpoint (model, optimiser, batch, seed, normalisation come\n"
+    "                              from it)\n"
+    "  --metrics FILE              JSON lines: one per dispatch, one per epoch, a summary (appended to when\n"
+    "                              resuming; non-finite values are written as null)\n"
     "  --threads N                 host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)\n"
-    "  --no-eval                   skip the per-epoch test-set evaluation\n";
+    "  --no-eval                   skip the per-epoch test-set evaluation\n"
+    "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
+    "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)\n";
 
 char const* const kEvalHelp =
     "usage: ktr eval --checkpoint FILE [--data DIR] [--split t10k|train] [--batch B] [--threads N]\n";
@@ -65,43 +74,84 @@ DeviceDataset load_split(std::string const& dir, std::string const& split) {
   return load_idx_dataset(dir, split);
 }
 
-// Metrics as JSON lines, written to "<path>.tmp" and renamed into place when the run ends (or is interrupted).
+// Metrics as JSON lines, written straight to the file and flushed line by line, so that whatever was measured
+// survives an error or a crash. A fresh run replaces an earlier ktr metrics file (never any other file); a resumed
+// run appends to it.
 class MetricsFile {
  public:
-  explicit MetricsFile(std::string path) : path_(std::move(path)) {
+  MetricsFile(std::string path, bool append) : path_(std::move(path)) {
     if (path_.empty()) return;
-    file_ = std::fopen((path_ + ".tmp").c_str(), "w");
-    if (!file_) throw Error("--metrics " + path_ + ": cannot create " + path_ + ".tmp");
+    if (!append) refuse_foreign(path_);
+    file_ = std::fopen(path_.c_str(), append ? "a" : "w");
+    if (!file_) throw Error("--metrics " + path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
   }
   ~MetricsFile() {
-    if (file_) {  // not committed: an error ended the run
-      std::fclose(file_);
-      std::remove((path_ + ".tmp").c_str());
-    }
+    if (file_) std::fclose(file_);
   }
+  MetricsFile(MetricsFile const&) = delete;
+  MetricsFile& operator=(MetricsFile const&) = delete;
   void line(std::string const& json) {
     if (!file_) return;
-    std::fprintf(file_, "%s\n", json.c_str());
-    std::fflush(file_);
-  }
-  void commit() {
-    if (!file_) return;
-    bool ok = std::fclose(file_) == 0;
-    file_ = nullptr;
-    if (!ok || std::rename((path_ + ".tmp").c_str(), path_.c_str()) != 0)
-      throw Error("--metrics " + path_ + ": could not write the metrics file");
+    if (std::fprintf(file_, "%s\n", json.c_str()) < 0 || std::fflush(file_) != 0)
+      throw Error("--metrics " + path_ + ": write failed (" + std::strerror(errno) + ")");
   }
 
  private:
+  // An existing file is ours if it is empty or its first line is a ktr metrics record.
+  static void refuse_foreign(std::string const& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) return;
+    char head[16] = {};
+    std::size_t const n = std::fread(head, 1, sizeof head - 1, f);
+    std::fclose(f);
+    if (n > 0 && std::strncmp(head, "{\"type\":", 8) != 0)
+      throw Error("--metrics " + path + ": exists and is not a ktr metrics file; refusing to replace it");
+  }
   std::string path_;
   std::FILE* file_ = nullptr;
 };
 
-std::string fmt(char const* format, double a, double b = 0, double c = 0, double d = 0, double e = 0,
-                double f = 0) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, a, b, c, d, e, f);
+// A JSON number; JSON has no NaN or infinity, so a non-finite value is written as null.
+std::string json_number(double v, int decimals = 6) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+std::string fmt(char const* format, double a, double b = 0) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Everything a run can know before it allocates: the model against both splits' shapes and class count, the
+// batch against the data, and the bytes the run will hold against the device's free memory.
+void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceDataset const* test_data,
+                  std::string const& model_flag) {
+  ModelPlan const plan = Model::plan(cfg.model, cfg.batch);
+  Shape const sample = train_data.batch_shape(1);
+  KTR_REQUIRE(plan.input == sample, model_flag,
+              "expects inputs " + plan.input.str() + ", the data has " + sample.str());
+  KTR_REQUIRE(plan.classes == train_data.num_classes, model_flag,
+              "the model outputs " + std::to_string(plan.classes) + " classes, the data has " +
+                  std::to_string(train_data.num_classes));
+  if (test_data)
+    KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",
+                "the test split's samples are " + test_data->batch_shape(1).str() + ", the training split's " +
+                    sample.str());
+  KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
+              std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
+                  " samples)");
+  std::int64_t const need = run_device_bytes(cfg, plan);
+  std::int64_t const have = device_memory_available();
+  if (have >= 0 && need > have)
+    throw Error("--batch " + std::to_string(cfg.batch) + ": the model and its workspace need " +
+                fmt("%.2f GiB of device memory, %.2f GiB are free", need / 1073741824.0, have / 1073741824.0));
 }
 
 }  // namespace
@@ -116,20 +166,22 @@ int train(int argc, char* argv[]) {
       {"model", "data", "epochs", "batch", "optimizer", "lr", "momentum", "weight-decay", "clip-norm", "schedule",
        "steps-per-dispatch", "seed", "checkpoint", "resume", "metrics", "threads", "normalize"},
       {"nesterov", "no-eval"});
+  // Flags first: every usage error is reported before any file is read or memory committed.
   std::string const resume = f.str("resume", "");
   if (!resume.empty()) {
-    for (char const* fixed :
-         {"model", "batch", "optimizer", "lr", "momentum", "weight-decay", "clip-norm", "schedule", "seed"})
+    for (char const* fixed : {"model", "batch", "optimizer", "lr", "momentum", "nesterov", "weight-decay",
+                              "clip-norm", "schedule", "seed", "normalize"})
       if (f.has(fixed)) throw FlagError(std::string("--") + fixed + ": comes from the checkpoint when resuming");
   }
   RunConfig config;
   std::string const model_name = f.str("model", "mlp");
   config.model = model_description(model_name);
-  config.batch = f.integer("batch", model_name == "cnn" ? 32 : 256, 1, 1 << 20);
+  config.batch = f.integer("batch", model_name == "cnn" ? 32 : 256, 1, 1 << 24);
   config.seed = std::uint64_t(f.integer("seed", 0, 0, INT64_MAX));
   auto& o = config.optimizer;
   try {
     o.kind = OptimizerConfig::parse_kind(f.str("optimizer", "adam"));
+    o.schedule = Schedule::parse(f.str("schedule", "constant"));
   } catch (Error const& e) {
     throw FlagError(e.what());
   }
@@ -138,41 +190,38 @@ int train(int argc, char* argv[]) {
   o.nesterov = f.on("nesterov");
   o.weight_decay = float(f.number("weight-decay", 1e-4, 0.0, 10.0));
   o.clip_norm = float(f.number("clip-norm", 0.0, 0.0, 1e9));
-  try {
-    o.schedule = Schedule::parse(f.str("schedule", "constant"));
-  } catch (Error const& e) {
-    throw FlagError(e.what());
-  }
+  config.normalize = f.str("normalize", "standard");
+  if (config.normalize != "standard" && config.normalize != "unit")
+    throw FlagError("--normalize: must be standard or unit, got '" + config.normalize + "'");
   int const k = int(f.integer("steps-per-dispatch", 16, 1, 4096));
   std::int64_t const epochs = f.integer("epochs", 5, 1, 100000);
   std::string const data_dir = f.str("data", KTR_DEFAULT_DATA_DIR);
   std::string const ckpt_path = f.str("checkpoint", "");
   bool const do_eval = !f.on("no-eval");
+  if (!ckpt_path.empty()) check_checkpoint_target(ckpt_path, "--checkpoint");
+  Checkpoint resumed;
+  if (!resume.empty()) {
+    resumed = read_checkpoint(resume);
+    config = run_config(resumed, resume);
+  }
 
   Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
   auto const t_load = std::chrono::steady_clock::now();
   DeviceDataset const train_data = load_split(data_dir, "train");
   DeviceDataset const test_data = do_eval ? load_split(data_dir, "t10k") : DeviceDataset();
-  double const load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
-
-  std::string const normalize = f.str("normalize", "standard");
-  if (normalize == "standard") {
+  double const load_s = seconds_since(t_load);
+  validate_run(config, train_data, do_eval ? &test_data : nullptr, resume.empty() ? "--model" : resume);
+  if (resume.empty() && config.normalize == "standard") {
     PixelStatistics const stats = pixel_statistics(ExecSpace(), train_data);
     config.norm = Normalization::standardized(float(stats.mean), float(stats.std));
-  } else if (normalize != "unit") {
-    throw FlagError("--normalize: must be standard or unit, got '" + normalize + "'");
   }
+  std::int64_t const spe = steps_per_epoch(train_data, config.batch);
+  std::int64_t const total = epochs * spe;
   std::unique_ptr<Session> session =
-      resume.empty() ? std::make_unique<Session>(config, k) : Session::restore(resume, k);
+      resume.empty() ? std::make_unique<Session>(config, k) : Session::restore(resumed, resume, k);
   RunConfig const& cfg = session->config();
   Model& model = session->model();
   TrainState& state = session->state();
-  KTR_REQUIRE(
-      model.input_shape(1) == train_data.batch_shape(1), "--model",
-      "expects inputs " + model.input_shape(1).str() + ", the data has " + train_data.batch_shape(1).str());
-  KTR_REQUIRE(cfg.batch <= train_data.count, "--batch", "larger than the training set");
-  std::int64_t const spe = steps_per_epoch(train_data, cfg.batch);
-  std::int64_t const total = epochs * spe;
   KTR_REQUIRE(
       state.host_step <= total, "--epochs",
       "the checkpoint is already at step " + std::to_string(state.host_step) + " > " + std::to_string(total));
@@ -188,7 +237,7 @@ int train(int argc, char* argv[]) {
               resume.empty() ? "" : (", resumed at step " + std::to_string(state.host_step)).c_str());
   std::fflush(stdout);
 
-  MetricsFile metrics(f.str("metrics", ""));
+  MetricsFile metrics(f.str("metrics", ""), !resume.empty());
   Evaluator evaluator(model, 1000, cfg.norm);
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
   ExecSpace const& space = stream.space();
@@ -196,75 +245,91 @@ int train(int argc, char* argv[]) {
   g_interrupted = 0;
   auto const previous_int = std::signal(SIGINT, on_sigint);    // Ctrl-C
   auto const previous_term = std::signal(SIGTERM, on_sigint);  // a batch scheduler's stop
+  struct RestoreSignals {
+    decltype(previous_int) i, t;
+    ~RestoreSignals() { std::signal(SIGINT, i), std::signal(SIGTERM, t); }
+  } const restore_signals{previous_int, previous_term};
   auto const t_start = std::chrono::steady_clock::now();
   std::int64_t const first_step = state.host_step;
   double epoch_loss = 0;
   std::int64_t epoch_steps = 0, epoch_hits = 0;
   EvalResult last_eval;
-  bool interrupted = false;
+  bool evaluated = false, interrupted = false;
 
   while (state.host_step < total) {
     std::int64_t const in_epoch = state.host_step % spe;
     int const kk = int(std::min<std::int64_t>(k, spe - in_epoch));  // dispatches never straddle an epoch end
     auto const t0 = std::chrono::steady_clock::now();
     dispatch(space, state, model, train_data, kk);
-    StepMetrics const m = read_metrics(state, kk);  // the one host synchronisation of the dispatch
-    double const dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    StepMetrics const m = read_metrics(space, state, kk);  // the one host synchronisation of the dispatch
+    double const dt = seconds_since(t0);
     double loss = 0;
     std::int64_t hits = 0;
-    for (int i = 0; i < kk; ++i) loss += m.loss[std::size_t(i)], hits += m.correct[std::size_t(i)];
+    for (int i = 0; i < kk; ++i) {
+      float const l = m.loss[std::size_t(i)];
+      if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
+        std::int64_t const bad_step = state.host_step - kk + i + 1;
+        progress.finish();
+        metrics.line("{\"type\":\"diverged\",\"step\":" + std::to_string(bad_step) + ",\"loss\":null}");
+        throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
+                              (std::isnan(l) ? "nan" : "infinite") +
+                              (ckpt_path.empty()
+                                   ? std::string()
+                                   : "; the checkpoint " + ckpt_path + " keeps its last finite state") +
+                              " (try a lower --lr or --clip-norm)");
+      }
+      loss += l, hits += m.correct[std::size_t(i)];
+    }
     epoch_loss += loss, epoch_steps += kk, epoch_hits += hits;
     double const samples_per_s = kk * cfg.batch / dt;
     progress.update(state.host_step, loss / kk, double(hits) / double(kk * cfg.batch), samples_per_s);
-    metrics.line(
-        fmt("{\"type\":\"dispatch\",\"step\":%.0f,\"epoch\":%.0f,\"loss\":%.6f,\"accuracy\":%.6f,"
-            "\"samples_per_s\":%.1f}",
-            double(state.host_step), double((state.host_step - 1) / spe + 1), loss / kk,
-            double(hits) / double(kk * cfg.batch), samples_per_s));
+    metrics.line("{\"type\":\"dispatch\",\"step\":" + std::to_string(state.host_step) + ",\"epoch\":" +
+                 std::to_string((state.host_step - 1) / spe + 1) + ",\"loss\":" + json_number(loss / kk) +
+                 ",\"accuracy\":" + json_number(double(hits) / double(kk * cfg.batch)) +
+                 ",\"samples_per_s\":" + json_number(samples_per_s, 1) + "}");
     if (g_interrupted) {
       interrupted = true;
       break;
     }
     if (state.host_step % spe == 0) {
       std::int64_t const epoch = state.host_step / spe;
-      double const wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      if (do_eval) last_eval = evaluator.run(space, model, test_data);
+      double const wall = seconds_since(t_start);
+      if (do_eval) last_eval = evaluator.run(space, model, test_data), evaluated = true;
       progress.epoch_line(epoch, epoch_loss / double(epoch_steps),
                           double(epoch_hits) / double(epoch_steps * cfg.batch), do_eval, last_eval.loss,
                           last_eval.accuracy, wall);
-      metrics.line(
-          fmt("{\"type\":\"epoch\",\"epoch\":%.0f,\"train_loss\":%.6f,\"train_accuracy\":%.6f,"
-              "\"test_loss\":%.6f,\"test_accuracy\":%.6f,\"wall_s\":%.3f}",
-              double(epoch), epoch_loss / double(epoch_steps),
-              double(epoch_hits) / double(epoch_steps * cfg.batch), last_eval.loss, last_eval.accuracy, wall));
+      metrics.line("{\"type\":\"epoch\",\"epoch\":" + std::to_string(epoch) +
+                   ",\"train_loss\":" + json_number(epoch_loss / double(epoch_steps)) +
+                   ",\"train_accuracy\":" + json_number(double(epoch_hits) / double(epoch_steps * cfg.batch)) +
+                   ",\"test_loss\":" + (do_eval ? json_number(last_eval.loss) : "null") +
+                   ",\"test_accuracy\":" + (do_eval ? json_number(last_eval.accuracy) : "null") +
+                   ",\"wall_s\":" + json_number(wall, 3) + "}");
       epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
-      if (!ckpt_path.empty()) session->save(ckpt_path);
+      if (!ckpt_path.empty()) session->save(space, ckpt_path);
     }
   }
-  std::signal(SIGINT, previous_int);
-  std::signal(SIGTERM, previous_term);
-  double const wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  double const wall = seconds_since(t_start);
   double const trained = double(state.host_step - first_step) * double(cfg.batch);
   if (interrupted) {
     progress.finish();
-    if (!ckpt_path.empty()) session->save(ckpt_path);
+    if (!ckpt_path.empty()) session->save(space, ckpt_path);
     std::printf("interrupted at step %lld%s\n", (long long)state.host_step,
                 ckpt_path.empty() ? " (no --checkpoint given: nothing saved)"
                                   : (", checkpoint saved to " + ckpt_path).c_str());
-    metrics.line(fmt("{\"type\":\"interrupted\",\"step\":%.0f}", double(state.host_step)));
-    metrics.commit();
+    metrics.line("{\"type\":\"interrupted\",\"step\":" + std::to_string(state.host_step) + "}");
     return 130;
   }
+  // A resumed run that had nothing left to do still reports the model it holds.
+  if (do_eval && !evaluated) last_eval = evaluator.run(space, model, test_data);
   std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(state.host_step - first_step), wall,
               wall > 0 ? trained / wall : 0.0,
               do_eval
                   ? fmt(", test accuracy %.2f%%, test loss %.4f", 100 * last_eval.accuracy, last_eval.loss).c_str()
                   : "");
-  metrics.line(
-      fmt("{\"type\":\"summary\",\"steps\":%.0f,\"wall_s\":%.3f,\"samples_per_s\":%.1f,"
-          "\"test_accuracy\":%.6f,\"test_loss\":%.6f}",
-          double(state.host_step), wall, wall > 0 ? trained / wall : 0.0, last_eval.accuracy, last_eval.loss));
-  metrics.commit();
+  metrics.line("{\"type\":\"summary\",\"steps\":" + std::to_string(state.host_step) + ",\"wall_s\":" +
+               json_number(wall, 3) + ",\"samples_per_s\":" + json_number(wall > 0 ? trained / wall : 0.0, 1) +
+               ",\"test_accuracy\":" + (do_eval ? json_number(last_eval.accuracy) : "null") +
+               ",\"test_loss\":" + (do_eval ? json_number(last_eval.loss) : "null") + "}");
   return 0;
 }
 
@@ -278,21 +343,26 @@ int eval(int argc, char* argv[]) {
   if (ckpt.empty()) throw FlagError("--checkpoint: required");
   std::string const split = f.str("split", "t10k");
   if (split != "t10k" && split != "train") throw FlagError("--split: must be t10k or train");
-  std::int64_t const batch = f.integer("batch", 1000, 1, 1 << 20);
+  std::int64_t const batch = f.integer("batch", 1000, 1, 1 << 24);
+  Checkpoint const c = read_checkpoint(ckpt);
+  RunConfig config = run_config(c, ckpt);
+  config.batch = batch;  // evaluation holds one model sized for its own batch, and no optimiser state
+  config.optimizer.kind = OptimizerConfig::Kind::sgd;
+  config.optimizer.momentum = 0;
   Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
   DeviceDataset const data = load_split(f.str("data", KTR_DEFAULT_DATA_DIR), split);
-  auto session = Session::restore(ckpt, 1);
-  Model& model = session->model();
-  KTR_REQUIRE(model.input_shape(1) == data.batch_shape(1), ckpt,
-              "the model expects " + model.input_shape(1).str() + ", the data has " + data.batch_shape(1).str());
-  // The evaluator needs a model sized for its batch: rebuild with room for it, sharing the restored parameters.
-  Model eval_model(session->config().model, batch);
-  Kokkos::deep_copy(eval_model.arena().params(), model.arena().params());
-  Evaluator evaluator(eval_model, batch, session->config().norm);
-  EvalResult const r = evaluator.run(ExecSpace(), eval_model, data);
-  std::printf("%s: %s on %s split: accuracy %.2f%%, loss %.4f over %lld samples (step %lld)\n", ckpt.c_str(),
-              session->config().model.c_str(), split.c_str(), 100 * r.accuracy, r.loss, (long long)r.count,
-              (long long)session->state().host_step);
+  config.batch = std::min(batch, data.count);
+  validate_run(config, data, nullptr, ckpt);
+  Model model(config.model, config.batch);
+  KTR_REQUIRE(!c.buffers.empty() && c.buffers[0].size() == std::size_t(model.arena().size()), ckpt,
+              "its parameters do not fit the model it names");
+  Kokkos::deep_copy(model.arena().params(), HostView<const float*>(c.buffers[0].data(), c.buffers[0].size()));
+  Evaluator evaluator(model, config.batch, config.norm);
+  ExecSpace const space;
+  EvalResult const r = evaluator.run(space, model, data);
+  std::printf("%s: %s on %s split: accuracy %.2f%%, loss %.4f over %lld samples (step %s)\n", ckpt.c_str(),
+              config.model.c_str(), split.c_str(), 100 * r.accuracy, r.loss, (long long)r.count,
+              c.get("step").c_str());
   return 0;
 }
 

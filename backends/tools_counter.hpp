@@ -34,13 +34,15 @@ class ToolsCounter {
 
   std::int64_t deep_copies() const { return state().deep_copies; }
   std::int64_t allocations() const { return state().allocations; }
+  /// Bytes of all allocations seen.
+  std::int64_t allocated_bytes() const { return state().allocated_bytes; }
   std::int64_t kernels() const { return state().kernels; }
   /// Labels of the deep copies and allocations seen (for failure messages).
   std::vector<std::string> const& events() const { return state().events; }
 
  private:
   struct State {
-    std::int64_t deep_copies = 0, allocations = 0, kernels = 0;
+    std::int64_t deep_copies = 0, allocations = 0, kernels = 0, allocated_bytes = 0;
     std::vector<std::string> events;
   };
   static State& state() {
@@ -55,6 +57,7 @@ class ToolsCounter {
   }
   static void on_allocate(Kokkos::Tools::SpaceHandle, char const* label, void const*, std::uint64_t bytes) {
     ++state().allocations;
+    state().allocated_bytes += std::int64_t(bytes);
     state().events.push_back(std::string("allocate ") + label + " (" + std::to_string(bytes) + " B)");
   }
   static void on_kernel(char const*, std::uint32_t, std::uint64_t*) { ++state().kernels; }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the `ktr` command line, one case per CTest test:
 #   cli_test.sh KTR_BINARY CASE
-# Cases: flags, data-errors, resume, corrupt-checkpoint, interrupt. Each works in its own temporary directory
+# Cases: flags, data-errors, resume, corrupt-checkpoint, interrupt, validation, divergence, checkpoint-safety,
+# metrics. Each works in its own temporary directory
 # on a small synthetic dataset written by `ktr synth`.
 set -uo pipefail
 ktr=$1
@@ -36,6 +37,17 @@ case $case_name in
     expect 2 "--checkpoint: required" -- "$ktr" eval
     expect 2 "unknown command 'fly'" -- "$ktr" fly
     expect 0 "usage: ktr train" -- "$ktr" train --help
+    expect 0 "exit status: .*3 diverged" -- "$ktr" train --help
+    expect 0 "usage: ktr eval" -- "$ktr" eval --help
+    expect 0 "usage: ktr bench <benchmark>" -- "$ktr" bench --help
+    expect 0 "usage: ktr bench kernels" -- "$ktr" bench kernels --help
+    expect 0 "usage: ktr bench pipeline" -- "$ktr" bench pipeline --help
+    expect 0 "usage: ktr synth" -- "$ktr" synth --help
+    expect 0 "usage: ktr info" -- "$ktr" info --help
+    expect 0 "usage: ktr <command>" -- "$ktr" --help
+    expect 2 "expected a benchmark" -- "$ktr" bench
+    expect 2 "unknown benchmark 'fast'" -- "$ktr" bench fast
+    expect 2 "--normalize: must be standard or unit" -- "$ktr" train --normalize zscore
     expect 0 "OpenMP|Serial|Cuda|HIP" -- "$ktr" info
     ;;
   data-errors)
@@ -98,6 +110,79 @@ case $case_name in
     step=$(sed -n 's/.*interrupted at step \([0-9]*\).*/\1/p' "$work/log")
     expect 0 "\(step $step\)" -- "$ktr" eval --checkpoint "$work/i.ckpt" --data "$work/data"
     ls "$work" | grep -q '\.tmp' && fail "temporary files left behind: $(ls "$work")"
+    ;;
+  validation)
+    synth
+    # Every check a run can make up front happens before training (no "epoch" line) and names the flag.
+    run() { "$ktr" train --data "$work/data" "$@"; }
+    expect 1 "--model: the model outputs 5 classes, the data has 10" -- run --model "in=28x28x1 flatten dense:5"
+    expect 1 "--batch: 1000000 is larger than the training set \(640 samples\)" -- run --model cnn --batch 1000000
+    expect 1 "--batch 32: the model and its workspace need [0-9.]+ GiB of device memory" -- \
+      run --batch 32 --model "in=28x28x1 flatten dense:16000000 dense:10"
+    expect 1 "model description: bad input extent" -- run --model "in=99999999999x28x1 flatten dense:10"
+    expect 1 "size overflows 64 bits" -- run --model "in=16000000x16000000x16000000 flatten dense:10"
+    # A test split whose samples differ from the training split's is refused before the first epoch.
+    mkdir -p "$work/mixed"
+    cp "$work/data/train-"* "$work/data/t10k-labels-idx1-ubyte.gz" "$work/mixed/"
+    { printf '\x00\x00\x08\x03\x00\x00\x00\xc8\x00\x00\x00\x08\x00\x00\x00\x08'; head -c 12800 /dev/zero; } \
+      >"$work/mixed/t10k-images-idx3-ubyte"
+    expect 1 "--data: the test split's samples are \(1, 8, 8, 1\), the training split's \(1, 28, 28, 1\)" -- \
+      "$ktr" train --data "$work/mixed" --model "in=28x28x1 flatten dense:10" --batch 32
+    out=$("$ktr" train --data "$work/mixed" --model "in=28x28x1 flatten dense:10" --batch 32 2>&1)
+    grep -q "epoch" <<<"$out" && fail "the shape check came after training had started: $out"
+    # eval checks the checkpoint's model against the data's classes too
+    train --epochs 1 --checkpoint "$work/m.ckpt" >/dev/null 2>&1 || fail "training failed"
+    expect 1 "expects inputs \(1, 28, 28, 1\), the data has \(1, 8, 8, 1\)" -- \
+      "$ktr" eval --checkpoint "$work/m.ckpt" --data "$work/mixed"
+    ;;
+  divergence)
+    synth
+    # lr x 1e6 after the first epoch (20 steps): SGD diverges in epoch 2, after epoch 1's checkpoint was saved.
+    args=(--optimizer sgd --lr 0.001 --schedule step:20:1000000 --epochs 3 --checkpoint "$work/d.ckpt"
+          --metrics "$work/d.jsonl")
+    train "${args[@]}" >"$work/log" 2>&1
+    rc=$?
+    [[ $rc -eq 3 ]] || fail "a diverged run exited $rc, expected 3: $(cat "$work/log")"
+    grep -qE "training diverged: the loss of step [0-9]+ is (nan|infinite)" "$work/log" || fail "no divergence message: $(cat "$work/log")"
+    grep -qiE '\bnan\b|\binf' "$work/d.jsonl" && fail "non-finite token in the metrics file: $(cat "$work/d.jsonl")"
+    grep -q '"type":"diverged"' "$work/d.jsonl" || fail "metrics file lost on divergence"
+    [[ $(grep -c '"type":"epoch"' "$work/d.jsonl") -eq 1 ]] || fail "epoch 1 should be in the metrics"
+    # The checkpoint still holds epoch 1's finite state.
+    expect 0 "accuracy [0-9.]+%.*\(step 20\)" -- "$ktr" eval --checkpoint "$work/d.ckpt" --data "$work/data"
+    ;;
+  checkpoint-safety)
+    synth
+    echo "my notes, not a checkpoint" >"$work/notes.txt"
+    cp "$work/notes.txt" "$work/notes.orig"
+    expect 1 "--checkpoint $work/notes.txt: exists and is not a ktr checkpoint; refusing to replace it" -- \
+      train --epochs 1 --checkpoint "$work/notes.txt"
+    cmp -s "$work/notes.txt" "$work/notes.orig" || fail "a foreign file was replaced"
+    expect 1 "--metrics $work/notes.txt: exists and is not a ktr metrics file" -- train --epochs 1 --metrics "$work/notes.txt"
+    cmp -s "$work/notes.txt" "$work/notes.orig" || fail "a foreign metrics file was replaced"
+    expect 1 "/dev/zero: not a ktr checkpoint \(bad magic\)" -- "$ktr" eval --checkpoint /dev/zero --data "$work/data"
+    expect 1 "$work: not a ktr checkpoint" -- "$ktr" eval --checkpoint "$work" --data "$work/data"
+    train --epochs 1 --seed 1 --checkpoint "$work/c.ckpt" >/dev/null 2>&1 || fail "training failed"
+    for flag in "--normalize unit" "--nesterov" "--batch 16" "--seed 2"; do
+      expect 2 "${flag%% *}: comes from the checkpoint when resuming" -- \
+        "$ktr" train --data "$work/data" --resume "$work/c.ckpt" $flag
+    done
+    # Resuming a run that is already complete reports the model's real accuracy, not 0.00%.
+    out=$("$ktr" train --data "$work/data" --resume "$work/c.ckpt" --epochs 1 2>&1) || fail "resume failed: $out"
+    grep -qE "test accuracy [0-9.]+%" <<<"$out" || fail "no accuracy: $out"
+    grep -q "test accuracy 0.00%" <<<"$out" && fail "a finished run reports 0.00%: $out"
+    ;;
+  metrics)
+    synth
+    train --epochs 1 --seed 4 --checkpoint "$work/r.ckpt" --metrics "$work/r.jsonl" >/dev/null 2>&1 || fail "training failed"
+    "$ktr" train --data "$work/data" --resume "$work/r.ckpt" --epochs 2 --metrics "$work/r.jsonl" >/dev/null 2>&1 ||
+      fail "resume failed"
+    [[ $(grep -c '"type":"epoch"' "$work/r.jsonl") -eq 2 ]] || fail "resume should append: $(cat "$work/r.jsonl")"
+    [[ $(grep -c '"type":"summary"' "$work/r.jsonl") -eq 2 ]] || fail "both runs' summaries should be kept"
+    # An error during the run keeps what was measured before it.
+    "$ktr" train --data "$work/data" --model "in=28x28x1 flatten dense:32:relu dense:10" --batch 32 --epochs 2 \
+      --optimizer sgd --lr 0.001 --schedule step:20:1000000 --metrics "$work/e.jsonl" >/dev/null 2>&1
+    [[ -s "$work/e.jsonl" ]] || fail "metrics deleted after an error"
+    grep -q '"type":"dispatch"' "$work/e.jsonl" || fail "dispatch lines lost after an error"
     ;;
   *) fail "unknown case" ;;
 esac

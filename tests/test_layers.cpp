@@ -129,7 +129,10 @@ TEST(Loss, StableSoftmaxCrossEntropyMatchesReferenceAndFiniteDifferences) {
   ktr::ExecSpace space;
   int const B = 6, C = 10;
   auto hz = ktr::test::random_floats(B * C, 7, -3.0f, 3.0f);
-  hz[5] = 80.0f;  // a large logit: exp would overflow in float without the max shift
+  // Logits beyond the exp range of float (88.7) and of double (709.8): only the max shift keeps these finite.
+  hz[5] = 1000.0f;    // row 0 (label 3): a huge logit of another class
+  hz[10] = -1000.0f;  // row 1: a hugely negative logit of its own label
+  hz[25] = 2000.0f;   // row 2 (label 9): a huge logit of another class
   std::vector<int> labels{3, 0, 9, 5, 5, 1};
   Tensor z("ktr::test::z", Shape{B, C}), dz("ktr::test::dz", Shape{B, C});
   ktr::from_host(z, hz);
