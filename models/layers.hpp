@@ -8,6 +8,7 @@
 
 #include "core/arena.hpp"
 #include "core/tensor.hpp"
+#include "models/description.hpp"
 
 #include <memory>
 #include <string>
@@ -117,6 +118,7 @@ class Flatten : public Layer {
 /// Builds a layer from its description token ("dense:10", "dense:512:relu", "conv3x3:32:relu", "avgpool2",
 /// "flatten"); throws ktr::Error naming the token otherwise.
 std::unique_ptr<Layer> make_layer(std::string const& token);
+std::unique_ptr<Layer> make_layer(LayerSpec const& spec);
 
 /// What a layer needs to run outside a Model (tests, micro-benchmarks): its own parameter arena (bound to it),
 /// scratch and vector of ones, for inputs of shape `in`.

@@ -5,38 +5,8 @@
 #include "core/error.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 namespace ktr {
-
-namespace {
-
-// The largest input extent or feature count a description may name: far beyond any model ktr trains, small
-// enough that products of a few of them are checked, not wrapped.
-constexpr std::int64_t kMaxExtent = std::int64_t(1) << 24;
-
-Shape parse_input(std::string const& token) {
-  // in=HxWxC
-  KTR_REQUIRE(token.rfind("in=", 0) == 0, "model description", "must start with in=HxWxC, got '" + token + "'");
-  std::vector<std::int64_t> dims;
-  std::stringstream ss(token.substr(3));
-  std::string part;
-  while (std::getline(ss, part, 'x')) {
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(part, &used);
-      KTR_REQUIRE(used == part.size() && v > 0 && v <= kMaxExtent, "model description",
-                  "bad input extent in '" + token + "' (each must be in [1, " + std::to_string(kMaxExtent) + "])");
-      dims.push_back(v);
-    } catch (std::logic_error const&) {
-      throw Error("model description: bad input extent in '" + token + "'");
-    }
-  }
-  KTR_REQUIRE(dims.size() == 3, "model description", "input must be HxWxC, got '" + token + "'");
-  return Shape{1, dims[0], dims[1], dims[2]};
-}
-
-}  // namespace
 
 std::string Model::mlp(std::vector<std::int64_t> const& hidden, std::int64_t classes) {
   std::string d = "in=28x28x1 flatten";
@@ -59,29 +29,23 @@ ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
 
 Model::Model(std::string const& description, std::int64_t max_batch, bool allocate) : max_batch_(max_batch) {
   KTR_REQUIRE(max_batch > 0, "ktr::Model", "max_batch must be positive");
-  std::stringstream ss(description);
-  std::string token;
-  KTR_REQUIRE(static_cast<bool>(ss >> token), "model description", "empty");
-  input_ = parse_input(token);
-  description_ = token;
+  Description const d = parse_description(description);
+  input_ = Shape{1, d.input[0], d.input[1], d.input[2]};
+  description_ = d.text();
   shapes_.push_back(input_);
   std::vector<ParamSpec> specs;
   std::vector<std::size_t> first_param;
-  while (ss >> token) {
-    auto layer = make_layer(token);
+  for (LayerSpec const& spec : d.layers) {
+    auto layer = make_layer(spec);
     Shape const in = shapes_.back();
     first_param.push_back(specs.size());
-    for (auto spec : layer->param_specs(in)) {
-      spec.name = "layer" + std::to_string(layers_.size()) + "." + spec.name;
-      specs.push_back(spec);
+    for (auto p : layer->param_specs(in)) {
+      p.name = "layer" + std::to_string(layers_.size()) + "." + p.name;
+      specs.push_back(p);
     }
     shapes_.push_back(layer->output_shape(in));
-    KTR_REQUIRE(shapes_.back().size() > 0, "model description", "'" + token + "' leaves nothing of " + in.str());
-    description_ += " " + layer->describe();
     layers_.push_back(std::move(layer));
   }
-  KTR_REQUIRE(!layers_.empty() && dynamic_cast<Dense const*>(layers_.back().get()) != nullptr, "model description",
-              "must end in a dense layer producing (B, classes)");
   first_param.push_back(specs.size());
 
   arena_ = Arena(specs, allocate);
@@ -194,33 +158,20 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
   }
 }
 
-std::unique_ptr<Layer> make_layer(std::string const& token) {
-  std::vector<std::string> parts;
-  std::stringstream ss(token);
-  std::string part;
-  while (std::getline(ss, part, ':')) parts.push_back(part);
-  auto features = [&]() -> std::int64_t {
-    KTR_REQUIRE(parts.size() >= 2, "model description", "'" + token + "' needs a feature count");
-    try {
-      std::size_t used = 0;
-      long long v = std::stoll(parts[1], &used);
-      if (used == parts[1].size() && v > 0 && v <= kMaxExtent) return v;
-    } catch (std::logic_error const&) {
-    }
-    throw Error("model description: bad feature count in '" + token + "' (must be in [1, " +
-                std::to_string(kMaxExtent) + "])");
-  };
-  auto relu = [&]() {
-    KTR_REQUIRE(parts.size() <= 3 && (parts.size() < 3 || parts[2] == "relu"), "model description",
-                "'" + token + "': the only activation is relu");
-    return parts.size() == 3;
-  };
-  if (parts[0] == "dense") return std::make_unique<Dense>(features(), relu());
-  if (parts[0] == "conv3x3") return std::make_unique<Conv2D>(features(), relu());
-  if (token == "avgpool2") return std::make_unique<AvgPool2>();
-  if (token == "flatten") return std::make_unique<Flatten>();
-  throw Error("model description: unknown layer '" + token +
-              "' (dense:N[:relu], conv3x3:N[:relu], avgpool2, flatten)");
+std::unique_ptr<Layer> make_layer(LayerSpec const& spec) {
+  switch (spec.kind) {
+    case LayerSpec::Kind::dense:
+      return std::make_unique<Dense>(spec.features, spec.relu);
+    case LayerSpec::Kind::conv3x3:
+      return std::make_unique<Conv2D>(spec.features, spec.relu);
+    case LayerSpec::Kind::avgpool2:
+      return std::make_unique<AvgPool2>();
+    case LayerSpec::Kind::flatten:
+      return std::make_unique<Flatten>();
+  }
+  throw Error("model description: unknown layer kind");
 }
+
+std::unique_ptr<Layer> make_layer(std::string const& token) { return make_layer(parse_layer(token)); }
 
 }  // namespace ktr

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Bootstraps the dependencies for a flavour and configures + builds ktr into build/<flavour>.
-#   scripts/build.sh [openmp|serial-debian|cuda|hip] [extra cmake args...]
+#   scripts/build.sh [openmp|serial-debian|cuda|hip|openmp-asan] [extra cmake args...]
+# openmp-asan: the OpenMP flavour with AddressSanitizer + UndefinedBehaviorSanitizer (any report is fatal).
 # Prints the build folder as its last line.
 set -euo pipefail
 flavour=${1:-openmp}
 shift || true
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-root=$(scripts/bootstrap.sh "$flavour" | tail -n1)
+deps=$flavour
+extra=()
+if [[ $flavour == openmp-asan ]]; then
+  deps=openmp
+  extra+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
+          "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer")
+fi
+root=$(scripts/bootstrap.sh "$deps" | tail -n1)
 root=${root#KTR_KOKKOS_ROOT=}
 build=build/$flavour
-extra=()
 case $flavour in
   cuda) extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper") ;;
   hip) extra+=(-DCMAKE_CXX_COMPILER=hipcc) ;;

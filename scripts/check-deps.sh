@@ -2,7 +2,8 @@
 # Checks that a fresh machine can rebuild what this one built: every file path that the dependency builds
 # recorded (Kokkos / Kokkos Kernels CMake package files in the bootstrap's prefix) and every library path in ktr's
 # own CMake cache belongs to a Debian package that scripts/packages.sh names for that flavour, or to one that a
-# named package hard-depends on (an alternative "a | b" does not count: apt may pick the other one).
+# named package hard-depends on (an alternative "a | b" does not count: apt may pick the other one), or to one of
+# Debian's Essential packages (always installed).
 # The one exception is the CUDA toolkit in $CUDA_HOME, which the base machine ships outside Debian's packages.
 #   scripts/check-deps.sh FLAVOUR...      (after scripts/build.sh FLAVOUR)
 set -euo pipefail
@@ -40,18 +41,20 @@ for flavour in "$@"; do
   files+=("$build/CMakeCache.txt")
   # Absolute paths outside the dependency prefix, the build tree and the source tree.
   paths=$(grep -ohE '/(usr|opt|lib|lib64)/[A-Za-z0-9_.+/-]+' "${files[@]}" | sort -u |
-          while read -r p; do [[ -f $p ]] && echo "$p"; done)
+          while read -r p; do if [[ -f $p ]]; then echo "$p"; fi; done)
   n=0 bad=0
   while read -r p; do
     [[ -z $p ]] && continue
     n=$((n + 1))
     real=$(realpath "$p")
     [[ $real == "$cuda_home"/* ]] && continue
-    owner=$(dpkg -S "$p" 2>/dev/null || dpkg -S "$real" 2>/dev/null) || owner=
+    # usrmerge: /usr/bin/x is shipped as /bin/x
+    owner=$(dpkg -S "$p" 2>/dev/null || dpkg -S "$real" 2>/dev/null || dpkg -S "${real#/usr}" 2>/dev/null) || owner=
     owner=${owner%%:*}; owner=${owner%%,*}
     if [[ -z $owner ]]; then
       echo "check-deps [$flavour]: $p belongs to no Debian package" >&2; bad=$((bad + 1))
-    elif ! grep -qx -- "$owner" <<<"$allowed"; then
+    elif ! grep -qx -- "$owner" <<<"$allowed" &&
+         [[ $(dpkg-query -W -f='${Essential}' "$owner" 2>/dev/null) != yes ]]; then
       echo "check-deps [$flavour]: $p comes from '$owner', which scripts/packages.sh neither names nor pulls in" >&2
       bad=$((bad + 1))
     fi

@@ -7,8 +7,10 @@ ktr_packages() {
   case $1 in
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
     cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
-    hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs" ;;
+    # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
+    hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
+    fuzz) echo "clang libclang-rt-14-dev zlib1g-dev" ;;
     serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
-    *) echo "packages.sh: unknown flavour '$1' (openmp|serial-debian|cuda|hip)" >&2; return 2 ;;
+    *) echo "packages.sh: unknown flavour '$1' (openmp|serial-debian|cuda|hip|fuzz)" >&2; return 2 ;;
   esac
 }

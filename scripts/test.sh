@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds ktr (OpenMP by default) and runs every test.
-#   scripts/test.sh [openmp|serial-debian]
+#   scripts/test.sh [openmp|serial-debian|openmp-asan]
+# openmp-asan runs the suite under AddressSanitizer + UndefinedBehaviorSanitizer, less the install test (a
+# separate project that does not link the sanitizer runtimes).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-build=$(scripts/build.sh "${1:-openmp}" | tail -n1)
-ctest --test-dir "$build" --output-on-failure -j "${KTR_JOBS:-$(nproc)}"
+flavour=${1:-openmp}
+build=$(scripts/build.sh "$flavour" | tail -n1)
+skip=()
+if [[ $flavour == openmp-asan ]]; then
+  skip=(-E '^install\.')
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
+fi
+ctest --test-dir "$build" --output-on-failure -j "${KTR_JOBS:-$(nproc)}" "${skip[@]}"
