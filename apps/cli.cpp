@@ -1,9 +1,9 @@
 // `ktr` command dispatch, `ktr info`, `ktr --version`, and the error-to-exit-code policy.
 #include "apps/cli.hpp"
 
+#include <ktr/core/error.hpp>
+#include <ktr/train/runtime.hpp>
 #include "apps/flags.hpp"
-#include "core/error.hpp"
-#include "core/runtime.hpp"
 
 #include <cstdio>
 #include <string>

@@ -1,8 +1,8 @@
 // `ktr bench kernels|pipeline`: the benchmarks of bench/, from the command line.
+#include <ktr/train/runtime.hpp>
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "bench/bench.hpp"
-#include "core/runtime.hpp"
 
 #include <cstdio>
 #include <string>

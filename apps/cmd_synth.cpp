@@ -1,9 +1,9 @@
 // `ktr synth`: a small synthetic dataset in MNIST format (gzip IDX), easily learnable: each class is a
 // random smooth template, each sample its class template plus noise and a random shift. For tests and demos
 // on machines without Fashion-MNIST.
+#include <ktr/data/idx.hpp>
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
-#include "core/idx.hpp"
 
 #include <cstdio>
 #include <filesystem>

@@ -1,14 +1,14 @@
 // `ktr train` and `ktr eval`: the training loop as a user sees it — dispatches of K steps, one metrics read-back
 // each, a progress line, an evaluation line per epoch, JSON-lines metrics, checkpoints, and a clean Ctrl-C.
+#include <ktr/backends/device_info.hpp>
+#include <ktr/backends/graph.hpp>
+#include <ktr/ktr_config.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/runtime.hpp>
+#include <ktr/train/session.hpp>
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "apps/progress.hpp"
-#include "backends/device_info.hpp"
-#include "backends/graph.hpp"
-#include "core/checkpoint.hpp"
-#include "core/runtime.hpp"
-#include "core/session.hpp"
-#include "ktr_config.hpp"
 
 #include <cerrno>
 #include <chrono>

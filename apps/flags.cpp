@@ -1,7 +1,7 @@
 // Flag parsing and validation.
 #include "apps/flags.hpp"
 
-#include "core/error.hpp"
+#include <ktr/core/error.hpp>
 
 #include <cmath>
 

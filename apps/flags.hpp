@@ -2,7 +2,7 @@
 // that name the flag. Unknown flags are rejected.
 #pragma once
 
-#include "core/error.hpp"
+#include <ktr/core/error.hpp>
 
 #include <cstdint>
 #include <map>

@@ -1,7 +1,7 @@
 // Backend-specific device queries behind a plain string interface.
-#include "backends/device_info.hpp"
+#include "device_info.hpp"
 
-#include "core/types.hpp"
+#include "../core/types.hpp"
 
 #include <cstdio>
 

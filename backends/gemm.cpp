@@ -1,8 +1,8 @@
 // gemm dispatch: cuBLAS with the instance's stream on CUDA, KokkosBlas::gemm (host BLAS or portable) elsewhere.
-#include "backends/gemm.hpp"
+#include "gemm.hpp"
 
-#include "core/error.hpp"
-#include "ktr_config.hpp"
+#include <ktr/ktr_config.hpp>
+#include "../core/error.hpp"
 
 #include <KokkosBlas3_gemm.hpp>
 

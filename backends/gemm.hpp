@@ -5,7 +5,7 @@
 // the host BLAS (OpenBLAS) where Kokkos Kernels was built with it, and its portable kernel otherwise.
 #pragma once
 
-#include "core/types.hpp"
+#include "../core/types.hpp"
 
 #include <string>
 

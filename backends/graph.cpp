@@ -1,7 +1,7 @@
 // Stream capture and replay on CUDA; a no-op elsewhere.
-#include "backends/graph.hpp"
+#include "graph.hpp"
 
-#include "core/error.hpp"
+#include "../core/error.hpp"
 
 #include <string>
 

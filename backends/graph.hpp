@@ -8,7 +8,7 @@
 // available and callers run the plain loop, which is the same sequence of kernels.
 #pragma once
 
-#include "core/types.hpp"
+#include "../core/types.hpp"
 
 #include <functional>
 #include <memory>

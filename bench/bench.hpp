@@ -1,7 +1,7 @@
 // Benchmarks behind `ktr bench kernels` and `ktr bench pipeline` (also used by the micro-benchmarks).
 #pragma once
 
-#include "core/dataset.hpp"
+#include <ktr/data/dataset.hpp>
 
 #include <string>
 

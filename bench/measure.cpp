@@ -1,9 +1,9 @@
 // Timing and machine limits.
 #include "bench/measure.hpp"
 
-#include "backends/gemm.hpp"
-#include "core/ops.hpp"
-#include "core/tensor.hpp"
+#include <ktr/backends/gemm.hpp>
+#include <ktr/core/ops.hpp>
+#include <ktr/core/tensor.hpp>
 
 #include <algorithm>
 #include <chrono>

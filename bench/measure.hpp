@@ -2,7 +2,7 @@
 // device copy bandwidth, large-sgemm rate through ktr's gemm, and the cost of launching an empty kernel.
 #pragma once
 
-#include "core/types.hpp"
+#include <ktr/core/types.hpp>
 
 #include <functional>
 #include <string>

@@ -1,13 +1,13 @@
 // Google Benchmark micro-benchmarks of the kernels a training step is made of, with FLOP/s or bytes/s counters.
 // The first argument of every benchmark is the batch (or, for the optimiser, thousands of parameters), so
 // `--benchmark_filter='/8(/|$)'` runs each once at its smallest size (the CTest smoke run).
-#include "backends/gemm.hpp"
+#include <ktr/backends/gemm.hpp>
+#include <ktr/core/loss.hpp>
+#include <ktr/core/ops.hpp>
+#include <ktr/models/layers.hpp>
+#include <ktr/optim/optimizer.hpp>
+#include <ktr/train/runtime.hpp>
 #include "bench/bench.hpp"
-#include "core/loss.hpp"
-#include "core/ops.hpp"
-#include "core/runtime.hpp"
-#include "models/layers.hpp"
-#include "optim/optimizer.hpp"
 
 #include <benchmark/benchmark.h>
 

@@ -7,16 +7,16 @@
 //   graph-K       the captured K-step program replayed (CUDA); elsewhere reported as unavailable
 // plus, in the same run, the step's GFLOP/s beside large-sgemm GFLOP/s, and kernel launches per step beside the
 // cost of one empty launch. Writes a table, optionally a JSON file and a PNG plot (gnuplot) of samples/s vs K.
-#include "backends/gemm.hpp"
-#include "backends/graph.hpp"
-#include "backends/tools_counter.hpp"
+#include <ktr/backends/gemm.hpp>
+#include <ktr/backends/graph.hpp>
+#include <ktr/backends/tools_counter.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/core/loss.hpp>
+#include <ktr/core/permutation.hpp>
+#include <ktr/train/runtime.hpp>
+#include <ktr/train/session.hpp>
 #include "bench/bench.hpp"
 #include "bench/measure.hpp"
-#include "core/error.hpp"
-#include "core/loss.hpp"
-#include "core/permutation.hpp"
-#include "core/runtime.hpp"
-#include "core/session.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -4,11 +4,12 @@ install(TARGETS ktr EXPORT ktrTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-foreach(dir backends core models optim)
+foreach(dir IN LISTS ktr_LIBRARY_DIRS)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr/${dir}
           FILES_MATCHING PATTERN "*.hpp")
 endforeach()
-install(FILES ${PROJECT_BINARY_DIR}/ktr_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr)
+install(FILES ${PROJECT_SOURCE_DIR}/ktr.hpp ${ktr_BUILD_INCLUDE}/ktr/ktr_config.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr)
 install(EXPORT ktrTargets NAMESPACE ktr:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktr)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/ktrConfig.cmake.in
   ${PROJECT_BINARY_DIR}/ktrConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ktr)

@@ -1,10 +1,10 @@
 // Arena layout and on-device initialisation.
-#include "core/arena.hpp"
+#include "arena.hpp"
 
-#include "backends/kokkos_compat.hpp"
-#include "core/checked.hpp"
-#include "core/ops.hpp"
-#include "core/permutation.hpp"
+#include "../backends/kokkos_compat.hpp"
+#include "checked.hpp"
+#include "ops.hpp"
+#include "permutation.hpp"
 
 #include <cmath>
 

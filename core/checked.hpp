@@ -3,7 +3,7 @@
 // small or negative allocation size.
 #pragma once
 
-#include "core/error.hpp"
+#include "error.hpp"
 
 #include <cstdint>
 #include <limits>

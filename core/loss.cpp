@@ -1,8 +1,8 @@
 // Softmax cross-entropy: one team sweeps the rows; each row is max-shifted before exp (log-softmax).
-#include "core/loss.hpp"
+#include "loss.hpp"
 
-#include "backends/kokkos_compat.hpp"
-#include "core/error.hpp"
+#include "../backends/kokkos_compat.hpp"
+#include "error.hpp"
 
 namespace ktr {
 

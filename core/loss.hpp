@@ -2,7 +2,7 @@
 // count of correct predictions, in one kernel whose results stay in device memory.
 #pragma once
 
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
 namespace ktr {
 

@@ -1,5 +1,5 @@
 // Elementwise kernels and reductions over flat device views.
-#include "core/ops.hpp"
+#include "ops.hpp"
 
 namespace ktr {
 

@@ -2,7 +2,7 @@
 // launches one labelled kernel, and never fences: reductions write their result to a device scalar.
 #pragma once
 
-#include "core/types.hpp"
+#include "types.hpp"
 
 namespace ktr {
 

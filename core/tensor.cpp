@@ -1,8 +1,8 @@
 // Tensor and Shape: storage, views, and blocking host transfers for I/O and tests.
-#include "core/tensor.hpp"
+#include "tensor.hpp"
 
-#include "core/checked.hpp"
-#include "core/error.hpp"
+#include "checked.hpp"
+#include "error.hpp"
 
 namespace ktr {
 

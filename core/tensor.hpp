@@ -4,7 +4,7 @@
 // arena, a workspace); copies are shallow, like Kokkos views. Kernels take the flat view or a row-major matrix.
 #pragma once
 
-#include "core/types.hpp"
+#include "types.hpp"
 
 #include <array>
 #include <initializer_list>

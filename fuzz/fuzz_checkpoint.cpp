@@ -1,7 +1,7 @@
 // libFuzzer target: the checkpoint reader on arbitrary bytes (the same validation read_checkpoint runs on a
 // file's contents). It must refuse bad input with ktr::Error and never allocate beyond the input's size.
-#include "core/checkpoint.hpp"
-#include "core/error.hpp"
+#include "../core/error.hpp"
+#include "../train/checkpoint.hpp"
 
 #include <cstdint>
 #include <string>

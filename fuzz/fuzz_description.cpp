@@ -1,7 +1,7 @@
 // libFuzzer target: the model-description parser on arbitrary text. It must refuse bad descriptions with
 // ktr::Error, never overflow a size, and give back a description that parses to itself.
-#include "core/error.hpp"
-#include "models/description.hpp"
+#include "../core/error.hpp"
+#include "../models/description.hpp"
 
 #include <cstdint>
 #include <cstdlib>

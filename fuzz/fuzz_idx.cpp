@@ -1,7 +1,7 @@
 // libFuzzer target: the IDX reader (images and labels, plain or gzip) on arbitrary bytes. It must refuse bad
 // input with ktr::Error and never crash, hang or allocate beyond what the bytes justify.
-#include "core/error.hpp"
-#include "core/idx.hpp"
+#include "../core/error.hpp"
+#include "../data/idx.hpp"
 
 #include <unistd.h>
 

@@ -1,8 +1,8 @@
 // Conv2D 3x3 / stride 1 / SAME, NHWC: im2col + gemm forward, gemm for the kernel gradient, gemm + col2im for the
 // input gradient. The im2col matrix (B*H*W, 9*Cin) lives in the model's scratch and is reused for its gradient.
-#include "backends/gemm.hpp"
-#include "core/error.hpp"
-#include "models/layers.hpp"
+#include "../backends/gemm.hpp"
+#include "../core/error.hpp"
+#include "layers.hpp"
 
 namespace ktr {
 

@@ -1,8 +1,8 @@
 // Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way.
-#include "backends/gemm.hpp"
-#include "core/error.hpp"
-#include "core/ops.hpp"
-#include "models/layers.hpp"
+#include "../backends/gemm.hpp"
+#include "../core/error.hpp"
+#include "../core/ops.hpp"
+#include "layers.hpp"
 
 namespace ktr {
 

@@ -1,8 +1,8 @@
 // Model description parsing: tokens, extents and the shape each layer produces, all checked.
-#include "models/description.hpp"
+#include "description.hpp"
 
-#include "core/checked.hpp"
-#include "core/error.hpp"
+#include "../core/checked.hpp"
+#include "../core/error.hpp"
 
 #include <sstream>
 

@@ -6,9 +6,9 @@
 // instance it runs on and launches labelled kernels ("ktr::<layer>::<op>") or gemms on it; nothing allocates.
 #pragma once
 
-#include "core/arena.hpp"
-#include "core/tensor.hpp"
-#include "models/description.hpp"
+#include "../core/arena.hpp"
+#include "../core/tensor.hpp"
+#include "description.hpp"
 
 #include <memory>
 #include <string>

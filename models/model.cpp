@@ -1,8 +1,8 @@
 // Model: description parsing, arena and workspace layout, forward and backward through the layer list.
-#include "models/model.hpp"
+#include "model.hpp"
 
-#include "core/checked.hpp"
-#include "core/error.hpp"
+#include "../core/checked.hpp"
+#include "../core/error.hpp"
 
 #include <algorithm>
 

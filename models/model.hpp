@@ -8,8 +8,8 @@
 // that, forward and backward allocate nothing, for any batch up to the largest.
 #pragma once
 
-#include "core/arena.hpp"
-#include "models/layers.hpp"
+#include "../core/arena.hpp"
+#include "layers.hpp"
 
 #include <memory>
 #include <string>

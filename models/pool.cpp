@@ -1,6 +1,6 @@
 // AvgPool 2x2 stride 2 (VALID) and its gradient, one kernel each.
-#include "core/error.hpp"
-#include "models/layers.hpp"
+#include "../core/error.hpp"
+#include "layers.hpp"
 
 namespace ktr {
 

@@ -1,8 +1,8 @@
 // The optimiser kernels: a one-thread advance of the device scalars, then one fused update over the arena.
-#include "optim/optimizer.hpp"
+#include "optimizer.hpp"
 
-#include "core/error.hpp"
-#include "core/ops.hpp"
+#include "../core/error.hpp"
+#include "../core/ops.hpp"
 
 namespace ktr {
 

@@ -8,8 +8,8 @@
 // multi-step program replays with the right step count and rate.
 #pragma once
 
-#include "core/types.hpp"
-#include "optim/schedule.hpp"
+#include "../core/types.hpp"
+#include "schedule.hpp"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 // Schedule parsing and printing for the command line and checkpoints.
-#include "optim/schedule.hpp"
+#include "schedule.hpp"
 
-#include "core/error.hpp"
+#include "../core/error.hpp"
 
 #include <cmath>
 #include <limits>

@@ -2,7 +2,7 @@
 // right rate), with Optax's conventions: the rate for update t (t = 0, 1, ...) is schedule(t).
 #pragma once
 
-#include "backends/kokkos_compat.hpp"
+#include "../backends/kokkos_compat.hpp"
 
 #include <cstdint>
 #include <string>

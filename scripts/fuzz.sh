@@ -17,8 +17,8 @@ if ((${#missing[@]})); then
 fi
 out=build/fuzz
 mkdir -p "$out"
-flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I.)
-declare -A sources=([idx]=core/idx.cpp [checkpoint]=core/checkpoint.cpp [description]=models/description.cpp)
+flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
+declare -A sources=([idx]=data/idx.cpp [checkpoint]=train/checkpoint.cpp [description]=models/description.cpp)
 for t in idx checkpoint description; do
   clang++ "${flags[@]}" "fuzz/fuzz_$t.cpp" ${sources[$t]} -lz -o "$out/fuzz_$t"
 done

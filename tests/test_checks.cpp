@@ -1,10 +1,10 @@
 // Hostile and absurd input: sizes that would overflow, models that do not fit the data or the device, checkpoints
 // that lie about their sizes or come from other versions, non-finite state that must never reach a file.
-#include "backends/tools_counter.hpp"
-#include "core/checkpoint.hpp"
-#include "core/error.hpp"
-#include "core/ops.hpp"
-#include "core/session.hpp"
+#include <ktr/backends/tools_counter.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/core/ops.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/session.hpp>
 
 #include <gtest/gtest.h>
 #include <zlib.h>

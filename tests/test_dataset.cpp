@@ -1,9 +1,9 @@
 // Device data pipeline: the permutation is a bijection and deterministic, the gather matches a host reference,
 // and shuffling + gathering across epochs copies and allocates nothing.
-#include "backends/tools_counter.hpp"
-#include "core/dataset.hpp"
-#include "core/error.hpp"
-#include "core/permutation.hpp"
+#include <ktr/backends/tools_counter.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/core/permutation.hpp>
+#include <ktr/data/dataset.hpp>
 
 #include <gtest/gtest.h>
 

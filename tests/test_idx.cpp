@@ -1,7 +1,7 @@
 // IDX reading: small plain and gzip files written here into a temporary directory, every rejection with its
 // message (file and reason), and the real Fashion-MNIST when the machine has it.
-#include "core/error.hpp"
-#include "core/idx.hpp"
+#include <ktr/core/error.hpp>
+#include <ktr/data/idx.hpp>
 
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -1,5 +1,5 @@
 // Test main: Kokkos initialise -> GoogleTest -> Kokkos finalise.
-#include "core/runtime.hpp"
+#include <ktr/train/runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // Models: descriptions, parameter counts, initial loss, and a whole-model gradient check against finite
 // differences of the composed host references.
-#include "backends/tools_counter.hpp"
-#include "core/error.hpp"
-#include "core/loss.hpp"
-#include "models/model.hpp"
+#include <ktr/backends/tools_counter.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/core/loss.hpp>
+#include <ktr/models/model.hpp>
 #include "reference.hpp"
 
 #include <gtest/gtest.h>

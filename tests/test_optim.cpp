@@ -1,7 +1,7 @@
 // Optimisers against a plain host double-precision reference over many steps; schedules; clipping.
-#include "core/error.hpp"
-#include "core/tensor.hpp"
-#include "optim/optimizer.hpp"
+#include <ktr/core/error.hpp>
+#include <ktr/core/tensor.hpp>
+#include <ktr/optim/optimizer.hpp>
 #include "reference.hpp"
 
 #include <gtest/gtest.h>

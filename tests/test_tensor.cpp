@@ -1,8 +1,8 @@
 // Tensor basics and the elementwise kernels against plain host loops.
-#include "core/error.hpp"
-#include "core/ops.hpp"
-#include "core/runtime.hpp"
-#include "core/tensor.hpp"
+#include <ktr/core/error.hpp>
+#include <ktr/core/ops.hpp>
+#include <ktr/core/tensor.hpp>
+#include <ktr/train/runtime.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // The training loop: K steps per dispatch equal K dispatches of one step; a golden loss trajectory; no copies or
 // allocations inside a dispatch; evaluation; checkpoints and bit-for-bit resume.
-#include "backends/tools_counter.hpp"
-#include "core/checkpoint.hpp"
-#include "core/error.hpp"
-#include "core/session.hpp"
+#include <ktr/backends/tools_counter.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/session.hpp>
 
 #include <gtest/gtest.h>
 

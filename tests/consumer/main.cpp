@@ -1,8 +1,5 @@
 // Uses the installed headers and library: a tensor, a kernel, a model forward pass.
-#include <core/ops.hpp>
-#include <core/runtime.hpp>
-#include <core/tensor.hpp>
-#include <models/model.hpp>
+#include <ktr/ktr.hpp>
 
 #include <cstdio>
 

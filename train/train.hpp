@@ -11,10 +11,10 @@
 // On CUDA the K-step program is captured once per K and replayed; elsewhere the same kernels run as a loop.
 #pragma once
 
-#include "backends/graph.hpp"
-#include "core/dataset.hpp"
-#include "models/model.hpp"
-#include "optim/optimizer.hpp"
+#include "../backends/graph.hpp"
+#include "../data/dataset.hpp"
+#include "../models/model.hpp"
+#include "../optim/optimizer.hpp"
 
 #include <map>
 #include <memory>

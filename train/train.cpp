@@ -1,8 +1,8 @@
 // The K-step training program, its dispatch (captured or plain), metric read-back and evaluation.
-#include "core/train.hpp"
+#include "train.hpp"
 
-#include "core/error.hpp"
-#include "core/loss.hpp"
+#include "../core/error.hpp"
+#include "../core/loss.hpp"
 
 namespace ktr {
 

@@ -1,9 +1,9 @@
 // Session construction, checkpoint save and restore.
-#include "core/session.hpp"
+#include "session.hpp"
 
-#include "core/checked.hpp"
-#include "core/checkpoint.hpp"
-#include "core/error.hpp"
+#include "../core/checked.hpp"
+#include "../core/error.hpp"
+#include "checkpoint.hpp"
 
 #include <cmath>
 #include <cstdio>

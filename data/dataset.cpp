@@ -1,9 +1,9 @@
 // Device dataset: one host-to-device copy at load, then permutation and batch gathers on the device.
-#include "core/dataset.hpp"
+#include "dataset.hpp"
 
-#include "core/error.hpp"
-#include "core/idx.hpp"
-#include "core/permutation.hpp"
+#include "../core/error.hpp"
+#include "../core/permutation.hpp"
+#include "idx.hpp"
 
 #include <cmath>
 

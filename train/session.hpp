@@ -2,8 +2,8 @@
 // restored from a checkpoint. This is what the CLI drives and what a resumed run continues bit for bit.
 #pragma once
 
-#include "core/checkpoint.hpp"
-#include "core/train.hpp"
+#include "checkpoint.hpp"
+#include "train.hpp"
 
 #include <string>
 #include <vector>

@@ -1,11 +1,11 @@
 // Kokkos lifetime and the runtime description.
-#include "core/runtime.hpp"
+#include "runtime.hpp"
 
-#include "backends/device_info.hpp"
-#include "backends/gemm.hpp"
-#include "backends/kokkos_compat.hpp"
-#include "core/types.hpp"
-#include "ktr_config.hpp"
+#include <ktr/ktr_config.hpp>
+#include "../backends/device_info.hpp"
+#include "../backends/gemm.hpp"
+#include "../backends/kokkos_compat.hpp"
+#include "../core/types.hpp"
 
 #include <cstdlib>
 

@@ -9,8 +9,8 @@
 // because each epoch's permutation is different).
 #pragma once
 
-#include "core/tensor.hpp"
-#include "core/types.hpp"
+#include "../core/tensor.hpp"
+#include "../core/types.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,9 +1,9 @@
 // IDX reading: a sequential byte source (stdio, or zlib's gz* for gzip streams) under one parser that checks the
 // header, reads exactly the payload the header announces and then drains the source, so that a gzip stream is
 // always read to its end and its CRC and length trailer verified before anything is returned.
-#include "core/idx.hpp"
+#include "idx.hpp"
 
-#include "core/error.hpp"
+#include "../core/error.hpp"
 
 #include <zlib.h>
 

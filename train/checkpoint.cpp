@@ -1,7 +1,7 @@
 // Checkpoint file format: write to a temporary name and rename; validate everything on read.
-#include "core/checkpoint.hpp"
+#include "checkpoint.hpp"
 
-#include "core/error.hpp"
+#include "../core/error.hpp"
 
 #include <zlib.h>
 
