@@ -1,10 +1,13 @@
 // `ktr synth`: a small synthetic dataset in MNIST format (gzip IDX), easily learnable: each class is a
 // random smooth template, each sample its class template plus noise and a random shift. For tests and demos
-// on machines without Fashion-MNIST.
+// on machines without Fashion-MNIST. With --arrays, NumPy arrays instead: a regression problem (8 features of
+// mixed scales, 2 smooth targets) and a 3-class problem on the same features.
 #include <ktr/data/idx.hpp>
+#include <ktr/data/npy.hpp>
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -34,14 +37,38 @@ void make_split(std::string const& dir, std::string const& prefix, std::int64_t 
   write_idx_labels(dir + "/" + prefix + "-labels-idx1-ubyte.gz", labels);
 }
 
+// regression-{features,targets}.npy: x (N, 8) float32, y (N, 2) float32; classes-targets.npy: int32 labels (N).
+void make_arrays(std::string const& dir, std::string const& prefix, std::int64_t count, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::int64_t const D = 8;
+  std::vector<float> x(std::size_t(count * D)), y(std::size_t(count * 2));
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(count));
+  for (std::int64_t n = 0; n < count; ++n) {
+    float* s = &x[std::size_t(n * D)];
+    for (std::int64_t d = 0; d < D; ++d) s[d] = g(rng) * float(1 << d) + float(d);
+    float const a = s[0], b = (s[1] - 1) / 2, c = (s[2] - 2) / 4;
+    y[std::size_t(2 * n)] = 1.5f * a - b + 0.5f * c + 0.1f * g(rng);
+    y[std::size_t(2 * n + 1)] = std::sin(a) + 0.5f * b * c + 0.1f * g(rng);
+    labels[std::size_t(n)] = a + b > 1 ? 2 : (a - c > 0 ? 1 : 0);
+  }
+  write_npy(dir + "/" + prefix + "features.npy", {count, D}, x);
+  write_npy(dir + "/" + prefix + "targets.npy", {count, 2}, y);
+  write_npy(dir + "/" + prefix + "labels.npy", {count}, labels);
+}
+
 }  // namespace
 
 int synth(int argc, char* argv[]) {
   if (argc > 2 && std::string(argv[2]) == "--help") {
-    std::printf("usage: ktr synth --out DIR [--train N (default 6000)] [--test N (default 1000)] [--seed S]\n");
+    std::printf(
+        "usage: ktr synth --out DIR [--train N (default 6000)] [--test N (default 1000)] [--seed S] [--arrays]\n"
+        "  --arrays  NumPy arrays instead of IDX images: {train,test}-features.npy (N, 8) float32,\n"
+        "            {train,test}-targets.npy (N, 2) float32 regression targets, {train,test}-labels.npy (N)\n"
+        "            int32 labels of 3 classes\n");
     return 0;
   }
-  Flags const f(argc, argv, 2, {"out", "train", "test", "seed"});
+  Flags const f(argc, argv, 2, {"out", "train", "test", "seed"}, {"arrays"});
   std::string const dir = f.str("out", "");
   if (dir.empty()) throw FlagError("--out: required");
   std::int64_t const train = f.integer("train", 6000, 1, 10000000), test = f.integer("test", 1000, 1, 10000000);
@@ -49,6 +76,13 @@ int synth(int argc, char* argv[]) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("--out " + dir + ": " + ec.message());
+  if (f.on("arrays")) {
+    make_arrays(dir, "train-", train, seed + 1);
+    make_arrays(dir, "test-", test, seed + 2);
+    std::printf("wrote %lld train and %lld test samples as .npy arrays to %s\n", (long long)train, (long long)test,
+                dir.c_str());
+    return 0;
+  }
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   std::vector<std::vector<float>> templates(10, std::vector<float>(784));

@@ -7,6 +7,7 @@
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
 #include "apps/cli.hpp"
+#include "apps/data.hpp"
 #include "apps/flags.hpp"
 #include "apps/progress.hpp"
 
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 namespace ktr::cli {
 
@@ -27,20 +29,22 @@ extern "C" void on_sigint(int) { g_interrupted = 1; }
 
 char const* const kTrainHelp =
     "usage: ktr train [flags]\n"
-    "  --model mlp|cnn|DESC        mlp (784-512-512-10, default), cnn (SimpleCNN), or a description such as\n"
-    "                              'in=28x28x1 flatten dense:128:relu dense:10'\n"
-    "  --data DIR                  MNIST-format IDX files (default " KTR_DEFAULT_DATA_DIR
-    ")\n"
+    "  --model mlp|cnn|DESC        mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description\n"
+    "                              such as 'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu\n"
+    "                              dense:3' (default for arrays: in=<sample> dense:128:relu dense:128:relu\n"
+    "                              dense:<classes or T>)\n"
     "  --epochs N                  epochs to train to (default 5; with --resume: the total, counting done ones)\n"
-    "  --batch B                   batch size (default 256 for mlp, 32 for cnn); the last partial batch of an\n"
-    "                              epoch is dropped\n"
+    "  --batch B                   batch size (default 256, 32 for cnn, at most N for arrays); the last partial\n"
+    "                              batch of an epoch is dropped\n"
     "  --optimizer sgd|adam|adamw  (default adam)    --lr X (default 1e-3)    --momentum X    --nesterov\n"
     "  --weight-decay X            adamw decoupled weight decay (default 1e-4)\n"
     "  --clip-norm X               clip gradients to this global norm (default off)\n"
     "  --schedule S                constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]\n"
     "  --steps-per-dispatch K      optimiser steps per dispatch, one metrics read-back each (default 16)\n"
     "  --seed S                    initialisation and shuffling seed (default 0)\n"
-    "  --normalize standard|unit   pixels standardised by the training set's mean/std (default), or to [0, 1]\n"
+    "  --normalize standard|unit|none\n"
+    "                              standard (default): pixels by the training set's mean/std, float features\n"
+    "                              each by its own; unit: pixels to [0, 1]; none: inputs as given\n"
     "  --checkpoint FILE           save here after every epoch and on Ctrl-C (an existing FILE is replaced only\n"
     "                              if it is a ktr checkpoint)\n"
     "  --resume FILE               continue from a checkpoint (model, optimiser, batch, seed, normalisation come\n"
@@ -53,25 +57,15 @@ char const* const kTrainHelp =
     "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)\n";
 
 char const* const kEvalHelp =
-    "usage: ktr eval --checkpoint FILE [--data DIR] [--split t10k|train] [--batch B] [--threads N]\n";
+    "usage: ktr eval --checkpoint FILE [data flags] [--split t10k|train] [--batch B] [--threads N]\n"
+    "  evaluates on the held-out split (IDX t10k; arrays: --test-* or --test-fraction) or, with --split train,\n"
+    "  on the training split\n";
 
 std::string model_description(std::string const& name) {
   if (name == "mlp") return Model::mlp();
   if (name == "cnn") return Model::simple_cnn();
   if (name.rfind("in=", 0) == 0) return name;
   throw FlagError("--model: unknown model '" + name + "' (mlp, cnn, or a description starting with in=)");
-}
-
-DeviceDataset load_split(std::string const& dir, std::string const& split) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    throw Error("--data " + dir + ": no such directory. " +
-                (dir == KTR_DEFAULT_DATA_DIR
-                     ? "Install Fashion-MNIST with `apt-get install dataset-fashion-mnist`, or pass --data DIR "
-                       "holding train-/t10k-images-idx3-ubyte[.gz] and -labels-idx1-ubyte[.gz]"
-                     : "Pass --data DIR holding train-/t10k-images-idx3-ubyte[.gz] and -labels-idx1-ubyte[.gz]"));
-  }
-  return load_idx_dataset(dir, split);
 }
 
 // Metrics as JSON lines, written straight to the file and flushed line by line, so that whatever was measured
@@ -137,13 +131,25 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
   Shape const sample = train_data.batch_shape(1);
   KTR_REQUIRE(plan.input == sample, model_flag,
               "expects inputs " + plan.input.str() + ", the data has " + sample.str());
-  KTR_REQUIRE(plan.classes == train_data.num_classes, model_flag,
-              "the model outputs " + std::to_string(plan.classes) + " classes, the data has " +
-                  std::to_string(train_data.num_classes));
-  if (test_data)
+  KTR_REQUIRE(cfg.task == train_data.task(), model_flag,
+              cfg.task == Task::regression ? "the model was trained for regression, the data has class labels"
+                                           : "the model was trained for classification, the data has regression "
+                                             "targets");
+  if (cfg.task == Task::classification)
+    KTR_REQUIRE(plan.classes == train_data.num_classes, model_flag,
+                "the model outputs " + std::to_string(plan.classes) + " classes, the data has " +
+                    std::to_string(train_data.num_classes));
+  else
+    KTR_REQUIRE(plan.classes == train_data.target_width(), model_flag,
+                "the model outputs " + std::to_string(plan.classes) + " values, the targets have " +
+                    std::to_string(train_data.target_width()));
+  if (test_data) {
     KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",
                 "the test split's samples are " + test_data->batch_shape(1).str() + ", the training split's " +
                     sample.str());
+    KTR_REQUIRE(test_data->task() == train_data.task() && test_data->target_width() == train_data.target_width(),
+                "--data", "the test split's targets do not match the training split's");
+  }
   KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
               std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
                   " samples)");
@@ -158,14 +164,14 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
 
 int train(int argc, char* argv[]) {
   if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::printf("%s", kTrainHelp);
+    std::printf("%s%s", kTrainHelp, kDataHelp);
     return 0;
   }
-  Flags const f(
-      argc, argv, 2,
-      {"model", "data", "epochs", "batch", "optimizer", "lr", "momentum", "weight-decay", "clip-norm", "schedule",
-       "steps-per-dispatch", "seed", "checkpoint", "resume", "metrics", "threads", "normalize"},
-      {"nesterov", "no-eval"});
+  std::set<std::string> known{"model",        "epochs",    "batch",    "optimizer",          "lr",   "momentum",
+                              "weight-decay", "clip-norm", "schedule", "steps-per-dispatch", "seed", "checkpoint",
+                              "resume",       "metrics",   "threads",  "normalize"};
+  known.merge(data_flags());
+  Flags const f(argc, argv, 2, known, {"nesterov", "no-eval"});
   // Flags first: every usage error is reported before any file is read or memory committed.
   std::string const resume = f.str("resume", "");
   if (!resume.empty()) {
@@ -173,9 +179,10 @@ int train(int argc, char* argv[]) {
                               "clip-norm", "schedule", "seed", "normalize"})
       if (f.has(fixed)) throw FlagError(std::string("--") + fixed + ": comes from the checkpoint when resuming");
   }
+  std::optional<Runtime> runtime;  // declared first: it outlives every device view below
   RunConfig config;
-  std::string const model_name = f.str("model", "mlp");
-  config.model = model_description(model_name);
+  std::string const model_name = f.str("model", "");
+  config.model = model_name.empty() ? "" : model_description(model_name);
   config.batch = f.integer("batch", model_name == "cnn" ? 32 : 256, 1, 1 << 24);
   config.seed = std::uint64_t(f.integer("seed", 0, 0, INT64_MAX));
   auto& o = config.optimizer;
@@ -191,30 +198,31 @@ int train(int argc, char* argv[]) {
   o.weight_decay = float(f.number("weight-decay", 1e-4, 0.0, 10.0));
   o.clip_norm = float(f.number("clip-norm", 0.0, 0.0, 1e9));
   config.normalize = f.str("normalize", "standard");
-  if (config.normalize != "standard" && config.normalize != "unit")
-    throw FlagError("--normalize: must be standard or unit, got '" + config.normalize + "'");
+  if (config.normalize != "standard" && config.normalize != "unit" && config.normalize != "none")
+    throw FlagError("--normalize: must be standard, unit or none, got '" + config.normalize + "'");
   int const k = int(f.integer("steps-per-dispatch", 16, 1, 4096));
   std::int64_t const epochs = f.integer("epochs", 5, 1, 100000);
-  std::string const data_dir = f.str("data", KTR_DEFAULT_DATA_DIR);
   std::string const ckpt_path = f.str("checkpoint", "");
   bool const do_eval = !f.on("no-eval");
   if (!ckpt_path.empty()) check_checkpoint_target(ckpt_path, "--checkpoint");
+  int const threads = int(f.integer("threads", -1, 1, 4096));
   Checkpoint resumed;
-  if (!resume.empty()) {
-    resumed = read_checkpoint(resume);
-    config = run_config(resumed, resume);
-  }
-
-  Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
+  if (!resume.empty()) resumed = read_checkpoint(resume);
+  runtime.emplace(threads);
+  if (!resume.empty()) config = run_config(resumed, resume);
   auto const t_load = std::chrono::steady_clock::now();
-  DeviceDataset const train_data = load_split(data_dir, "train");
-  DeviceDataset const test_data = do_eval ? load_split(data_dir, "t10k") : DeviceDataset();
+  RunData const data = load_run_data(f, do_eval, config.seed);
+  DeviceDataset const& train_data = data.train;
+  DeviceDataset const& test_data = data.test;
+  bool const evaluate = do_eval && test_data.count > 0;
   double const load_s = seconds_since(t_load);
-  validate_run(config, train_data, do_eval ? &test_data : nullptr, resume.empty() ? "--model" : resume);
-  if (resume.empty() && config.normalize == "standard") {
-    PixelStatistics const stats = pixel_statistics(ExecSpace(), train_data);
-    config.norm = Normalization::standardized(float(stats.mean), float(stats.std));
+  if (resume.empty()) {
+    config.task = train_data.task();
+    if (config.model.empty()) config.model = data.arrays ? default_model(train_data) : Model::mlp();
+    if (data.arrays && !f.has("batch")) config.batch = std::min<std::int64_t>(config.batch, train_data.count);
   }
+  validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume);
+  if (resume.empty()) config.norm = fit_normalization(ExecSpace(), train_data, config.normalize);
   std::int64_t const spe = steps_per_epoch(train_data, config.batch);
   std::int64_t const total = epochs * spe;
   std::unique_ptr<Session> session =
@@ -227,7 +235,7 @@ int train(int argc, char* argv[]) {
       "the checkpoint is already at step " + std::to_string(state.host_step) + " > " + std::to_string(total));
 
   std::printf("%s\n", version_line().c_str());
-  std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data_dir.c_str(),
+  std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data.source.c_str(),
               (long long)train_data.count, (long long)test_data.count,
               (train_data.device_bytes() + test_data.device_bytes()) / 1e6, load_s);
   std::printf("model: %s (%lld parameters)\n", cfg.model.c_str(), (long long)model.arena().num_parameters());
@@ -238,10 +246,11 @@ int train(int argc, char* argv[]) {
   std::fflush(stdout);
 
   MetricsFile metrics(f.str("metrics", ""), !resume.empty());
-  Evaluator evaluator(model, 1000, cfg.norm);
+  Evaluator evaluator(model, 1000, cfg.norm, cfg.task);
+  bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
   ExecSpace const& space = stream.space();
-  Progress progress(total, spe, cfg.batch);
+  Progress progress(total, spe, cfg.batch, regression);
   g_interrupted = 0;
   auto const previous_int = std::signal(SIGINT, on_sigint);    // Ctrl-C
   auto const previous_term = std::signal(SIGTERM, on_sigint);  // a batch scheduler's stop
@@ -282,11 +291,13 @@ int train(int argc, char* argv[]) {
     }
     epoch_loss += loss, epoch_steps += kk, epoch_hits += hits;
     double const samples_per_s = kk * cfg.batch / dt;
-    progress.update(state.host_step, loss / kk, double(hits) / double(kk * cfg.batch), samples_per_s);
-    metrics.line("{\"type\":\"dispatch\",\"step\":" + std::to_string(state.host_step) + ",\"epoch\":" +
-                 std::to_string((state.host_step - 1) / spe + 1) + ",\"loss\":" + json_number(loss / kk) +
-                 ",\"accuracy\":" + json_number(double(hits) / double(kk * cfg.batch)) +
-                 ",\"samples_per_s\":" + json_number(samples_per_s, 1) + "}");
+    // classification: accuracy; regression: the RMSE of the dispatch
+    double const quality = regression ? std::sqrt(loss / kk) : double(hits) / double(kk * cfg.batch);
+    progress.update(state.host_step, loss / kk, quality, samples_per_s);
+    metrics.line("{\"type\":\"dispatch\",\"step\":" + std::to_string(state.host_step) +
+                 ",\"epoch\":" + std::to_string((state.host_step - 1) / spe + 1) +
+                 ",\"loss\":" + json_number(loss / kk) + (regression ? ",\"rmse\":" : ",\"accuracy\":") +
+                 json_number(quality) + ",\"samples_per_s\":" + json_number(samples_per_s, 1) + "}");
     if (g_interrupted) {
       interrupted = true;
       break;
@@ -294,16 +305,21 @@ int train(int argc, char* argv[]) {
     if (state.host_step % spe == 0) {
       std::int64_t const epoch = state.host_step / spe;
       double const wall = seconds_since(t_start);
-      if (do_eval) last_eval = evaluator.run(space, model, test_data), evaluated = true;
-      progress.epoch_line(epoch, epoch_loss / double(epoch_steps),
-                          double(epoch_hits) / double(epoch_steps * cfg.batch), do_eval, last_eval.loss,
-                          last_eval.accuracy, wall);
-      metrics.line("{\"type\":\"epoch\",\"epoch\":" + std::to_string(epoch) +
-                   ",\"train_loss\":" + json_number(epoch_loss / double(epoch_steps)) +
-                   ",\"train_accuracy\":" + json_number(double(epoch_hits) / double(epoch_steps * cfg.batch)) +
-                   ",\"test_loss\":" + (do_eval ? json_number(last_eval.loss) : "null") +
-                   ",\"test_accuracy\":" + (do_eval ? json_number(last_eval.accuracy) : "null") +
-                   ",\"wall_s\":" + json_number(wall, 3) + "}");
+      if (evaluate) last_eval = evaluator.run(space, model, test_data), evaluated = true;
+      double const train_loss = epoch_loss / double(epoch_steps);
+      double const train_quality =
+          regression ? std::sqrt(train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
+      progress.epoch_line(epoch, train_loss, train_quality, evaluate, last_eval.loss,
+                          regression ? last_eval.rmse() : last_eval.accuracy, wall);
+      std::string const test = !evaluate    ? ",\"test_loss\":null"
+                               : regression ? ",\"test_loss\":" + json_number(last_eval.loss) +
+                                                  ",\"test_mse\":" + json_number(last_eval.loss) +
+                                                  ",\"test_rmse\":" + json_number(last_eval.rmse())
+                                            : ",\"test_loss\":" + json_number(last_eval.loss) +
+                                                  ",\"test_accuracy\":" + json_number(last_eval.accuracy);
+      metrics.line("{\"type\":\"epoch\",\"epoch\":" + std::to_string(epoch) + ",\"train_loss\":" +
+                   json_number(train_loss) + (regression ? ",\"train_rmse\":" : ",\"train_accuracy\":") +
+                   json_number(train_quality) + test + ",\"wall_s\":" + json_number(wall, 3) + "}");
       epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
       if (!ckpt_path.empty()) session->save(space, ckpt_path);
     }
@@ -320,49 +336,62 @@ int train(int argc, char* argv[]) {
     return 130;
   }
   // A resumed run that had nothing left to do still reports the model it holds.
-  if (do_eval && !evaluated) last_eval = evaluator.run(space, model, test_data);
+  if (evaluate && !evaluated) last_eval = evaluator.run(space, model, test_data);
+  std::string const result =
+      !evaluate    ? ""
+      : regression ? fmt(", test mse %.6g, test rmse %.6g", last_eval.loss, last_eval.rmse())
+                   : fmt(", test accuracy %.2f%%, test loss %.4f", 100 * last_eval.accuracy, last_eval.loss);
   std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(state.host_step - first_step), wall,
-              wall > 0 ? trained / wall : 0.0,
-              do_eval
-                  ? fmt(", test accuracy %.2f%%, test loss %.4f", 100 * last_eval.accuracy, last_eval.loss).c_str()
-                  : "");
-  metrics.line("{\"type\":\"summary\",\"steps\":" + std::to_string(state.host_step) + ",\"wall_s\":" +
-               json_number(wall, 3) + ",\"samples_per_s\":" + json_number(wall > 0 ? trained / wall : 0.0, 1) +
-               ",\"test_accuracy\":" + (do_eval ? json_number(last_eval.accuracy) : "null") +
-               ",\"test_loss\":" + (do_eval ? json_number(last_eval.loss) : "null") + "}");
+              wall > 0 ? trained / wall : 0.0, result.c_str());
+  std::string const summary = !evaluate    ? ",\"test_loss\":null"
+                              : regression ? ",\"test_mse\":" + json_number(last_eval.loss) +
+                                                 ",\"test_rmse\":" + json_number(last_eval.rmse())
+                                           : ",\"test_accuracy\":" + json_number(last_eval.accuracy) +
+                                                 ",\"test_loss\":" + json_number(last_eval.loss);
+  metrics.line("{\"type\":\"summary\",\"steps\":" + std::to_string(state.host_step) +
+               ",\"wall_s\":" + json_number(wall, 3) +
+               ",\"samples_per_s\":" + json_number(wall > 0 ? trained / wall : 0.0, 1) + summary + "}");
   return 0;
 }
 
 int eval(int argc, char* argv[]) {
   if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::printf("%s", kEvalHelp);
+    std::printf("%s%s", kEvalHelp, kDataHelp);
     return 0;
   }
-  Flags const f(argc, argv, 2, {"checkpoint", "data", "split", "batch", "threads"});
+  std::set<std::string> known{"checkpoint", "split", "batch", "threads"};
+  known.merge(data_flags());
+  Flags const f(argc, argv, 2, known);
   std::string const ckpt = f.str("checkpoint", "");
   if (ckpt.empty()) throw FlagError("--checkpoint: required");
   std::string const split = f.str("split", "t10k");
   if (split != "t10k" && split != "train") throw FlagError("--split: must be t10k or train");
   std::int64_t const batch = f.integer("batch", 1000, 1, 1 << 24);
+  int const threads = int(f.integer("threads", -1, 1, 4096));
   Checkpoint const c = read_checkpoint(ckpt);
+  Runtime runtime(threads);
   RunConfig config = run_config(c, ckpt);
-  config.batch = batch;  // evaluation holds one model sized for its own batch, and no optimiser state
-  config.optimizer.kind = OptimizerConfig::Kind::sgd;
+  config.optimizer.kind = OptimizerConfig::Kind::sgd;  // evaluation holds no optimiser state
   config.optimizer.momentum = 0;
-  Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
-  DeviceDataset const data = load_split(f.str("data", KTR_DEFAULT_DATA_DIR), split);
-  config.batch = std::min(batch, data.count);
+  // The split to evaluate: IDX t10k/train, or the held-out (else the training) arrays.
+  RunData const loaded = load_run_data(f, split == "t10k", config.seed);
+  DeviceDataset const& data = split == "t10k" && loaded.test.count > 0 ? loaded.test : loaded.train;
+  std::string const which =
+      split == "train" || loaded.test.count == 0 ? "train" : (loaded.arrays ? "held-out" : "t10k");
+  config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
   validate_run(config, data, nullptr, ckpt);
   Model model(config.model, config.batch);
   KTR_REQUIRE(!c.buffers.empty() && c.buffers[0].size() == std::size_t(model.arena().size()), ckpt,
               "its parameters do not fit the model it names");
   Kokkos::deep_copy(model.arena().params(), HostView<const float*>(c.buffers[0].data(), c.buffers[0].size()));
-  Evaluator evaluator(model, config.batch, config.norm);
+  Evaluator evaluator(model, config.batch, config.norm, config.task);
   ExecSpace const space;
   EvalResult const r = evaluator.run(space, model, data);
-  std::printf("%s: %s on %s split: accuracy %.2f%%, loss %.4f over %lld samples (step %s)\n", ckpt.c_str(),
-              config.model.c_str(), split.c_str(), 100 * r.accuracy, r.loss, (long long)r.count,
-              c.get("step").c_str());
+  std::string const result = config.task == Task::regression
+                                 ? fmt("mse %.6g, rmse %.6g", r.loss, r.rmse())
+                                 : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);
+  std::printf("%s: %s on %s split: %s over %lld samples (step %s)\n", ckpt.c_str(), config.model.c_str(),
+              which.c_str(), result.c_str(), (long long)r.count, c.get("step").c_str());
   return 0;
 }
 

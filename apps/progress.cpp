@@ -6,19 +6,24 @@
 
 namespace ktr::cli {
 
-Progress::Progress(std::int64_t total_steps, std::int64_t steps_per_epoch, std::int64_t batch)
-    : total_(total_steps), per_epoch_(steps_per_epoch), batch_(batch), tty_(isatty(fileno(stdout)) != 0) {}
+Progress::Progress(std::int64_t total_steps, std::int64_t steps_per_epoch, std::int64_t batch, bool regression)
+    : total_(total_steps),
+      per_epoch_(steps_per_epoch),
+      batch_(batch),
+      regression_(regression),
+      tty_(isatty(fileno(stdout)) != 0) {}
 
 void Progress::update(std::int64_t step, double loss, double accuracy, double samples_per_s) {
   rate_ = rate_ == 0 ? samples_per_s : 0.8 * rate_ + 0.2 * samples_per_s;
   std::int64_t const epoch = (step - 1) / per_epoch_ + 1, in_epoch = (step - 1) % per_epoch_ + 1;
   std::int64_t const total_epochs = (total_ + per_epoch_ - 1) / per_epoch_;
   double const eta = rate_ > 0 ? double(total_ - step) * double(batch_) / rate_ : 0.0;
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "epoch %lld/%lld  step %lld/%lld  loss %.4f  acc %5.1f%%  %8.0f samples/s  ETA %d:%02d",
+  char quality[32], line[256];
+  std::snprintf(quality, sizeof quality, regression_ ? "rmse %.4g" : "acc %5.1f%%",
+                regression_ ? accuracy : 100 * accuracy);
+  std::snprintf(line, sizeof line, "epoch %lld/%lld  step %lld/%lld  loss %.4f  %s  %8.0f samples/s  ETA %d:%02d",
                 (long long)epoch, (long long)total_epochs, (long long)in_epoch, (long long)per_epoch_, loss,
-                100 * accuracy, rate_, int(eta) / 60, int(eta) % 60);
+                quality, rate_, int(eta) / 60, int(eta) % 60);
   if (tty_) {
     std::printf("\r\033[K%s", line);
     std::fflush(stdout);
@@ -33,7 +38,14 @@ void Progress::update(std::int64_t step, double loss, double accuracy, double sa
 void Progress::epoch_line(std::int64_t epoch, double train_loss, double train_accuracy, bool evaluated,
                           double test_loss, double test_accuracy, double wall_s) {
   finish();
-  if (evaluated)
+  if (regression_) {
+    if (evaluated)
+      std::printf("epoch %lld: train loss %.4g rmse %.4g | test loss %.4g mse %.4g rmse %.4g | %.1f s\n",
+                  (long long)epoch, train_loss, train_accuracy, test_loss, test_loss, test_accuracy, wall_s);
+    else
+      std::printf("epoch %lld: train loss %.4g rmse %.4g | %.1f s\n", (long long)epoch, train_loss, train_accuracy,
+                  wall_s);
+  } else if (evaluated)
     std::printf("epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | %.1f s\n", (long long)epoch,
                 train_loss, 100 * train_accuracy, test_loss, 100 * test_accuracy, wall_s);
   else

@@ -7,8 +7,9 @@ namespace ktr::cli {
 
 class Progress {
  public:
-  Progress(std::int64_t total_steps, std::int64_t steps_per_epoch, std::int64_t batch);
-  /// After a dispatch: the step reached, that dispatch's mean loss and accuracy, and its samples/s.
+  /// `regression`: the quality figures are RMSEs (and the test loss an MSE), not accuracies.
+  Progress(std::int64_t total_steps, std::int64_t steps_per_epoch, std::int64_t batch, bool regression = false);
+  /// After a dispatch: the step reached, that dispatch's mean loss and accuracy (or RMSE), and its samples/s.
   void update(std::int64_t step, double loss, double accuracy, double samples_per_s);
   /// The line printed at the end of an epoch.
   void epoch_line(std::int64_t epoch, double train_loss, double train_accuracy, bool evaluated, double test_loss,
@@ -18,6 +19,7 @@ class Progress {
 
  private:
   std::int64_t total_, per_epoch_, batch_;
+  bool regression_;
   bool tty_;
   bool live_ = false;
   double rate_ = 0;  // smoothed samples/s

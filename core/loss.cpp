@@ -75,4 +75,47 @@ void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
       });
 }
 
+void mean_squared_error(ExecSpace const& space, Tensor const& pred, Tensor const& targets, Tensor const& dpred,
+                        LossOutput const& out) {
+  KTR_REQUIRE(pred.shape().rank == 2, "ktr::mean_squared_error", "predictions must be (B, T)");
+  KTR_REQUIRE(targets.shape() == pred.shape(), "ktr::mean_squared_error",
+              "targets " + targets.shape().str() + " do not match predictions " + pred.shape().str());
+  bool const want_grad = dpred.size() > 0;
+  KTR_REQUIRE(!want_grad || dpred.shape() == pred.shape(), "ktr::mean_squared_error",
+              "dpred must match predictions " + pred.shape().str());
+  std::int64_t const rows = pred.shape()[0], n = pred.size();
+  float const* p = pred.data();
+  float const* y = targets.data();
+  float* dp = want_grad ? dpred.data() : nullptr;
+  auto loss = out.loss;
+  auto correct = out.correct;
+  int const index = out.index;
+  bool const accumulate = out.accumulate;
+  double const inv_n = 1.0 / double(n);
+  using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
+  // One team, as the cross-entropy: it finishes the reduction and writes the metric in the same kernel.
+  Kokkos::parallel_for(
+      "ktr::loss::mean_squared_error", Kokkos::TeamPolicy<ExecSpace>(space, 1, Kokkos::AUTO),
+      KOKKOS_LAMBDA(Team const& team) {
+        double sum = 0.0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, n),
+            [&](std::int64_t i, double& acc) {
+              double const e = double(p[i]) - double(y[i]);
+              acc += e * e;
+              if (dp) dp[i] = float(2.0 * e * inv_n);
+            },
+            sum);
+        Kokkos::single(Kokkos::PerTeam(team), [&] {
+          if (accumulate) {
+            loss(index) += float(sum);
+            correct(index) += int(rows);
+          } else {
+            loss(index) = float(sum * inv_n);
+            correct(index) = 0;
+          }
+        });
+      });
+}
+
 }  // namespace ktr

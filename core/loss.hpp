@@ -1,5 +1,5 @@
-// Softmax cross-entropy with integer labels, computed through a stable log-softmax, with its gradient and the
-// count of correct predictions, in one kernel whose results stay in device memory.
+// The losses, each one kernel whose results stay in device memory: softmax cross-entropy with integer labels
+// (through a stable log-softmax, with the count of correct predictions) and the mean squared error of regression.
 #pragma once
 
 #include "tensor.hpp"
@@ -19,5 +19,11 @@ struct LossOutput {
 void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
                            DeviceView<const std::int32_t*> const& labels, Tensor const& dlogits,
                            LossOutput const& out);
+
+/// Regression: pred (B, T), targets (B, T). loss = mean over b and t of (pred - y)^2 (accumulated in double);
+/// writes it to `out` (with accumulate: adds the sum of squared errors, and B to the count), and, if dpred is
+/// non-empty, dpred = 2 (pred - y) / (B T). `correct` receives nothing else.
+void mean_squared_error(ExecSpace const& space, Tensor const& pred, Tensor const& targets, Tensor const& dpred,
+                        LossOutput const& out);
 
 }  // namespace ktr

@@ -1,35 +1,67 @@
 // The dataset on the device, and the kernels that turn it into batches without leaving the device.
 //
-//   IDX files --(host, once: decode + validate)--> DeviceDataset (uint8 images, int32 labels)
+//   IDX files, .npy arrays --(host, once: decode + validate + one copy)--> DeviceDataset
+//   an application's own Kokkos views -------------(no copy: read in place)--> DeviceDataset
 //   (seed, epoch) --> Permutation (evaluated inside the gather, never materialised)
-//   gather(step) --> float batch (B, H, W, C) normalised, int32 labels (B)
+//   gather(step) --> float batch (B, ...) normalised; targets: int32 labels (B) or float values (B, T)
+//
+// A DeviceDataset is views plus a description. Features are uint8 pixels or floats, (N, H, W, C) images or
+// (N, D) vectors; targets are class labels (N) or regression values (N, T). Every view is read through its
+// strides, so LayoutRight (the CPU default), LayoutLeft (the CUDA/HIP default) and strided subviews all work
+// unchanged, and one gather serves every kind of data.
 //
 // The step a gather reads lives in device memory, so a captured multi-step program replays correctly.
 // An epoch has floor(N / B) steps: the last partial batch is dropped (every sample still appears in some epochs,
 // because each epoch's permutation is different).
 #pragma once
 
+#include "../core/error.hpp"
 #include "../core/tensor.hpp"
 #include "../core/types.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ktr {
 
-/// images (N, H, W, C) uint8 and labels (N) int32, in device memory.
-struct DeviceDataset {
-  DeviceView<std::uint8_t*> images;
-  DeviceView<std::int32_t*> labels;
-  std::int64_t count = 0, height = 0, width = 0, channels = 1;
-  int num_classes = 10;
+/// What a model learns from the targets: classes (softmax cross-entropy) or values (mean squared error).
+enum class Task { classification, regression };
 
+/// Features (N, ...) and targets in device memory, seen through strides. Copies are shallow (like views).
+struct DeviceDataset {
+  template <class T>
+  using Strided4 =
+      Kokkos::View<const T****, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Labels =
+      Kokkos::View<const std::int32_t*, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using Values =
+      Kokkos::View<const float**, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  Strided4<std::uint8_t> pixels;  ///< uint8 features (N, H, W, C), or empty
+  Strided4<float> features;       ///< float features (N, H, W, C) (vectors: (N, 1, 1, D)), or empty
+  Labels labels;                  ///< class labels (N) for classification, or empty
+  Values values;                  ///< regression targets (N, T), or empty
+  std::int64_t count = 0, height = 1, width = 1, channels = 1;
+  bool vector = false;     ///< samples are vectors (D = channels): batches are (B, D), models start with in=D
+  int num_classes = 0;     ///< classification: labels lie in [0, num_classes)
+  std::int64_t bytes = 0;  ///< device memory this dataset owns (0 for an application's views)
+  std::shared_ptr<void const> keep;  ///< keeps the underlying views alive (they are read unmanaged)
+
+  Task task() const { return values.data() ? Task::regression : Task::classification; }
+  /// Targets per sample: the class count for classification, T for regression.
+  std::int64_t target_width() const {
+    return task() == Task::regression ? std::int64_t(values.extent(1)) : num_classes;
+  }
   std::int64_t sample_size() const { return height * width * channels; }
-  /// Bytes of device memory the dataset occupies.
-  std::int64_t device_bytes() const { return count * sample_size() + count * 4; }
-  /// (B, H, W, C) for a batch of B samples.
-  Shape batch_shape(std::int64_t batch) const { return Shape{batch, height, width, channels}; }
+  /// Bytes of device memory the dataset itself occupies (0 when it reads an application's views in place).
+  std::int64_t device_bytes() const { return bytes; }
+  /// (B, H, W, C) for images, (B, D) for vectors.
+  Shape batch_shape(std::int64_t batch) const {
+    return vector ? Shape{batch, channels} : Shape{batch, height, width, channels};
+  }
 };
 
 /// Copies host pixels and labels to the device in one transfer each (labels checked against num_classes).
@@ -37,15 +69,103 @@ DeviceDataset make_device_dataset(std::vector<std::uint8_t> const& pixels, std::
                                   std::int64_t count, std::int64_t height, std::int64_t width,
                                   std::int64_t channels, int num_classes, std::string const& name);
 
+/// Copies host float features (count x shape, row-major) and targets to the device once: `labels` (count) for
+/// classification (num_classes <= 0: the largest label + 1) or `values` (count x targets) for regression; the
+/// other is empty. `shape` is {D} or {H, W, C}. Throws ktr::Error naming `name` on a mismatch.
+DeviceDataset make_device_dataset(std::vector<float> const& features, std::vector<std::int64_t> const& shape,
+                                  std::vector<std::int32_t> const& labels, std::vector<float> const& values,
+                                  std::int64_t count, int num_classes, std::string const& name);
+
 /// Reads `<dir>/<split>-images-idx3-ubyte[.gz]` and labels (split "train" or "t10k") onto the device.
 DeviceDataset load_idx_dataset(std::string const& dir, std::string const& split, int num_classes = 10);
 
-/// out = pixel * scale + shift: [0, 1] by default; standardised with `standardized(mean, std)`.
+namespace impl {
+template <class T>
+DeviceDataset::Strided4<T> strided4(T const* data, std::int64_t const (&extent)[4],
+                                    std::int64_t const (&stride)[4]) {
+  Kokkos::LayoutStride const layout{std::size_t(extent[0]), std::size_t(stride[0]), std::size_t(extent[1]),
+                                    std::size_t(stride[1]), std::size_t(extent[2]), std::size_t(stride[2]),
+                                    std::size_t(extent[3]), std::size_t(stride[3])};
+  return DeviceDataset::Strided4<T>(data, layout);
+}
+/// Checks labels against [0, num_classes) on the device, or finds num_classes = largest + 1 (num_classes <= 0);
+/// one read-back. Throws ktr::Error naming `name`.
+int check_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, int num_classes,
+                 std::string const& name);
+}  // namespace impl
+
+/// An application's views as a dataset, read in place (no copy, no allocation as large as the data):
+///   features: float or uint8, (N, D) or (N, H, W, C), any layout or a strided subview, in device memory;
+///   targets:  int32 class labels (N), or float regression targets (N) or (N, T).
+/// For labels, num_classes <= 0 takes the largest label + 1 (one reduction on `space`). The views are shared
+/// handles: the dataset keeps them alive and never writes to them.
+template <class FeatureView, class TargetView>
+DeviceDataset dataset_from_views(ExecSpace const& space, FeatureView const& x, TargetView const& y,
+                                 int num_classes = 0) {
+  using F = std::remove_const_t<typename FeatureView::value_type>;
+  using Y = std::remove_const_t<typename TargetView::value_type>;
+  static_assert(std::is_same<F, float>::value || std::is_same<F, std::uint8_t>::value,
+                "ktr: features must be float or uint8");
+  static_assert(FeatureView::rank == 2 || FeatureView::rank == 4, "ktr: features must be (N, D) or (N, H, W, C)");
+  static_assert(std::is_same<Y, std::int32_t>::value || std::is_same<Y, float>::value,
+                "ktr: targets must be int32 labels or float values");
+  static_assert(TargetView::rank == 1 || (std::is_same<Y, float>::value && TargetView::rank == 2),
+                "ktr: targets must be (N) labels or values, or (N, T) values");
+  static_assert(Kokkos::SpaceAccessibility<ExecSpace, typename FeatureView::memory_space>::accessible &&
+                    Kokkos::SpaceAccessibility<ExecSpace, typename TargetView::memory_space>::accessible,
+                "ktr: the views must be in memory the device can read");
+  DeviceDataset d;
+  d.count = std::int64_t(x.extent(0));
+  KTR_REQUIRE(d.count > 0 && std::int64_t(y.extent(0)) == d.count, "ktr::dataset_from_views",
+              "features have " + std::to_string(d.count) + " samples, targets " + std::to_string(y.extent(0)));
+  std::int64_t ext[4], str[4];
+  if constexpr (FeatureView::rank == 2) {
+    d.vector = true;
+    d.channels = std::int64_t(x.extent(1));
+    ext[0] = d.count, ext[1] = 1, ext[2] = 1, ext[3] = d.channels;
+    str[0] = std::int64_t(x.stride(0)), str[1] = 0, str[2] = 0, str[3] = std::int64_t(x.stride(1));
+  } else {
+    d.height = std::int64_t(x.extent(1)), d.width = std::int64_t(x.extent(2)),
+    d.channels = std::int64_t(x.extent(3));
+    for (int r = 0; r < 4; ++r) ext[r] = std::int64_t(x.extent(r)), str[r] = std::int64_t(x.stride(r));
+  }
+  KTR_REQUIRE(d.sample_size() > 0, "ktr::dataset_from_views", "empty samples");
+  if constexpr (std::is_same<F, float>::value)
+    d.features = impl::strided4<float>(x.data(), ext, str);
+  else
+    d.pixels = impl::strided4<std::uint8_t>(x.data(), ext, str);
+  if constexpr (std::is_same<Y, std::int32_t>::value) {
+    d.labels =
+        DeviceDataset::Labels(y.data(), Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0))));
+    d.num_classes = impl::check_labels(space, d.labels, num_classes, "ktr::dataset_from_views");
+  } else if constexpr (TargetView::rank == 1) {
+    d.values = DeviceDataset::Values(y.data(),
+                                     Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0)), 1, 1));
+  } else {
+    d.values =
+        DeviceDataset::Values(y.data(), Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0)),
+                                                             std::size_t(y.extent(1)), std::size_t(y.stride(1))));
+  }
+  d.keep = std::make_shared<std::pair<FeatureView, TargetView> const>(x, y);
+  return d;
+}
+
+/// The input transform applied while gathering: x = v * scale + shift, with one (scale, shift) for every feature
+/// (uint8 pixels: [0, 1] by default) or, where feature_scale is set, one per feature (float features).
 struct Normalization {
   float scale = 1.0f / 255.0f;
   float shift = 0.0f;
+  DeviceView<float*> feature_scale, feature_shift;  ///< (sample size) each, or empty
+
+  bool per_feature() const { return feature_scale.extent(0) > 0; }
   /// (pixel / 255 - mean) / std
   static Normalization standardized(float mean, float std);
+  /// No transform: x = v.
+  static Normalization identity() {
+    Normalization n;
+    n.scale = 1.0f;
+    return n;
+  }
 };
 
 /// Mean and standard deviation of the pixels scaled to [0, 1], reduced on the device (one read-back; at load).
@@ -53,6 +173,11 @@ struct PixelStatistics {
   double mean = 0, std = 0;
 };
 PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& data);
+
+/// The transform a run uses, from its training data: "standard" standardises uint8 pixels by their mean and
+/// std, and float features per feature (mean and std of each over the training samples, computed on the device;
+/// a constant feature keeps std 1); "unit" scales pixels to [0, 1] (floats unchanged); "none" changes nothing.
+Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, std::string const& mode);
 
 /// Where a gather takes its samples: the step counter in device memory, plus a fixed offset.
 struct BatchCursor {
@@ -62,17 +187,29 @@ struct BatchCursor {
   std::int64_t batch = 0;
 };
 
+/// A batch on the device: inputs (B, ...) and the targets of the dataset's task.
+struct Batch {
+  Tensor x;                          ///< (B, H, W, C) or (B, D)
+  DeviceView<std::int32_t*> labels;  ///< (B) for classification
+  Tensor values;                     ///< (B, T) for regression
+};
+
 /// Steps per epoch: floor(count / batch).
 std::int64_t steps_per_epoch(DeviceDataset const& data, std::int64_t batch);
 
 /// Gathers the batch of global step `*cursor.step + cursor.offset`: sample b is
 /// permutation(seed, epoch)(pos * B + b) with epoch = step / steps_per_epoch, pos = step % steps_per_epoch.
-/// x: (B, H, W, C) floats, y: (B) labels. One kernel, no host synchronisation.
+/// One kernel, no host synchronisation. Targets go where `out` has room for them.
+void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
+                  Normalization const& norm, Batch const& out);
+/// The same for classification data into x (B, H, W, C) and y (B).
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
                   Normalization const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y);
 
-/// Gathers the contiguous, unshuffled samples [first, first + B) with B = x.shape()[0] (evaluation; the caller
-/// shrinks the last batch).
+/// Gathers the contiguous, unshuffled samples [first, first + B) with B = out.x.shape()[0] (evaluation and
+/// inference; the caller shrinks the last batch). Targets go where `out` has room for them.
+void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
+                  Batch const& out);
 void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
                   Tensor const& x, DeviceView<std::int32_t*> const& y);
 

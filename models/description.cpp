@@ -67,19 +67,21 @@ Description parse_description(std::string const& text) {
   std::stringstream ss(text);
   std::string token;
   KTR_REQUIRE(static_cast<bool>(ss >> token), "model description", "empty");
-  KTR_REQUIRE(token.rfind("in=", 0) == 0, "model description", "must start with in=HxWxC, got '" + token + "'");
+  KTR_REQUIRE(token.rfind("in=", 0) == 0, "model description",
+              "must start with in=HxWxC or in=D, got '" + token + "'");
   Description d;
   {
     std::vector<std::int64_t> dims;
     std::stringstream in(token.substr(3));
     std::string part;
     while (std::getline(in, part, 'x')) dims.push_back(parse_extent(part, token, "input extent"));
-    KTR_REQUIRE(dims.size() == 3 && token.back() != 'x', "model description",
-                "input must be HxWxC, got '" + token + "'");
-    d.input = {dims[0], dims[1], dims[2]};
-    checked_mul(checked_mul(dims[0], dims[1], "model description"), dims[2], "model description");
+    KTR_REQUIRE((dims.size() == 3 || dims.size() == 1) && token.back() != 'x', "model description",
+                "input must be HxWxC or D, got '" + token + "'");
+    d.input = dims;
+    std::int64_t size = 1;
+    for (auto e : dims) size = checked_mul(size, e, "model description");
   }
-  std::vector<std::int64_t> shape(d.input.begin(), d.input.end());
+  std::vector<std::int64_t> shape = d.input;
   while (ss >> token) {
     LayerSpec const spec = parse_layer(token);
     std::vector<std::int64_t> out;
@@ -118,8 +120,8 @@ Description parse_description(std::string const& text) {
 }
 
 std::string Description::text() const {
-  std::string s =
-      "in=" + std::to_string(input[0]) + "x" + std::to_string(input[1]) + "x" + std::to_string(input[2]);
+  std::string s = "in=";
+  for (std::size_t i = 0; i < input.size(); ++i) s += (i ? "x" : "") + std::to_string(input[i]);
   for (auto const& l : layers) s += " " + l.token();
   return s;
 }

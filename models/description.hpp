@@ -2,13 +2,13 @@
 //
 //   "in=28x28x1 flatten dense:512:relu dense:512:relu dense:10"       (the MLP)
 //   "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10"            (SimpleCNN)
+//   "in=16 dense:64:relu dense:3"                                      (vector inputs of 16 features)
 //
 // The parser is the only reader of descriptions (Model builds its layers from what it returns). It checks every
 // token, every extent (at most 2^24) and the shape each layer produces (checked arithmetic: no size wraps), and
 // that the model ends in a dense layer. It has no Kokkos in it, so the fuzzer builds it alone.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,7 +25,7 @@ struct LayerSpec {
 };
 
 struct Description {
-  std::array<std::int64_t, 3> input{};         ///< H, W, C
+  std::vector<std::int64_t> input;             ///< (H, W, C) for images, (D) for vectors
   std::vector<LayerSpec> layers;               ///< at least one; the last is dense
   std::vector<std::vector<std::int64_t>> out;  ///< per-sample output extents of each layer: (H, W, C) or (N)
   std::string text() const;                    ///< the normalised description

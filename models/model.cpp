@@ -30,7 +30,7 @@ ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
 Model::Model(std::string const& description, std::int64_t max_batch, bool allocate) : max_batch_(max_batch) {
   KTR_REQUIRE(max_batch > 0, "ktr::Model", "max_batch must be positive");
   Description const d = parse_description(description);
-  input_ = Shape{1, d.input[0], d.input[1], d.input[2]};
+  input_ = d.input.size() == 1 ? Shape{1, d.input[0]} : Shape{1, d.input[0], d.input[1], d.input[2]};
   description_ = d.text();
   shapes_.push_back(input_);
   std::vector<ParamSpec> specs;

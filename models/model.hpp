@@ -43,9 +43,11 @@ class Model {
 
   std::string const& description() const { return description_; }
   std::int64_t max_batch() const { return max_batch_; }
-  /// (B, H, W, C) of an input batch.
+  /// (B, H, W, C) or (B, D) of an input batch.
   Shape input_shape(std::int64_t batch) const { return input_.with_batch(batch); }
+  /// Width of the output: the class count (classification) or the targets per sample (regression).
   std::int64_t num_classes() const { return shapes_.back()[1]; }
+  std::int64_t output_width() const { return shapes_.back()[1]; }
   Arena const& arena() const { return arena_; }
   std::size_t num_layers() const { return layers_.size(); }
   Layer const& layer(std::size_t i) const { return *layers_[i]; }
@@ -68,7 +70,7 @@ class Model {
   Shape activation(std::size_t i, std::int64_t batch) const { return shapes_[i].with_batch(batch); }
 
   std::string description_;
-  Shape input_;  // (1, H, W, C)
+  Shape input_;  // (1, H, W, C) or (1, D)
   std::int64_t max_batch_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<Shape> shapes_;  // shapes_[i]: input of layer i at batch 1; shapes_.back(): the logits

@@ -18,12 +18,13 @@ fi
 out=build/fuzz
 mkdir -p "$out"
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
-declare -A sources=([idx]=data/idx.cpp [checkpoint]=train/checkpoint.cpp [description]=models/description.cpp)
-for t in idx checkpoint description; do
+declare -A sources=([idx]=data/idx.cpp [npy]=data/npy.cpp [checkpoint]=train/checkpoint.cpp
+                   [description]=models/description.cpp)
+for t in idx npy checkpoint description; do
   clang++ "${flags[@]}" "fuzz/fuzz_$t.cpp" ${sources[$t]} -lz -o "$out/fuzz_$t"
 done
 status=0
-for t in idx checkpoint description; do
+for t in idx npy checkpoint description; do
   rm -rf "$out/corpus-$t" && cp -r "fuzz/corpus/$t" "$out/corpus-$t"
   log="$out/fuzz_$t.log"
   if (cd "$out" && "./fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

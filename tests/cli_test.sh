@@ -2,7 +2,7 @@
 # End-to-end checks of the `ktr` command line, one case per CTest test:
 #   cli_test.sh KTR_BINARY CASE
 # Cases: flags, data-errors, resume, corrupt-checkpoint, interrupt, validation, divergence, checkpoint-safety,
-# metrics. Each works in its own temporary directory
+# metrics, arrays. Each works in its own temporary directory
 # on a small synthetic dataset written by `ktr synth`.
 set -uo pipefail
 ktr=$1
@@ -47,7 +47,7 @@ case $case_name in
     expect 0 "usage: ktr <command>" -- "$ktr" --help
     expect 2 "expected a benchmark" -- "$ktr" bench
     expect 2 "unknown benchmark 'fast'" -- "$ktr" bench fast
-    expect 2 "--normalize: must be standard or unit" -- "$ktr" train --normalize zscore
+    expect 2 "--normalize: must be standard, unit or none" -- "$ktr" train --normalize zscore
     expect 0 "OpenMP|Serial|Cuda|HIP" -- "$ktr" info
     ;;
   data-errors)
@@ -183,6 +183,50 @@ case $case_name in
       --optimizer sgd --lr 0.001 --schedule step:20:1000000 --metrics "$work/e.jsonl" >/dev/null 2>&1
     [[ -s "$work/e.jsonl" ]] || fail "metrics deleted after an error"
     grep -q '"type":"dispatch"' "$work/e.jsonl" || fail "dispatch lines lost after an error"
+    ;;
+  arrays)
+    "$ktr" synth --out "$work/a" --arrays --train 2000 --test 400 >/dev/null || fail "synth --arrays failed"
+    a=$work/a
+    # Regression from .npy arrays with a held-out file pair: the loss (MSE) falls and the metrics say mse/rmse.
+    out=$("$ktr" train --features "$a/train-features.npy" --targets "$a/train-targets.npy" \
+      --test-features "$a/test-features.npy" --test-targets "$a/test-targets.npy" --epochs 8 --batch 50 --lr 0.01 \
+      --checkpoint "$work/r.ckpt" --metrics "$work/r.jsonl" 2>&1) || fail "regression training failed: $out"
+    grep -q "model: in=8 dense:128:relu dense:128:relu dense:2" <<<"$out" || fail "default model: $out"
+    grep -qE "epoch 1: train loss [0-9.e+-]+ rmse [0-9.e+-]+ \| test loss [0-9.e+-]+ mse [0-9.e+-]+ rmse" <<<"$out" ||
+      fail "no regression epoch line: $out"
+    first=$(sed -n 's/^epoch 1: train loss \([0-9.e+-]*\) rmse.*/\1/p' <<<"$out")
+    last=$(sed -n 's/^epoch 8: .*test loss \([0-9.e+-]*\) mse.*/\1/p' <<<"$out")
+    awk -v a="$first" -v b="$last" 'BEGIN{exit !(b < a / 3 && b < 0.1)}' ||
+      fail "held-out mse $last is not well below the first epoch's training loss $first"
+    grep -q '"test_rmse"' "$work/r.jsonl" || fail "metrics lack test_rmse"
+    expect 0 "on held-out split: mse [0-9.e+-]+, rmse" -- "$ktr" eval --checkpoint "$work/r.ckpt" \
+      --features "$a/train-features.npy" --targets "$a/train-targets.npy" --test-features "$a/test-features.npy" \
+      --test-targets "$a/test-targets.npy"
+    # Classification from integer labels with a seeded held-out fraction.
+    out=$("$ktr" train --features "$a/train-features.npy" --targets "$a/train-labels.npy" --test-fraction 0.2 \
+      --epochs 5 --batch 50 --lr 0.01 --seed 2 2>&1) || fail "classification training failed: $out"
+    grep -q "1600 train, 400 test" <<<"$out" || fail "--test-fraction 0.2 of 2000 should hold out 400: $out"
+    acc=$(sed -n 's/^done: .*test accuracy \([0-9.]*\)%.*/\1/p' <<<"$out")
+    awk -v a="$acc" 'BEGIN{exit !(a > 85)}' || fail "classification accuracy $acc% too low: $out"
+    # Errors name the file or flag and the reason.
+    printf 'not numpy' >"$work/bad.npy"
+    expect 1 "$work/bad.npy: not a .npy file \(bad magic\)" -- "$ktr" train --features "$work/bad.npy" --targets "$a/train-targets.npy"
+    head -c 300 "$a/train-features.npy" >"$work/short.npy"
+    expect 1 "short.npy: truncated .npy data" -- "$ktr" train --features "$work/short.npy" --targets "$a/train-targets.npy"
+    expect 1 "test-targets.npy: holds 400 targets, .*train-features.npy holds 2000 samples" -- \
+      "$ktr" train --features "$a/train-features.npy" --targets "$a/test-targets.npy"
+    expect 1 "train-labels.npy: features must be float32 or float64" -- \
+      "$ktr" train --features "$a/train-labels.npy" --targets "$a/train-labels.npy"
+    expect 2 "--features and --targets go together" -- "$ktr" train --features "$a/train-features.npy"
+    expect 2 "--test-fraction: give either" -- "$ktr" train --features "$a/train-features.npy" \
+      --targets "$a/train-targets.npy" --test-fraction 0.1 --test-features "$a/test-features.npy" --test-targets "$a/test-targets.npy"
+    expect 2 "--test-fraction: .* is not a number" -- "$ktr" train --features "$a/train-features.npy" \
+      --targets "$a/train-targets.npy" --test-fraction 1.5
+    expect 2 "--data: give either" -- "$ktr" train --data "$work" --features "$a/train-features.npy" --targets "$a/train-targets.npy"
+    expect 1 "--model: the model outputs 3 values, the targets have 2" -- "$ktr" train --model "in=8 dense:3" \
+      --features "$a/train-features.npy" --targets "$a/train-targets.npy"
+    expect 2 "--classes: only for integer" -- "$ktr" train --features "$a/train-features.npy" \
+      --targets "$a/train-targets.npy" --classes 3
     ;;
   *) fail "unknown case" ;;
 esac

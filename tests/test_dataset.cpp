@@ -72,7 +72,7 @@ TEST(Dataset, DeviceBytesAreUint8) {
   std::vector<std::uint8_t> px, lb;
   auto d = synthetic(100, 28, 28, px, lb);
   EXPECT_EQ(d.device_bytes(), 100 * 784 + 100 * 4);
-  EXPECT_EQ(d.images.extent(0), 100u * 784u);
+  EXPECT_EQ(d.pixels.size(), 100u * 784u);
   EXPECT_THROW(ktr::make_device_dataset(px, std::vector<std::uint8_t>(100, 10), 100, 28, 28, 1, 10, "bad"),
                ktr::Error);
 }

@@ -50,7 +50,7 @@ std::vector<float> download(DeviceView<float*> const& v) {
 Session::Session(RunConfig const& config, int max_k)
     : config_(config),
       model_(config.model, config.batch),
-      state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k) {
+      state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task) {
   ExecSpace const space;
   model_.init(space, config.seed);
   space.fence();  // training may run on another instance (stream), which does not wait for this one
@@ -72,9 +72,11 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
               {"schedule", o.schedule.str()},
               {"batch", std::to_string(config_.batch)},
               {"seed", std::to_string(config_.seed)},
+              {"task", config_.task == Task::regression ? "regression" : "classification"},
               {"normalize", config_.normalize},
               {"norm_scale", exact(config_.norm.scale)},
               {"norm_shift", exact(config_.norm.shift)},
+              {"input_transform", config_.norm.per_feature() ? "per_feature" : "scalar"},
               {"step", ""}};
   space.fence();  // the instance that trained: its stream does not wait for the default one
   std::int64_t step = 0;
@@ -82,6 +84,10 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
   c.header["step"] = std::to_string(step);
   c.buffers.push_back(download(model_.arena().params()));
   for (auto const& s : state_.optimizer.state()) c.buffers.push_back(download(s));
+  if (config_.norm.per_feature()) {  // the input transform travels with the model
+    c.buffers.push_back(download(config_.norm.feature_scale));
+    c.buffers.push_back(download(config_.norm.feature_shift));
+  }
   for (auto const& b : c.buffers)
     if (!all_finite(b))
       throw DivergenceError(path + ": refusing to save non-finite parameters or optimiser state (step " +
@@ -96,9 +102,11 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan) {
   char const* what = "run size";
   std::int64_t floats = checked_mul(plan.arena_floats, 2 + moments, what);  // parameters, gradients, moments
   floats = checked_add(floats, plan.workspace_floats, what);
-  // the batch (B, ...) and its labels, and the evaluator's batch of up to 1000
-  floats = checked_add(floats, checked_mul(config.batch, checked_add(sample, 1, what), what), what);
-  floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), sample + 1, what), what);
+  // the batch (B, ...) and its targets, and the evaluator's batch of up to 1000
+  std::int64_t const per_sample = checked_add(sample, config.task == Task::regression ? plan.classes : 1, what);
+  floats = checked_add(floats, checked_mul(config.batch, per_sample, what), what);
+  floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), per_sample, what), what);
+  if (config.norm.per_feature()) floats = checked_add(floats, 2 * sample, what);
   return checked_mul(floats, 4, what);
 }
 
@@ -123,6 +131,20 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
     config.normalize = c.has("normalize") ? c.get("normalize") : "recorded";
     config.norm.scale = float(number(c, "norm_scale", path));
     config.norm.shift = float(number(c, "norm_shift", path));
+    std::string const task = c.has("task") ? c.get("task") : "classification";
+    KTR_REQUIRE(task == "classification" || task == "regression", path, "unknown task '" + task + "'");
+    config.task = task == "regression" ? Task::regression : Task::classification;
+    if (c.has("input_transform") && c.get("input_transform") == "per_feature") {
+      // The last two buffers: one scale and one shift per feature.
+      KTR_REQUIRE(c.buffers.size() >= 3, path, "the per-feature input transform is missing");
+      auto const& scale = c.buffers[c.buffers.size() - 2];
+      auto const& shift = c.buffers.back();
+      KTR_REQUIRE(!scale.empty() && scale.size() == shift.size(), path, "malformed per-feature input transform");
+      config.norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", scale.size());
+      config.norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", shift.size());
+      upload(config.norm.feature_scale, scale, path + ": input transform");
+      upload(config.norm.feature_shift, shift, path + ": input transform");
+    }
   } catch (Error const& e) {
     throw Error(path + ": " + e.what());
   } catch (std::exception const&) {
@@ -136,9 +158,10 @@ std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const
   auto session = std::make_unique<Session>(run_config(c, path), max_k);
   auto& model = session->model_;
   auto state = session->state_.optimizer.state();
-  KTR_REQUIRE(c.buffers.size() == 1 + state.size(), path,
+  std::size_t const transform = session->config_.norm.per_feature() ? 2 : 0;
+  KTR_REQUIRE(c.buffers.size() == 1 + state.size() + transform, path,
               "holds " + std::to_string(c.buffers.size()) + " buffers, the configuration needs " +
-                  std::to_string(1 + state.size()));
+                  std::to_string(1 + state.size() + transform));
   upload(model.arena().params(), c.buffers[0], path + ": parameters");
   for (std::size_t i = 0; i < state.size(); ++i) upload(state[i], c.buffers[1 + i], path + ": optimiser state");
   double const step = number(c, "step", path);
@@ -146,6 +169,18 @@ std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const
   Kokkos::deep_copy(session->state_.step, std::int64_t(step));
   session->state_.host_step = std::int64_t(step);
   return session;
+}
+
+TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch) {
+  Checkpoint const c = read_checkpoint(path);
+  TrainedModel m;
+  m.config = run_config(c, path);
+  m.config.batch = max_batch;
+  m.model = std::make_unique<Model>(m.config.model, max_batch);
+  KTR_REQUIRE(!c.buffers.empty(), path, "holds no parameters");
+  upload(m.model->arena().params(), c.buffers[0], path + ": parameters");
+  m.step = std::int64_t(number(c, "step", path));
+  return m;
 }
 
 std::unique_ptr<Session> Session::restore(std::string const& path, int max_k) {

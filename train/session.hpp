@@ -15,8 +15,9 @@ struct RunConfig {
   OptimizerConfig optimizer;
   std::int64_t batch = 256;
   std::uint64_t seed = 0;
-  std::string normalize = "standard";  ///< how `norm` was chosen: standard (training-set statistics) or unit
-  Normalization norm;
+  Task task = Task::classification;    ///< softmax cross-entropy on labels, or mean squared error on values
+  std::string normalize = "standard";  ///< how `norm` was chosen: standard (training-set statistics), unit, none
+  Normalization norm;                  ///< the input transform the gather applies (kept in checkpoints)
 };
 
 class Session {
@@ -43,6 +44,15 @@ class Session {
 
 /// The run configuration a checkpoint records; throws ktr::Error naming `path` and the field otherwise.
 RunConfig run_config(Checkpoint const& ckpt, std::string const& path);
+
+/// A trained model loaded for inference (from a checkpoint written by the CLI or by Session::save): the model
+/// sized for batches up to max_batch, its input transform and task in `config`, and the step it was saved at.
+struct TrainedModel {
+  RunConfig config;
+  std::unique_ptr<Model> model;
+  std::int64_t step = 0;
+};
+TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch);
 
 /// Bytes of device memory a Session for `config` holds (model arena, gradients, optimiser state, workspace, batch
 /// buffers, evaluation batch), from the host-side plan of its model; checked arithmetic.

@@ -4,18 +4,23 @@
 #include "../core/error.hpp"
 #include "../core/loss.hpp"
 
+#include <limits>
+
 namespace ktr {
 
 TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
-                       Normalization norm_, int max_k_)
+                       Normalization norm_, int max_k_, Task task_)
     : optimizer(opt, model.arena().size()),
       step("ktr::train::step"),
       batch(batch_),
       seed(seed_),
       norm(norm_),
       max_k(max_k_),
+      task(task_),
       x("ktr::train::x", model.input_shape(batch_)),
-      y("ktr::train::y", std::size_t(batch_)),
+      y("ktr::train::y", task_ == Task::classification ? std::size_t(batch_) : 0),
+      values(task_ == Task::regression ? Tensor("ktr::train::values", Shape{batch_, model.output_width()})
+                                       : Tensor()),
       loss("ktr::train::loss", std::size_t(max_k_)),
       correct("ktr::train::correct", std::size_t(max_k_)) {
   KTR_REQUIRE(batch_ > 0 && batch_ <= model.max_batch(), "--batch",
@@ -25,13 +30,20 @@ TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int6
 
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
   KTR_REQUIRE(k > 0 && k <= state.max_k, "ktr::train_steps", "K must be in [1, max_k]");
+  KTR_REQUIRE(data.task() == state.task, "ktr::train_steps",
+              state.task == Task::regression ? "the run is a regression, the data has class labels"
+                                             : "the run is a classification, the data has regression targets");
   BatchCursor const cursor{state.step, 0, state.seed, state.batch};
+  Batch const batch{state.x, state.y, state.values};
   auto const& arena = model.arena();
   for (int i = 0; i < k; ++i) {
-    gather_batch(space, data, cursor, state.norm, state.x, state.y);  // x (B, H, W, C), y (B)
-    Tensor const logits = model.forward(space, state.x);              // (B, classes)
-    softmax_cross_entropy(space, logits, state.y, model.dlogits(),
-                          LossOutput{state.loss, state.correct, i, false});
+    gather_batch(space, data, cursor, state.norm, batch);  // x (B, ...), labels (B) or values (B, T)
+    Tensor const out = model.forward(space, state.x);      // (B, classes) or (B, T)
+    LossOutput const metrics{state.loss, state.correct, i, false};
+    if (state.task == Task::classification)
+      softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
+    else
+      mean_squared_error(space, out, state.values, model.dlogits(), metrics);
     model.backward(space);
     state.optimizer.update(space, arena.params(), arena.grads(), state.step);  // step += 1 on the device
   }
@@ -70,30 +82,62 @@ StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k)
   return m;
 }
 
-Evaluator::Evaluator(Model const& model, std::int64_t batch, Normalization norm)
+Evaluator::Evaluator(Model const& model, std::int64_t batch, Normalization norm, Task task)
     : batch_(std::min(batch, model.max_batch())),
       norm_(norm),
+      task_(task),
       x_("ktr::eval::x", model.input_shape(batch_)),
-      y_("ktr::eval::y", std::size_t(batch_)),
+      y_("ktr::eval::y", task == Task::classification ? std::size_t(batch_) : 0),
+      values_(task == Task::regression ? Tensor("ktr::eval::values", Shape{batch_, model.output_width()})
+                                       : Tensor()),
       loss_("ktr::eval::loss", 1),
       correct_("ktr::eval::correct", 1) {}
 
 EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
+  KTR_REQUIRE(data.task() == task_, "ktr::Evaluator", "the data's targets do not match the model's task");
   Kokkos::deep_copy(space, loss_, 0.0f);
   Kokkos::deep_copy(space, correct_, 0);
   for (std::int64_t first = 0; first < data.count; first += batch_) {
     std::int64_t const b = std::min(batch_, data.count - first);
     Tensor const x = x_.reshaped(model.input_shape(b));
-    gather_range(space, data, first, norm_, x, y_);
-    Tensor const logits = model.forward(space, x);
-    softmax_cross_entropy(space, logits, y_, Tensor(), LossOutput{loss_, correct_, 0, true});
+    Tensor const values = task_ == Task::regression ? values_.reshaped(Shape{b, model.output_width()}) : Tensor();
+    gather_range(space, data, first, norm_, Batch{x, y_, values});
+    Tensor const out = model.forward(space, x);
+    LossOutput const sums{loss_, correct_, 0, true};
+    if (task_ == Task::classification)
+      softmax_cross_entropy(space, out, y_, Tensor(), sums);
+    else
+      mean_squared_error(space, out, values, Tensor(), sums);
   }
   float loss_sum = 0;
   std::int32_t hits = 0;
   space.fence();  // the scalars below are read through the default instance, which does not wait for `space`
   Kokkos::deep_copy(loss_sum, Kokkos::subview(loss_, 0));
   Kokkos::deep_copy(hits, Kokkos::subview(correct_, 0));
+  if (task_ == Task::regression)
+    return EvalResult{loss_sum / (double(data.count) * double(model.output_width())),
+                      std::numeric_limits<double>::quiet_NaN(), data.count};
   return EvalResult{loss_sum / double(data.count), hits / double(data.count), data.count};
+}
+
+Predictor::Predictor(Model const& model, std::int64_t batch, Normalization norm)
+    : batch_(std::min(batch, model.max_batch())), norm_(norm), x_("ktr::predict::x", model.input_shape(batch_)) {}
+
+void Predictor::run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
+                    Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
+  std::int64_t const width = model.output_width();
+  KTR_REQUIRE(std::int64_t(out.extent(0)) == inputs.count && std::int64_t(out.extent(1)) == width,
+              "ktr::Predictor",
+              "the output view must be (" + std::to_string(inputs.count) + ", " + std::to_string(width) + ")");
+  for (std::int64_t first = 0; first < inputs.count; first += batch_) {
+    std::int64_t const b = std::min(batch_, inputs.count - first);
+    Tensor const x = x_.reshaped(model.input_shape(b));
+    gather_range(space, inputs, first, norm_, Batch{x, {}, Tensor()});
+    float const* y = model.forward(space, x).data();  // (b, width)
+    Kokkos::parallel_for(
+        "ktr::predict::store", MDRange<2>(space, {0, 0}, {b, width}),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { out(first + i, j) = y[i * width + j]; });
+  }
 }
 
 }  // namespace ktr

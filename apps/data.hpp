@@ -1,0 +1,31 @@
+// The command line's data: an IDX directory (--data) or NumPy arrays (--features/--targets, with a held-out
+// split from --test-features/--test-targets or --test-fraction), loaded once into device datasets.
+#pragma once
+
+#include "apps/flags.hpp"
+
+#include <ktr/data/dataset.hpp>
+
+#include <string>
+
+namespace ktr::cli {
+
+struct RunData {
+  DeviceDataset train, test;  ///< test.count == 0 when there is no held-out data (or --no-eval)
+  std::string source;         ///< what was loaded, for the log
+  bool arrays = false;        ///< from .npy arrays (models take in=D / in=HxWxC of the arrays' samples)
+};
+
+/// The data flags every command shares, for --help.
+extern char const* const kDataHelp;
+/// The data flag names (for a command's Flags).
+std::set<std::string> data_flags();
+
+/// Loads the data the flags name. `want_test`: also the held-out split (IDX: t10k). `seed` chooses the
+/// --test-fraction split. Throws FlagError for flag misuse, Error naming the file for bad data.
+RunData load_run_data(Flags const& f, bool want_test, std::uint64_t seed);
+
+/// The default model for array data: an MLP on the samples' shape with `width` outputs.
+std::string default_model(DeviceDataset const& data);
+
+}  // namespace ktr::cli

@@ -1,0 +1,256 @@
+// Training and inference on an application's own views: LayoutRight, LayoutLeft and strided subviews give the
+// same batches and the same trajectory, nothing of the caller's data is copied, regression (MSE) learns, the
+// per-feature input transform matches the host, and a trained model predicts into the caller's view.
+#include "reference.hpp"
+
+#include <ktr/backends/tools_counter.hpp>
+#include <ktr/ktr.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+namespace {
+
+using ktr::DeviceDataset;
+using ktr::RunConfig;
+using ktr::Session;
+
+constexpr std::int64_t N = 240, D = 6, T = 2;
+
+// Host data for a smooth regression: y = (sum_d w_d x_d, prod of two features), features of mixed scales.
+void host_problem(std::vector<float>& x, std::vector<float>& y, std::vector<std::int32_t>& labels,
+                  std::int64_t N = ::N) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  x.resize(N * D), y.resize(N * T), labels.resize(N);
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t d = 0; d < D; ++d) x[std::size_t(n * D + d)] = g(rng) * float(1 + 10 * d) + float(d);
+    float const a = x[std::size_t(n * D)], b = x[std::size_t(n * D + 1)] / 11.0f;
+    y[std::size_t(n * T)] = 0.5f * a - 0.25f * b + 1.0f;
+    y[std::size_t(n * T + 1)] = a * b * 0.1f;
+    labels[std::size_t(n)] = (a > 0) + 2 * (b > 0);
+  }
+}
+
+// The host data in a device view of the given layout (filled element by element through a mirror).
+template <class Layout>
+Kokkos::View<float**, Layout, ktr::MemSpace> device_matrix(std::vector<float> const& v, std::int64_t rows,
+                                                           std::int64_t cols) {
+  Kokkos::View<float**, Layout, ktr::MemSpace> m("test::matrix", rows, cols);
+  auto h = Kokkos::create_mirror_view(m);
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) h(i, j) = v[std::size_t(i * cols + j)];
+  Kokkos::deep_copy(m, h);
+  return m;
+}
+
+RunConfig regression_config() {
+  RunConfig c;
+  c.model = "in=6 dense:32:relu dense:2";
+  c.task = ktr::Task::regression;
+  c.batch = 24;
+  c.seed = 9;
+  c.optimizer.lr = 1e-2f;
+  return c;
+}
+
+std::vector<float> train_losses(DeviceDataset const& data, int dispatches, int k) {
+  ktr::ExecSpace space;
+  RunConfig c = regression_config();
+  c.norm = ktr::fit_normalization(space, data, "standard");
+  Session s(c, k);
+  std::vector<float> losses;
+  for (int i = 0; i < dispatches; ++i) {
+    ktr::dispatch(space, s.state(), s.model(), data, k);
+    auto const m = ktr::read_metrics(space, s.state(), k);
+    losses.insert(losses.end(), m.loss.begin(), m.loss.end());
+  }
+  return losses;
+}
+
+TEST(CallerData, LayoutRightLayoutLeftAndStridedSubviewsGiveTheSameTrajectory) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  host_problem(x, y, labels);
+  ktr::ExecSpace space;
+  auto xr = device_matrix<Kokkos::LayoutRight>(x, N, D);
+  auto yr = device_matrix<Kokkos::LayoutRight>(y, N, T);
+  auto xl = device_matrix<Kokkos::LayoutLeft>(x, N, D);
+  auto yl = device_matrix<Kokkos::LayoutLeft>(y, N, T);
+  // A strided window: the features are columns 1..D of a wider array, every sample a row.
+  std::vector<float> wide(std::size_t(N * (D + 3)), -7.0f);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t d = 0; d < D; ++d) wide[std::size_t(n * (D + 3) + 1 + d)] = x[std::size_t(n * D + d)];
+  auto big = device_matrix<Kokkos::LayoutRight>(wide, N, D + 3);
+  auto xs = Kokkos::subview(big, Kokkos::ALL, std::make_pair(1, int(D) + 1));
+  ASSERT_EQ(xs.stride(0), std::size_t(D + 3));
+
+  auto const right = train_losses(ktr::dataset_from_views(space, xr, yr), 3, 8);
+  auto const left = train_losses(ktr::dataset_from_views(space, xl, yl), 3, 8);
+  auto const strided = train_losses(ktr::dataset_from_views(space, xs, yl), 3, 8);
+  ASSERT_EQ(right.size(), 24u);
+  for (std::size_t i = 0; i < right.size(); ++i) {
+    EXPECT_EQ(right[i], left[i]) << i;  // the same floats in the same order: bit for bit
+    EXPECT_EQ(right[i], strided[i]) << i;
+  }
+  EXPECT_LT(right.back(), 0.5f * right.front());  // and it learns
+}
+
+TEST(CallerData, RegressionOnCallerViewsLearnsTheTargets) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  host_problem(x, y, labels);
+  ktr::ExecSpace space;
+  auto data = ktr::dataset_from_views(space, device_matrix<Kokkos::LayoutLeft>(x, N, D),
+                                      device_matrix<Kokkos::LayoutLeft>(y, N, T));
+  EXPECT_EQ(data.task(), ktr::Task::regression);
+  EXPECT_EQ(data.target_width(), T);
+  EXPECT_EQ(data.device_bytes(), 0);  // read in place
+  RunConfig c = regression_config();
+  c.norm = ktr::fit_normalization(space, data, "standard");
+  Session s(c, 10);
+  ktr::Evaluator eval(s.model(), 64, c.norm, ktr::Task::regression);
+  double const before = eval.run(space, s.model(), data).loss;
+  for (int i = 0; i < 60; ++i) ktr::dispatch(space, s.state(), s.model(), data, 10);
+  auto const after = eval.run(space, s.model(), data);
+  EXPECT_EQ(after.count, N);
+  EXPECT_TRUE(std::isnan(after.accuracy));
+  EXPECT_LT(after.loss, 0.05 * before) << "mse before " << before << " after " << after.loss;
+  EXPECT_NEAR(after.rmse(), std::sqrt(after.loss), 1e-12);
+}
+
+TEST(CallerData, ClassLabelsFromCallerViewsCountTheirClasses) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  host_problem(x, y, labels);
+  ktr::ExecSpace space;
+  Kokkos::View<std::int32_t*, ktr::MemSpace> lab("test::labels", N);
+  Kokkos::deep_copy(lab, Kokkos::View<std::int32_t*, Kokkos::HostSpace>(labels.data(), labels.size()));
+  auto xr = device_matrix<Kokkos::LayoutRight>(x, N, D);
+  auto data = ktr::dataset_from_views(space, xr, lab);
+  EXPECT_EQ(data.task(), ktr::Task::classification);
+  EXPECT_EQ(data.num_classes, 4);
+  EXPECT_EQ(ktr::dataset_from_views(space, xr, lab, 7).num_classes, 7);
+  EXPECT_THROW(ktr::dataset_from_views(space, xr, lab, 3), ktr::Error);  // label 3 is not in [0, 3)
+  RunConfig c;
+  c.model = "in=6 dense:16:relu dense:4";
+  c.batch = 20;
+  c.optimizer.lr = 1e-2f;
+  c.norm = ktr::fit_normalization(space, data, "standard");
+  Session s(c, 12);
+  for (int i = 0; i < 40; ++i) ktr::dispatch(space, s.state(), s.model(), data, 12);
+  auto const r = ktr::Evaluator(s.model(), 100, c.norm).run(space, s.model(), data);
+  EXPECT_GT(r.accuracy, 0.9);
+}
+
+TEST(CallerData, PerFeatureStandardisationMatchesTheHost) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  host_problem(x, y, labels);
+  ktr::ExecSpace space;
+  auto data = ktr::dataset_from_views(space, device_matrix<Kokkos::LayoutLeft>(x, N, D),
+                                      device_matrix<Kokkos::LayoutLeft>(y, N, T));
+  auto const norm = ktr::fit_normalization(space, data, "standard");
+  ASSERT_TRUE(norm.per_feature());
+  auto scale = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm.feature_scale);
+  auto shift = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm.feature_shift);
+  for (std::int64_t d = 0; d < D; ++d) {
+    double mean = 0, var = 0;
+    for (std::int64_t n = 0; n < N; ++n) mean += x[std::size_t(n * D + d)];
+    mean /= N;
+    for (std::int64_t n = 0; n < N; ++n) var += std::pow(x[std::size_t(n * D + d)] - mean, 2);
+    double const sd = std::sqrt(var / N);
+    EXPECT_NEAR(scale(d), 1 / sd, 1e-5 / sd) << d;
+    EXPECT_NEAR(shift(d), -mean / sd, 1e-5 * (1 + std::abs(mean / sd))) << d;
+  }
+  EXPECT_FALSE(ktr::fit_normalization(space, data, "none").per_feature());
+  EXPECT_THROW(ktr::fit_normalization(space, data, "zscore"), ktr::Error);
+}
+
+TEST(CallerData, TrainingOnCallerViewsNeverCopiesTheirData) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  std::int64_t const n = 20000;  // caller data (640 kB) much larger than the model
+  host_problem(x, y, labels, n);
+  ktr::ExecSpace space;
+  auto xv = device_matrix<Kokkos::LayoutLeft>(x, n, D);
+  auto yv = device_matrix<Kokkos::LayoutLeft>(y, n, T);
+  std::int64_t const caller_bytes = n * D * 4;
+  ktr::ToolsCounter counter;
+  auto data = ktr::dataset_from_views(space, xv, yv);
+  RunConfig c = regression_config();
+  c.norm = ktr::fit_normalization(space, data, "standard");
+  Session s(c, 8);
+  ktr::dispatch(space, s.state(), s.model(), data, 8);  // warm-up
+  space.fence();
+  std::int64_t const setup_allocations = counter.allocations();
+  // Neither a copy nor an allocation anywhere near the size of the caller's features: they are read in place.
+  for (auto const& e : counter.events()) {
+    auto const open = e.rfind('(');
+    std::int64_t const bytes = std::stoll(e.substr(open + 1));
+    EXPECT_LT(bytes, caller_bytes / 10) << e;
+  }
+  for (int i = 0; i < 5; ++i) ktr::dispatch(space, s.state(), s.model(), data, 8);
+  space.fence();
+  EXPECT_EQ(counter.allocations(), setup_allocations) << "an allocation per dispatch";
+}
+
+TEST(CallerData, PredictorWritesIntoTheCallersView) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  host_problem(x, y, labels);
+  ktr::ExecSpace space;
+  auto xv = device_matrix<Kokkos::LayoutRight>(x, N, D);
+  auto data = ktr::dataset_from_views(space, xv, device_matrix<Kokkos::LayoutRight>(y, N, T));
+  RunConfig c = regression_config();
+  c.norm = ktr::fit_normalization(space, data, "standard");
+  Session s(c, 4);
+  ktr::dispatch(space, s.state(), s.model(), data, 4);
+  std::string const path = ::testing::TempDir() + "ktr_caller_model.ckpt";
+  std::remove(path.c_str());
+  s.save(space, path);
+  // Another "program": load the saved model for inference, sized for its own batch.
+  ktr::TrainedModel m = ktr::load_trained_model(path, 50);
+  EXPECT_EQ(m.config.task, ktr::Task::regression);
+  ASSERT_TRUE(m.config.norm.per_feature());
+  Kokkos::View<float**, Kokkos::LayoutLeft, ktr::MemSpace> out("test::out", N, T);
+  ktr::Predictor(*m.model, 50, m.config.norm).run(space, *m.model, data, out);
+  // The same predictions as the training model's forward pass on the first batch, gathered in order.
+  ktr::Tensor xb("test::xb", s.model().input_shape(4));
+  ktr::gather_range(space, data, 0, c.norm, ktr::Batch{xb, {}, ktr::Tensor()});
+  auto const want = ktr::to_host(s.model().forward(space, xb));
+  auto const got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (int i = 0; i < 4; ++i)
+    for (int t = 0; t < T; ++t) EXPECT_NEAR(got(i, t), want[std::size_t(i * T + t)], 1e-5) << i << "," << t;
+  std::remove(path.c_str());
+}
+
+TEST(Loss, MeanSquaredErrorMatchesReferenceAndFiniteDifferences) {
+  ktr::ExecSpace space;
+  int const B = 5, W = 3;
+  auto hp = ktr::test::random_floats(B * W, 11, -2.0f, 2.0f);
+  auto hy = ktr::test::random_floats(B * W, 12, -2.0f, 2.0f);
+  hp[4] = 3e4f, hy[4] = -3e4f;  // large errors stay finite (accumulated in double)
+  ktr::Tensor p("test::p", ktr::Shape{B, W}), y("test::y", ktr::Shape{B, W}), dp("test::dp", ktr::Shape{B, W});
+  ktr::from_host(p, hp);
+  ktr::from_host(y, hy);
+  ktr::DeviceView<float*> loss("test::loss", 1);
+  ktr::DeviceView<std::int32_t*> correct("test::correct", 1);
+  ktr::mean_squared_error(space, p, y, dp, ktr::LossOutput{loss, correct, 0, false});
+  auto mse = [&](ktr::test::Vec const& v) {
+    double s = 0;
+    for (std::size_t i = 0; i < v.size(); ++i) s += (v[i] - hy[i]) * (v[i] - hy[i]);
+    return s / double(v.size());
+  };
+  auto const pd = ktr::test::to_double(hp);
+  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+  EXPECT_NEAR(hl(0), mse(pd), 1e-6 * mse(pd));
+  auto const g = ktr::to_host(dp);
+  auto const fd = ktr::test::finite_difference(mse, pd, 1e-3);
+  for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], fd[i], 1e-4 * (1 + std::abs(fd[i]))) << i;
+}
+
+}  // namespace
