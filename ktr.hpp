@@ -12,10 +12,12 @@
 #pragma once
 
 #include "backends/graph.hpp"
+#include "backends/kokkos_compat.hpp"
 #include "core/arena.hpp"
 #include "core/error.hpp"
 #include "core/loss.hpp"
 #include "core/ops.hpp"
+#include "core/permutation.hpp"
 #include "core/tensor.hpp"
 #include "core/types.hpp"
 #include "data/dataset.hpp"

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Installs the ktr build tree into a temporary prefix and builds and runs tests/consumer against it.
-#   run.sh BUILD_DIR KOKKOS_ROOT CXX_COMPILER
+# Builds and runs tests/consumer against ktr, as a separate project:
+#   run.sh package BUILD_DIR KOKKOS_ROOT CXX_COMPILER SOURCE_DIR   installs BUILD_DIR into a temporary prefix first
+#   run.sh subdir  BUILD_DIR KOKKOS_ROOT CXX_COMPILER SOURCE_DIR   takes ktr's sources through add_subdirectory
 set -euo pipefail
-build=$1 kokkos=$2 cxx=$3
+mode=$1 build=$2 kokkos=$3 cxx=$4 src=$5
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$here" -B "$work/build" -DCMAKE_PREFIX_PATH="$work/prefix;$kokkos" -DCMAKE_CXX_COMPILER="$cxx" >/dev/null
-cmake --build "$work/build" >/dev/null
-"$work/build/consumer"
+prefix_path=$kokkos
+if [[ $mode == package ]]; then
+  cmake --install "$build" --prefix "$work/prefix" >/dev/null
+  prefix_path="$work/prefix;$kokkos"
+fi
+cmake -S "$here" -B "$work/build" -DKTR_MODE="$mode" -DKTR_SOURCE_DIR="$src" -DCMAKE_PREFIX_PATH="$prefix_path" \
+  -DKokkos_ROOT="$kokkos" -DCMAKE_CXX_COMPILER="$cxx" >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/build" -j "${KTR_JOBS:-2}" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+OMP_PROC_BIND=false "$work/build/consumer"
