@@ -6,6 +6,7 @@
 #include "gemm.hpp"
 #include "kokkos_compat.hpp"
 
+#include <exception>
 #include <string>
 
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -108,12 +109,14 @@ bool CapturedProgram::capture(ExecSpace const& space, std::function<void()> cons
   }
   rt::Graph graph = nullptr;
   try {
-    enqueue();
-  } catch (...) {
+    enqueue();  // records only: nothing runs, so a failure here leaves the device state untouched
+  } catch (std::exception const& e) {
+    // e.g. a launch that synchronises on the host inside the capture (Kokkos reports it by throwing)
     rt::end_capture(stream, &graph);
     if (graph) rt::graph_destroy(graph);
     rt::last_error();
-    throw;
+    error_ = std::string("during capture: ") + e.what();
+    return false;
   }
   status = rt::end_capture(stream, &graph);
   if (status != rt::success || graph == nullptr) {

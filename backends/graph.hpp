@@ -49,8 +49,8 @@ class CapturedProgram {
   CapturedProgram& operator=(CapturedProgram const&) = delete;
 
   /// Records what `enqueue` launches on `space` (nothing runs yet). Returns false, leaving the program empty and
-  /// the reason in error(), if the backend cannot capture or the capture failed (the caller then runs `enqueue`
-  /// directly).
+  /// the reason in error(), if the backend cannot capture or the capture failed, including by an exception from
+  /// `enqueue` (the caller then runs `enqueue` directly).
   bool capture(ExecSpace const& space, std::function<void()> const& enqueue);
   /// Launches the recorded program on `space` (asynchronous).
   void replay(ExecSpace const& space) const;
