@@ -82,7 +82,7 @@ DeviceStream::~DeviceStream() {
   space_.fence();
   release_gemm_resources(space_);  // its cuBLAS handle and workspace (CUDA)
   space_ = ExecSpace();
-  rt::stream_destroy(static_cast<rt::Stream>(stream_));
+  (void)rt::stream_destroy(static_cast<rt::Stream>(stream_));
 }
 
 bool CapturedProgram::supported() { return true; }
@@ -103,7 +103,7 @@ bool CapturedProgram::capture(ExecSpace const& space, std::function<void()> cons
   }
   rt::Status status = rt::begin_capture(stream);
   if (status != rt::success) {
-    rt::last_error();
+    (void)rt::last_error();
     error_ = std::string("begin capture: ") + rt::describe(status);
     return false;
   }
@@ -112,25 +112,25 @@ bool CapturedProgram::capture(ExecSpace const& space, std::function<void()> cons
     enqueue();  // records only: nothing runs, so a failure here leaves the device state untouched
   } catch (std::exception const& e) {
     // e.g. a launch that synchronises on the host inside the capture (Kokkos reports it by throwing)
-    rt::end_capture(stream, &graph);
-    if (graph) rt::graph_destroy(graph);
-    rt::last_error();
+    (void)rt::end_capture(stream, &graph);
+    if (graph) (void)rt::graph_destroy(graph);
+    (void)rt::last_error();
     error_ = std::string("during capture: ") + e.what();
     return false;
   }
   status = rt::end_capture(stream, &graph);
   if (status != rt::success || graph == nullptr) {
-    rt::last_error();  // clear the sticky capture error
+    (void)rt::last_error();  // clear the sticky capture error
     error_ = std::string("end capture: ") + rt::describe(status) +
              " (something in the step synchronised or used another stream)";
-    if (graph) rt::graph_destroy(graph);
+    if (graph) (void)rt::graph_destroy(graph);
     return false;
   }
   rt::GraphExec exec = nullptr;
   status = rt::instantiate(&exec, graph);
   if (status != rt::success) {
-    rt::last_error();
-    rt::graph_destroy(graph);
+    (void)rt::last_error();
+    (void)rt::graph_destroy(graph);
     error_ = std::string("instantiate: ") + rt::describe(status);
     return false;
   }
