@@ -1,4 +1,5 @@
 // `ktr bench kernels|pipeline`: the benchmarks of bench/, from the command line.
+#include <ktr/backends/gemm.hpp>
 #include <ktr/train/runtime.hpp>
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
@@ -30,12 +31,13 @@ int bench(int argc, char* argv[]) {
           "usage: ktr bench pipeline [--models mlp,cnn] [--steps N per round (default 64)] [--rounds R (default "
           "5)]\n"
           "                          [--k 4,16,64]\n"
-          "                          [--json FILE] [--plot FILE.png] [--threads N]\n"
+          "                          [--json FILE] [--plot FILE.png] [--threads N] [--precision fp32|tf32]\n"
           "naive vs resident vs multistep-K vs graph-K, samples/s and speed-up, against the same run's limits\n");
       return 0;
     }
-    Flags const f(argc, argv, 3,
-                  {"models", "steps", "rounds", "k", "json", "plot", "threads", "mlp-batch", "cnn-batch"});
+    Flags const f(
+        argc, argv, 3,
+        {"models", "steps", "rounds", "k", "json", "plot", "threads", "mlp-batch", "cnn-batch", "precision"});
     bench::PipelineOptions o;
     o.models = f.str("models", o.models);
     o.steps = f.integer("steps", o.steps, 1, 1 << 20);
@@ -45,6 +47,12 @@ int bench(int argc, char* argv[]) {
     o.plot = f.str("plot", "");
     o.mlp_batch = f.integer("mlp-batch", o.mlp_batch, 1, 1 << 16);
     o.cnn_batch = f.integer("cnn-batch", o.cnn_batch, 1, 1 << 16);
+    o.precision = f.str("precision", o.precision);
+    try {
+      parse_matmul_precision(o.precision);
+    } catch (Error const& e) {
+      throw FlagError(e.what());
+    }
     Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
     return bench::run_pipeline(ExecSpace(), o);
   }

@@ -1,6 +1,7 @@
 // `ktr train` and `ktr eval`: the training loop as a user sees it — dispatches of K steps, one metrics read-back
 // each, a progress line, an evaluation line per epoch, JSON-lines metrics, checkpoints, and a clean Ctrl-C.
 #include <ktr/backends/device_info.hpp>
+#include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
 #include <ktr/ktr_config.hpp>
 #include <ktr/train/checkpoint.hpp>
@@ -51,6 +52,7 @@ char const* const kTrainHelp =
     "                              from it)\n"
     "  --metrics FILE              JSON lines: one per dispatch, one per epoch, a summary (appended to when\n"
     "                              resuming; non-finite values are written as null)\n"
+    "  --precision fp32|tf32       matmul arithmetic: fp32 (default) or tf32 (opt-in, CUDA tensor cores)\n"
     "  --threads N                 host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)\n"
     "  --no-eval                   skip the per-epoch test-set evaluation\n"
     "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
@@ -167,9 +169,10 @@ int train(int argc, char* argv[]) {
     std::printf("%s%s", kTrainHelp, kDataHelp);
     return 0;
   }
-  std::set<std::string> known{"model",        "epochs",    "batch",    "optimizer",          "lr",   "momentum",
-                              "weight-decay", "clip-norm", "schedule", "steps-per-dispatch", "seed", "checkpoint",
-                              "resume",       "metrics",   "threads",  "normalize"};
+  std::set<std::string> known{"model",     "epochs",       "batch",     "optimizer", "lr",
+                              "momentum",  "weight-decay", "clip-norm", "schedule",  "steps-per-dispatch",
+                              "seed",      "checkpoint",   "resume",    "metrics",   "threads",
+                              "normalize", "precision"};
   known.merge(data_flags());
   Flags const f(argc, argv, 2, known, {"nesterov", "no-eval"});
   // Flags first: every usage error is reported before any file is read or memory committed.
@@ -201,6 +204,12 @@ int train(int argc, char* argv[]) {
   if (config.normalize != "standard" && config.normalize != "unit" && config.normalize != "none")
     throw FlagError("--normalize: must be standard, unit or none, got '" + config.normalize + "'");
   int const k = int(f.integer("steps-per-dispatch", 16, 1, 4096));
+  MatmulPrecision precision = MatmulPrecision::fp32;
+  try {
+    precision = parse_matmul_precision(f.str("precision", "fp32"));
+  } catch (Error const& e) {
+    throw FlagError(e.what());
+  }
   std::int64_t const epochs = f.integer("epochs", 5, 1, 100000);
   std::string const ckpt_path = f.str("checkpoint", "");
   bool const do_eval = !f.on("no-eval");
@@ -209,6 +218,7 @@ int train(int argc, char* argv[]) {
   Checkpoint resumed;
   if (!resume.empty()) resumed = read_checkpoint(resume);
   runtime.emplace(threads);
+  set_matmul_precision(precision);
   if (!resume.empty()) config = run_config(resumed, resume);
   auto const t_load = std::chrono::steady_clock::now();
   RunData const data = load_run_data(f, do_eval, config.seed);
@@ -250,6 +260,12 @@ int train(int argc, char* argv[]) {
   bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
   ExecSpace const& space = stream.space();
+  std::printf("dispatch: %s, matmul %s\n",
+              CapturedProgram::can_capture(space)
+                  ? "captured K-step programs, replayed"
+                  : ("plain loop (" + CapturedProgram::unsupported_reason() + ")").c_str(),
+              matmul_precision_name(precision));
+  bool capture_reported = false;
   Progress progress(total, spe, cfg.batch, regression);
   g_interrupted = 0;
   auto const previous_int = std::signal(SIGINT, on_sigint);    // Ctrl-C
@@ -269,7 +285,11 @@ int train(int argc, char* argv[]) {
     std::int64_t const in_epoch = state.host_step % spe;
     int const kk = int(std::min<std::int64_t>(k, spe - in_epoch));  // dispatches never straddle an epoch end
     auto const t0 = std::chrono::steady_clock::now();
-    dispatch(space, state, model, train_data, kk);
+    if (dispatch(space, state, model, train_data, kk) == DispatchPath::capture_failed && !capture_reported) {
+      std::fprintf(stderr, "\nktr train: capturing the K-step program failed (%s): running the plain loop\n",
+                   state.capture_error.c_str());
+      capture_reported = true;
+    }
     StepMetrics const m = read_metrics(space, state, kk);  // the one host synchronisation of the dispatch
     double const dt = seconds_since(t0);
     double loss = 0;

@@ -1,8 +1,10 @@
-// gemm dispatch: cuBLAS with the instance's stream on CUDA, KokkosBlas::gemm (host BLAS or portable) elsewhere.
+// gemm dispatch: cuBLAS with a per-stream handle on CUDA; KokkosBlas::gemm (on the instance where Kokkos Kernels
+// takes one, host BLAS or portable kernel) elsewhere.
 #include "gemm.hpp"
 
 #include <ktr/ktr_config.hpp>
 #include "../core/error.hpp"
+#include "kokkos_compat.hpp"
 
 #include <KokkosBlas3_gemm.hpp>
 
@@ -10,6 +12,10 @@
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <mutex>
 #endif
 
 // OpenBLAS's own entry points, looked up weakly: present when the host BLAS is OpenBLAS, null otherwise.
@@ -33,19 +39,94 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
                   std::to_string(c.extent(1)));
 }
 
-#if defined(KOKKOS_ENABLE_CUDA)
-cublasHandle_t cublas_handle() {
-  static cublasHandle_t handle = [] {
-    cublasHandle_t h = nullptr;
-    KTR_REQUIRE(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "ktr::gemm", "cublasCreate failed");
-    Kokkos::push_finalize_hook([h] { cublasDestroy(h); });
-    return h;
-  }();
-  return handle;
-}
-#endif
-
 std::atomic<std::int64_t> g_gemm_calls{0};
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// One cuBLAS handle per stream, each bound to its stream once, with a ktr-owned workspace: cuBLAS would otherwise
+// allocate its workspace itself, which a captured graph must not see, and a shared handle re-pointed at each
+// call's stream races between host threads.
+struct CublasStream {
+  cublasHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  MatmulPrecision precision = MatmulPrecision::fp32;
+};
+
+class CublasRegistry {
+ public:
+  static CublasRegistry& get() {
+    static CublasRegistry* registry = new CublasRegistry;  // never destroyed: the finalize hook empties it
+    return *registry;
+  }
+
+  /// The handle for `stream`, created (with its workspace) on first use, in `precision`'s math mode.
+  cublasHandle_t handle(cudaStream_t stream, MatmulPrecision precision) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) it = streams_.emplace(stream, create(stream)).first;
+    CublasStream& s = it->second;
+    if (s.precision != precision) {
+      cublasSetMathMode(s.handle,
+                        precision == MatmulPrecision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+      s.precision = precision;
+    }
+    return s.handle;
+  }
+
+  void release(cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) return;
+    cudaStreamSynchronize(stream);
+    destroy(it->second);
+    streams_.erase(it);
+  }
+
+ private:
+  CublasStream create(cudaStream_t stream) {
+    if (!hook_registered_) {  // the handles go before the CUDA context does, at Kokkos::finalize
+      Kokkos::push_finalize_hook([] { get().release_all(); });
+      hook_registered_ = true;
+    }
+    CublasStream s;
+    KTR_REQUIRE(cublasCreate(&s.handle) == CUBLAS_STATUS_SUCCESS, "ktr::gemm", "cublasCreate failed");
+    int device = 0, major = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    // NVIDIA's recommendation: 32 MiB on Hopper and newer, 4 MiB before.
+    std::size_t const bytes = std::size_t(major >= 9 ? 32 : 4) << 20;
+    if (cudaMalloc(&s.workspace, bytes) != cudaSuccess) {
+      cublasDestroy(s.handle);
+      throw Error("ktr::gemm: cannot allocate the " + std::to_string(bytes >> 20) + " MiB cuBLAS workspace");
+    }
+    auto const ok = cublasSetStream(s.handle, stream) == CUBLAS_STATUS_SUCCESS &&
+                    cublasSetWorkspace(s.handle, s.workspace, bytes) == CUBLAS_STATUS_SUCCESS &&
+                    cublasSetMathMode(s.handle, CUBLAS_DEFAULT_MATH) == CUBLAS_STATUS_SUCCESS;
+    if (!ok) {
+      destroy(s);
+      throw Error("ktr::gemm: cannot bind a cuBLAS handle to its stream and workspace");
+    }
+    return s;
+  }
+
+  static void destroy(CublasStream& s) {
+    if (s.handle) cublasDestroy(s.handle);
+    if (s.workspace) cudaFree(s.workspace);
+    s = CublasStream{};
+  }
+
+  void release_all() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& entry : streams_) destroy(entry.second);
+    streams_.clear();
+    hook_registered_ = false;  // a later Kokkos::initialize registers it again
+  }
+
+  std::mutex mutex_;
+  std::map<cudaStream_t, CublasStream> streams_;
+  bool hook_registered_ = false;
+};
+#endif
 
 }  // namespace
 
@@ -60,15 +141,18 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
   int const m = static_cast<int>(c.extent(0)), n = static_cast<int>(c.extent(1));
   int const k = static_cast<int>(trans_a ? a.extent(0) : a.extent(1));
-  cublasHandle_t h = cublas_handle();
-  cublasSetStream(h, space.cuda_stream());
+  cublasHandle_t const h = CublasRegistry::get().handle(space.cuda_stream(), g_precision.load());
   auto status = cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                             &alpha, b.data(), static_cast<int>(b.extent(1)), a.data(),
                             static_cast<int>(a.extent(1)), &beta, c.data(), n);
   KTR_REQUIRE(status == CUBLAS_STATUS_SUCCESS, "ktr::gemm",
               "cublasSgemm failed with status " + std::to_string(status));
+#elif KTR_KK_GEMM_TAKES_SPACE
+  // Kokkos Kernels 4.x: on the instance (HIP: its stream, so the K-step program can be captured).
+  KokkosBlas::gemm(space, trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a, b, beta, c);
 #else
-  // FIXME_HIP: rocBLAS with the instance's stream would allow stream capture; KokkosBlas::gemm is portable.
+  // Kokkos Kernels 3.4.01 has no execution-space overload: the default instance (FIXME_HIP: the null stream, so
+  // HIP builds against 3.4.01 run the plain loop, never a captured one).
   (void)space;
   KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a, b, beta, c);
 #endif
@@ -76,12 +160,15 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
 
 std::string gemm_backend() {
 #if defined(KOKKOS_ENABLE_CUDA)
-  return "cuBLAS (instance stream)";
+  return std::string("cuBLAS (per-stream handle and workspace, ") +
+         (g_precision.load() == MatmulPrecision::tf32 ? "TF32" : "FP32") + ")";
 #else
-  std::string s = "KokkosBlas::gemm";
+  std::string s = KTR_KK_GEMM_TAKES_SPACE ? "KokkosBlas::gemm (instance)" : "KokkosBlas::gemm";
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
   s += " -> host BLAS";
   if (openblas_get_config) s += std::string(" (") + openblas_get_config() + ")";
+#elif defined(KOKKOSKERNELS_ENABLE_TPL_ROCBLAS)
+  s += " -> rocBLAS (one process-wide handle)";
 #else
   s += " (portable kernel, no TPL BLAS)";
 #endif
@@ -91,6 +178,48 @@ std::string gemm_backend() {
 
 void set_host_blas_threads(int threads) {
   if (openblas_set_num_threads && threads > 0) openblas_set_num_threads(threads);
+}
+
+bool gemm_handles_per_stream() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+bool matmul_tf32_available() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return true;
+#else
+  return false;
+#endif
+}
+
+char const* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::tf32 ? "tf32" : "fp32"; }
+
+MatmulPrecision parse_matmul_precision(std::string const& text, std::string const& flag) {
+  if (text == "fp32") return MatmulPrecision::fp32;
+  KTR_REQUIRE(text == "tf32", flag, "must be fp32 or tf32, got '" + text + "'");
+  KTR_REQUIRE(matmul_tf32_available(), flag,
+              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  return MatmulPrecision::tf32;
+}
+
+void set_matmul_precision(MatmulPrecision p) {
+  KTR_REQUIRE(p == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::set_matmul_precision",
+              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  g_precision.store(p);
+}
+
+MatmulPrecision matmul_precision() { return g_precision.load(); }
+
+void release_gemm_resources(ExecSpace const& space) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  CublasRegistry::get().release(space.cuda_stream());
+#else
+  (void)space;
+#endif
 }
 
 }  // namespace ktr

@@ -1,8 +1,14 @@
 // The dense matrix product every layer goes through, on the caller's execution space instance.
 //
 // CUDA: cuBLAS on the instance's stream (Kokkos Kernels 3.4's gemm would run on the legacy default stream,
-// which serialises with the caller and cannot be stream-captured). Elsewhere: KokkosBlas::gemm, which reaches
-// the host BLAS (OpenBLAS) where Kokkos Kernels was built with it, and its portable kernel otherwise.
+// which serialises with the caller and cannot be stream-captured), through one cuBLAS handle per stream, each
+// with a workspace ktr owns (cublasSetWorkspace, as NVIDIA documents for graph capture), created on first use
+// and released with the stream (release_gemm_resources) or at Kokkos::finalize. Two host threads driving ktr on
+// two streams therefore never share a handle.
+// HIP with Kokkos Kernels 4.x: KokkosBlas::gemm's execution-space overload, so the product runs on the
+// instance's stream (its rocBLAS TPL re-points one process-wide handle at that stream on every call: do not
+// drive ktr from two host threads on HIP). HIP with Kokkos Kernels 3.4.01 and the host backends:
+// KokkosBlas::gemm, which reaches the host BLAS (OpenBLAS) where Kokkos Kernels was built with it.
 #pragma once
 
 #include "../core/types.hpp"
@@ -19,10 +25,34 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
 /// How many gemm calls this process has made (for launch accounting in benchmarks).
 std::int64_t gemm_calls();
 
-/// What gemm calls in this build, e.g. "cuBLAS" or "KokkosBlas -> OpenBLAS 0.3.21 ...".
+/// What gemm calls in this build, e.g. "cuBLAS (per-stream handle, FP32)" or "KokkosBlas -> OpenBLAS ...".
 std::string gemm_backend();
+
+/// True where each stream has a BLAS handle of its own, so that two host threads may run gemm on two streams at
+/// once (CUDA). False elsewhere: HIP's rocBLAS TPL shares one handle, the host backends one thread pool.
+bool gemm_handles_per_stream();
 
 /// Gives the host BLAS (if it is OpenBLAS) `threads` threads, so that it matches Kokkos's host concurrency.
 void set_host_blas_threads(int threads);
+
+/// The arithmetic of gemm's multiplications. FP32 is the default and what every reference test checks; TF32
+/// (10-bit mantissa products, FP32 accumulation on NVIDIA tensor cores) is opt-in, for comparisons with
+/// frameworks that use it by default.
+enum class MatmulPrecision { fp32, tf32 };
+
+/// Parses "fp32" or "tf32"; throws ktr::Error naming `flag` otherwise, and for tf32 on builds without it.
+MatmulPrecision parse_matmul_precision(std::string const& text, std::string const& flag = "--precision");
+/// "fp32" or "tf32".
+char const* matmul_precision_name(MatmulPrecision p);
+/// True where gemm can use TF32 (CUDA builds).
+bool matmul_tf32_available();
+/// Sets the precision of every later gemm call in this process (all streams). Throws ktr::Error for tf32 where
+/// matmul_tf32_available() is false. A captured program keeps the precision it was captured with.
+void set_matmul_precision(MatmulPrecision p);
+MatmulPrecision matmul_precision();
+
+/// Releases what gemm keeps for `space`'s stream (its cuBLAS handle and workspace); a later gemm on that
+/// stream creates them again. Waits for the stream. No-op elsewhere.
+void release_gemm_resources(ExecSpace const& space);
 
 }  // namespace ktr

@@ -3,12 +3,22 @@
 //  - math functions live in Kokkos::Experimental:: in 3.4 and in Kokkos:: in 4.x;
 //  - initialisation takes InitArguments (3.4) or InitializationSettings (4.x);
 //  - fence(label) and Kokkos::printf exist only in 4.x;
-//  - atomic_max is spelled atomic_fetch_max in 3.4.
+//  - atomic_max is spelled atomic_fetch_max in 3.4;
+//  - Kokkos Kernels' KokkosBlas::gemm takes an execution space instance first only in 4.x (3.4's runs on the
+//    default instance): KTR_KK_GEMM_TAKES_SPACE says which, for backends/gemm.cpp and backends/graph.cpp.
 #pragma once
 
+#include <KokkosKernels_config.h>
 #include <Kokkos_Core.hpp>
 
 #include <string>
+
+// Kokkos Kernels 4.x defines KOKKOSKERNELS_VERSION (e.g. 40200); 3.4.01 defines no version macro at all.
+#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40000
+#define KTR_KK_GEMM_TAKES_SPACE 1
+#else
+#define KTR_KK_GEMM_TAKES_SPACE 0
+#endif
 
 namespace ktr::compat {
 

@@ -28,6 +28,7 @@ struct PipelineOptions {
   std::string ks = "4,16,64";
   std::string json, plot;  // output files ("" = none)
   std::int64_t mlp_batch = 256, cnn_batch = 32;
+  std::string precision = "fp32";  // gemm arithmetic: fp32 or tf32 (CUDA)
 };
 /// The pipeline comparison: naive, resident, multistep-K, graph-K.
 int run_pipeline(ExecSpace const& space, PipelineOptions const& options);

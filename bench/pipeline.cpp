@@ -4,7 +4,9 @@
 //                 every step (the anti-pattern users start from)
 //   resident      dataset on the device, on-device shuffle and gather; loss read back every step
 //   multistep-K   resident, K steps per dispatch, one read-back per dispatch
-//   graph-K       the captured K-step program replayed (CUDA); elsewhere reported as unavailable
+//   graph-K       the captured K-step program replayed on a stream of its own (CUDA; HIP with Kokkos Kernels
+//                 4.x); elsewhere, or where the capture failed, reported as unavailable with the reason (a plain
+//                 run is never labelled graph-K)
 // plus, in the same run, the step's GFLOP/s beside large-sgemm GFLOP/s, and kernel launches per step beside the
 // cost of one empty launch. Writes a table, optionally a JSON file and a PNG plot (gnuplot) of samples/s vs K.
 #include <ktr/backends/gemm.hpp>
@@ -36,6 +38,7 @@ struct Result {
   std::int64_t batch;
   double step_ms, samples_per_s, speedup;
   bool available;
+  std::string note;  // why not available
 };
 
 std::vector<int> parse_ks(std::string const& text) {
@@ -156,6 +159,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   for (int k : ks)
     KTR_REQUIRE(o.steps % k == 0, "--steps", "must be a multiple of every K (" + std::to_string(k) + ")");
   KTR_REQUIRE(o.rounds > 0, "--rounds", "must be positive");
+  set_matmul_precision(parse_matmul_precision(o.precision));
   std::int64_t const n = 60000;
   std::mt19937 rng(7);
   std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
@@ -166,6 +170,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   double const sgemm = sgemm_gflops(space, 2048);
   LaunchCost const launch = launch_cost(space);
   std::printf("%s\n", version_line().c_str());
+  std::printf("gemm: %s, matmul precision %s\n", gemm_backend().c_str(), o.precision.c_str());
   std::printf("limits (same run): large sgemm %s GFLOP/s, empty kernel %s us back-to-back / %s us with a fence\n",
               num(sgemm).c_str(), num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
   std::printf("timing: %lld rounds of %lld steps per variant, interleaved; median round shown\n",
@@ -229,6 +234,17 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
         });
     }
     for (auto& v : variants) v.run(2 * v.k);  // warm-up (and, for graph-K, the capture)
+    // A graph-K whose capture failed ran the plain loop (multistep-K measures that): report it as unavailable.
+    std::vector<Result> failed;
+    for (auto it = variants.begin(); it != variants.end();) {
+      std::string const& why = it->session->state().capture_error;
+      if (it->name.rfind("graph-", 0) == 0 && !why.empty()) {
+        failed.push_back(Result{model, it->name, it->k, config.batch, 0, 0, 0, false, "capture failed: " + why});
+        it = variants.erase(it);
+      } else {
+        ++it;
+      }
+    }
     for (int r = 0; r < o.rounds; ++r)
       for (auto& v : variants) v.seconds.push_back(timed(space, [&] { v.run(o.steps); }));
     double naive_rate = 0;
@@ -237,19 +253,24 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
       double const median = v.seconds[v.seconds.size() / 2];
       double const rate = double(o.steps * config.batch) / median;
       if (v.name == "naive") naive_rate = rate;
-      results.push_back(
-          Result{model, v.name, v.k, config.batch, 1e3 * median / double(o.steps), rate, rate / naive_rate, true});
+      results.push_back(Result{model, v.name, v.k, config.batch, 1e3 * median / double(o.steps), rate,
+                               rate / naive_rate, true, ""});
       std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), v.name.c_str(),
                   (long long)config.batch, (long long)(o.steps * o.rounds),
                   num(1e3 * median / double(o.steps), 3).c_str(), num(rate, 0).c_str(),
                   num(rate / naive_rate, 2).c_str());
     }
-    if (!CapturedProgram::supported())
+    if (!CapturedProgram::supported()) {
       for (int k : ks)
-        results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false});
-    if (!CapturedProgram::supported())
-      std::printf("%-4s %-13s (no captured programs on %s: the plain loop above is the same kernels)\n",
-                  model.c_str(), "graph-K", ExecSpace::name());
+        results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false,
+                                 CapturedProgram::unsupported_reason()});
+      std::printf("%-4s %-13s (%s: the plain loop above is the same kernels)\n", model.c_str(), "graph-K",
+                  CapturedProgram::unsupported_reason().c_str());
+    }
+    for (auto const& r : failed) {
+      results.push_back(r);
+      std::printf("%-4s %-13s not measured: %s\n", model.c_str(), r.variant.c_str(), r.note.c_str());
+    }
 
     // Launch accounting for one step, and the step's FLOP rate at the best variant.
     Session s(config, 1);
@@ -283,8 +304,8 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
 
   if (!o.json.empty()) {
     std::string j = "{\n  \"ktr\": \"" + version_line() + "\",\n  \"execution_space\": \"" + ExecSpace::name() +
-                    "\",\n  \"concurrency\": " + std::to_string(space.concurrency()) +
-                    ",\n  \"limits\": {\"sgemm_gflops\": " + num(sgemm, 2) +
+                    "\",\n  \"concurrency\": " + std::to_string(space.concurrency()) + ",\n  \"precision\": \"" +
+                    o.precision + "\"" + ",\n  \"limits\": {\"sgemm_gflops\": " + num(sgemm, 2) +
                     ", \"empty_kernel_us\": " + num(launch.async_us, 3) +
                     ", \"empty_kernel_fenced_us\": " + num(launch.synced_us, 3) + "},\n  \"models\": {" +
                     json_models + "},\n  \"results\": [\n";
@@ -294,7 +315,8 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
            "\", \"k\": " + std::to_string(r.k) + ", \"batch\": " + std::to_string(r.batch) +
            ", \"available\": " + (r.available ? "true" : "false") + ", \"step_ms\": " + num(r.step_ms, 4) +
            ", \"samples_per_s\": " + num(r.samples_per_s, 1) + ", \"speedup_vs_naive\": " + num(r.speedup, 3) +
-           "}" + (i + 1 < results.size() ? ",\n" : "\n");
+           (r.note.empty() ? std::string() : ", \"note\": \"" + r.note + "\"") + "}" +
+           (i + 1 < results.size() ? ",\n" : "\n");
     }
     write_atomically(o.json, j + "  ]\n}\n");
     std::printf("wrote %s\n", o.json.c_str());

@@ -59,7 +59,7 @@ enable_deb_src() {
 need_update=0
 src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
-case $flavour in openmp) recipe=3 ;; *) recipe=1 ;; esac
+case $flavour in openmp) recipe=3 ;; cuda) recipe=2 ;; *) recipe=1 ;; esac
 # Host code is built for this machine's vector ISA through Kokkos's own architecture option (ktr inherits
 # Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2). The cache key names it.
 host_arch=generic

@@ -77,6 +77,16 @@ patch_src half-conversions core/src/Cuda/Kokkos_Cuda_Half.hpp '
     "cast_from_half(half_t val) {\n  return static_cast<T>(cast_from_half<float>(val));\n}$tail"
   }se'
 
+# --- always: kernel launches that stream capture can record ----------------------------------------------------
+# A functor of 512 bytes or more is launched through constant memory: a host-side cudaEventSynchronize, a copy
+# from one pinned staging buffer into the constant buffer, then the kernel. Inside a stream capture that records a
+# copy from a host buffer that later launches overwrite (a replay would run with the wrong functor) and the next
+# such launch synchronises on an event recorded in the capture (the capture fails). Pass functors below the 4 KiB
+# kernel-argument limit as kernel arguments instead (what light-weight launches already do; later Kokkos
+# versions avoid constant memory for captured work too). Larger functors still use constant memory.
+patch_src capture-safe-launch core/src/Cuda/Kokkos_Cuda_Instance.hpp \
+  's{static constexpr int ConstantMemoryUseThreshold = 0x000200 /\* 512 bytes \*/;}{// ktr-patch(capture-safe-launch): kernel arguments up to the 4 KiB limit, so stream capture records them\n  static constexpr int ConstantMemoryUseThreshold = KernelArgumentLimit;}'
+
 if (( cuda_major >= 13 )); then
   # --- CUDA 13: cudaMemPrefetchAsync(ptr, n, cudaMemLocation, flags, stream) --------------------------------------
   # The int-device overload was removed; prefetch towards the space's device through a device cudaMemLocation.

@@ -1,12 +1,34 @@
 // The K-step training program, its dispatch (captured or plain), metric read-back and evaluation.
 #include "train.hpp"
 
+#include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "../core/loss.hpp"
 
 #include <limits>
+#include <tuple>
 
 namespace ktr {
+
+namespace {
+std::uintptr_t address(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
+}  // namespace
+
+ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_)
+    : model(address(&m)),
+      params(address(m.arena().params().data())),
+      grads(address(m.arena().grads().data())),
+      features(data.features.data() ? address(data.features.data()) : address(data.pixels.data())),
+      targets(data.values.data() ? address(data.values.data()) : address(data.labels.data())),
+      count(data.count),
+      feature_stride(std::int64_t(data.features.data() ? data.features.stride(0) : data.pixels.stride(0))),
+      k(k_),
+      precision(int(matmul_precision())) {}
+
+bool ProgramKey::operator<(ProgramKey const& o) const {
+  return std::tie(model, params, grads, features, targets, count, feature_stride, k, precision) <
+         std::tie(o.model, o.params, o.grads, o.features, o.targets, o.count, o.feature_stride, o.k, o.precision);
+}
 
 TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
                        Normalization norm_, int max_k_, Task task_)
@@ -49,25 +71,49 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   }
 }
 
-void dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
+char const* dispatch_path_name(DispatchPath path) {
+  switch (path) {
+    case DispatchPath::plain:
+      return "plain";
+    case DispatchPath::captured:
+      return "captured";
+    case DispatchPath::replayed:
+      return "replayed";
+    case DispatchPath::capture_failed:
+      return "capture failed";
+  }
+  return "?";
+}
+
+DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
   auto run_plain = [&] { train_steps(space, state, model, data, k); };
-  if (CapturedProgram::supported()) {
-    auto& program = state.programs[k];
+  DispatchPath path = DispatchPath::plain;
+  if (!CapturedProgram::can_capture(space)) {
+    run_plain();
+  } else {
+    auto& program = state.programs[ProgramKey(model, data, k)];
     if (program && program->valid()) {
       program->replay(space);
+      path = DispatchPath::replayed;
     } else if (!program) {
-      // First dispatch of this K: run it plainly (warming up every lazily sized Kokkos buffer), then capture.
+      // First dispatch of this key: run it plainly (warming up every lazily created buffer and handle), then
+      // record it; the next dispatch of this key replays it.
       run_plain();
       program = std::make_unique<CapturedProgram>();
-      space.fence();
-      program->capture(space, run_plain);  // records only: the next dispatch of this K replays it
+      space.fence();  // not captured: the capture must start on an idle stream
+      if (program->capture(space, run_plain)) {
+        path = DispatchPath::captured;
+      } else {
+        state.capture_error = program->error();
+        path = DispatchPath::capture_failed;
+      }
     } else {
-      run_plain();  // capture failed once: stay on the plain path
+      run_plain();  // capture failed once for this key: stay on the plain path
+      path = DispatchPath::capture_failed;
     }
-  } else {
-    run_plain();
   }
   state.host_step += k;
+  return path;
 }
 
 StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k) {

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Summarises a scripts/gpu-run.sh output folder as Markdown: the GPU, the test outcome, ktr's pipeline figures in
+FP32 and TF32, the JAX peer's, the ktr/JAX ratios at equal precision (ktr fp32 vs JAX 'highest', ktr tf32 vs JAX
+'default'), and the issue's two acceptance checks. Standard library only.   Usage: gpu-results.py OUT_DIR"""
+import json
+import os
+import re
+import sys
+
+out = sys.argv[1]
+
+
+def read(name):
+    p = os.path.join(out, name)
+    return open(p).read() if os.path.exists(p) else ""
+
+
+def pipeline(precision):
+    text = read(f"pipeline-{precision}.json")
+    return json.loads(text)["results"] if text else []
+
+
+def jax_rows():
+    rows = []
+    for line in read("jax.txt").splitlines():
+        kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        if kv.get("peer") == "jax":
+            rows.append(kv)
+    return rows
+
+
+def best(rows, model, key):
+    avail = [r for r in rows if r["model"] == model and key(r) is not None]
+    return max(avail, key=key) if avail else None
+
+
+print("# ktr GPU run\n")
+print("GPU: " + " ".join(read("gpu.txt").split("\n")[1:2]).strip() + "  ")
+info = read("info.txt").strip().splitlines()
+print("ktr: " + (info[0] if info else "(no info)") + "\n")
+tests = re.findall(r"\d+% tests passed.*", read("tests.log"))
+print("## Tests\n\n" + (tests[-1] if tests else "no test summary (see tests.log)"))
+caps = re.findall(r"^\[ +(OK|FAILED|SKIPPED) +\] (Capture\.\w+)", read("capture-tests.log"), re.M)
+for status, name in caps:
+    print(f"- {name}: {status}")
+print()
+
+jax = jax_rows()
+pair = {"fp32": "highest", "tf32": "default"}
+checks = []
+for precision in ("fp32", "tf32"):
+    rows = pipeline(precision)
+    print(f"## ktr bench pipeline, {precision}\n")
+    if not rows:
+        print("(no results: see pipeline-%s.txt)\n" % precision)
+        continue
+    print("| model | variant | batch | samples/s | vs naive | note |\n|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['model']} | {r['variant']} | {r['batch']} | "
+              f"{r['samples_per_s'] if r['available'] else '-'} | "
+              f"{r['speedup_vs_naive'] if r['available'] else '-'} | {r.get('note', '')} |")
+    print()
+    for model in ("mlp", "cnn"):
+        k = best(rows, model, lambda r: r["samples_per_s"] if r["available"] else None)
+        j = best([r for r in jax if r.get("precision") == pair[precision]], model,
+                 lambda r: float(r["samples_per_s"]))
+        if k and j:
+            ratio = k["samples_per_s"] / float(j["samples_per_s"])
+            line = (f"ktr {precision} {model}: best {k['variant']} {k['samples_per_s']:.0f} samples/s vs JAX "
+                    f"--precision {pair[precision]} best {j['variant']} {float(j['samples_per_s']):.0f}: "
+                    f"ratio {ratio:.2f}")
+            checks.append((f"ktr >= 2x best JAX ({model}, {precision})", ratio >= 2, line))
+        elif k:
+            checks.append((f"ktr >= 2x best JAX ({model}, {precision})", None, "JAX peer did not run"))
+    if precision == "fp32":
+        g = [r for r in rows if r["model"] == "mlp" and r["variant"] == "graph-16" and r["batch"] == 256]
+        if g and g[0]["available"]:
+            checks.append(("graph-16 >= 2x naive (MLP, batch 256, fp32)", g[0]["speedup_vs_naive"] >= 2,
+                           f"graph-16 is {g[0]['speedup_vs_naive']:.2f}x naive"))
+        else:
+            checks.append(("graph-16 >= 2x naive (MLP, batch 256, fp32)", False,
+                           "graph-16 not measured: " + (g[0].get("note", "") if g else "no row")))
+
+print("## JAX peer\n")
+if jax:
+    print("| model | variant | batch | precision | samples/s |\n|---|---|---|---|---|")
+    for r in jax:
+        print(f"| {r['model']} | {r['variant']} | {r['batch']} | {r['precision']} | {r['samples_per_s']} |")
+else:
+    print("not run: " + (read("jax-import.log").strip().splitlines() or ["no log"])[-1])
+print("\n## Acceptance\n")
+for name, ok, detail in checks:
+    print(f"- {'PASS' if ok else ('n/a' if ok is None else 'FAIL')}: {name}: {detail}")
+if any(ok is False for _, ok, _ in checks):
+    print("\nShort of the targets: see nsys.txt (GPU kernel and CUDA API time of the MLP pipeline run)"
+          if read("nsys.txt") else "\nShort of the targets, and no nsys profile was taken.")

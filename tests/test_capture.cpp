@@ -1,0 +1,204 @@
+// Captured K-step programs against the plain loop, on a stream of its own: parameters, optimiser state and
+// per-step metrics bit for bit, against K single-step dispatches as well; programs keyed by model, data and K;
+// per-stream BLAS handles driven from two host threads; the opt-in TF32 mode. The capture tests run where the
+// build captures (CUDA; HIP with Kokkos Kernels 4.x) and report themselves skipped elsewhere, with the reason.
+#include <ktr/backends/gemm.hpp>
+#include <ktr/backends/graph.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/train/session.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace {
+
+using ktr::DispatchPath;
+using ktr::RunConfig;
+using ktr::Session;
+
+#define KTR_SKIP_UNLESS_CAPTURE()                                                                \
+  do {                                                                                           \
+    if (!ktr::CapturedProgram::supported())                                                      \
+      GTEST_SKIP() << "needs a GPU build that captures (CUDA, or HIP with Kokkos Kernels 4.x): " \
+                   << ktr::CapturedProgram::unsupported_reason();                                \
+  } while (false)
+
+std::string const kMlp = "in=8x8x1 flatten dense:32:relu dense:10";
+std::string const kCnn = "in=8x8x1 conv3x3:4:relu avgpool2 flatten dense:10";
+
+// 10 classes of 8x8 images: class c brightens row c % 8 and column c / 2.
+ktr::DeviceDataset small_dataset(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(n * 64)), lb(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    int const c = int(rng() % 10);
+    lb[std::size_t(i)] = std::uint8_t(c);
+    for (int p = 0; p < 64; ++p) {
+      int const v = int(rng() % 60) + ((p / 8 == c % 8) ? 150 : 0) + ((p % 8 == c / 2) ? 90 : 0);
+      px[std::size_t(i * 64 + p)] = std::uint8_t(std::min(v, 255));
+    }
+  }
+  return ktr::make_device_dataset(px, lb, n, 8, 8, 1, 10, "capture-test");
+}
+
+RunConfig config(std::string const& model) {
+  RunConfig c;
+  c.model = model;
+  c.batch = 16;
+  c.seed = 11;
+  c.optimizer.lr = 3e-3f;
+  return c;
+}
+
+bool same_bits(std::vector<float> const& a, std::vector<float> const& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Parameters, optimiser moments and scalars, and the device step of two sessions, bit for bit.
+void expect_same_state(Session& a, Session& b, std::string const& what) {
+  SCOPED_TRACE(what);
+  EXPECT_TRUE(same_bits(ktr::download(a.model().arena().params()), ktr::download(b.model().arena().params())))
+      << "parameters differ";
+  auto const sa = a.state().optimizer.state(), sb = b.state().optimizer.state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (std::size_t i = 0; i < sa.size(); ++i)
+    EXPECT_TRUE(same_bits(ktr::download(sa[i]), ktr::download(sb[i]))) << "optimiser buffer " << i << " differs";
+  EXPECT_TRUE(
+      same_bits(ktr::download(a.state().optimizer.scalars()), ktr::download(b.state().optimizer.scalars())))
+      << "optimiser scalars differ";
+  std::int64_t step_a = 0, step_b = 0;
+  Kokkos::deep_copy(step_a, a.state().step);
+  Kokkos::deep_copy(step_b, b.state().step);
+  EXPECT_EQ(step_a, step_b);
+  EXPECT_EQ(a.state().host_step, b.state().host_step);
+}
+
+// Everywhere: the default instance (on CUDA/HIP its stream is the null stream) is never captured.
+TEST(Capture, TheDefaultInstanceRunsThePlainLoop) {
+  auto data = small_dataset(100, 1);
+  Session s(config(kMlp), 4);
+  EXPECT_FALSE(ktr::CapturedProgram::can_capture(ktr::ExecSpace()));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(ktr::dispatch(ktr::ExecSpace(), s.state(), s.model(), data, 4), DispatchPath::plain);
+  EXPECT_TRUE(s.state().programs.empty());
+}
+
+TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
+  KTR_SKIP_UNLESS_CAPTURE();
+  constexpr int K = 8, dispatches = 3;
+  auto data = small_dataset(300, 2);
+  for (auto const& model : {kMlp, kCnn}) {
+    SCOPED_TRACE(model);
+    ktr::DeviceStream stream;  // a stream of its own: captures need one
+    ktr::ExecSpace const& space = stream.space();
+    ASSERT_TRUE(ktr::CapturedProgram::can_capture(space));
+    Session captured(config(model), K), plain(config(model), K), single(config(model), K);
+    ktr::StepMetrics mc, mp;
+    std::vector<float> single_loss;
+    std::vector<std::int32_t> single_correct;
+    for (int d = 0; d < dispatches; ++d) {
+      DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
+      EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
+          << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error;
+      mc = ktr::read_metrics(space, captured.state(), K);
+      ktr::train_steps(space, plain.state(), plain.model(), data, K);
+      plain.state().host_step += K;
+      mp = ktr::read_metrics(space, plain.state(), K);
+      single_loss.clear(), single_correct.clear();
+      for (int i = 0; i < K; ++i) {
+        DispatchPath const one = ktr::dispatch(space, single.state(), single.model(), data, 1);
+        EXPECT_EQ(one, d == 0 && i == 0 ? DispatchPath::captured : DispatchPath::replayed);
+        auto const m1 = ktr::read_metrics(space, single.state(), 1);
+        single_loss.push_back(m1.loss[0]), single_correct.push_back(m1.correct[0]);
+      }
+      EXPECT_TRUE(same_bits(mc.loss, mp.loss)) << "dispatch " << d << ": losses differ from the plain loop";
+      EXPECT_EQ(mc.correct, mp.correct) << "dispatch " << d;
+      EXPECT_TRUE(same_bits(mc.loss, single_loss)) << "dispatch " << d << ": losses differ from single steps";
+      EXPECT_EQ(mc.correct, single_correct) << "dispatch " << d;
+    }
+    space.fence();
+    expect_same_state(captured, plain, "captured vs plain loop");
+    expect_same_state(captured, single, "captured vs single-step dispatches");
+    EXPECT_EQ(captured.state().programs.size(), 1u);
+    EXPECT_TRUE(std::isfinite(mc.loss[K - 1]));
+  }
+}
+
+TEST(Capture, ProgramsAreKeyedByModelDataAndK) {
+  KTR_SKIP_UNLESS_CAPTURE();
+  constexpr int K = 4;
+  auto first = small_dataset(200, 3), second = small_dataset(200, 4);
+  ktr::DeviceStream stream;
+  ktr::ExecSpace const& space = stream.space();
+  Session s(config(kMlp), K), reference(config(kMlp), K);
+  // first data at K, second data at K, first again, then K/2 on the second: four keys, each captured once.
+  struct Leg {
+    ktr::DeviceDataset const* data;
+    int k;
+    DispatchPath expected;
+  };
+  Leg const legs[] = {{&first, K, DispatchPath::captured},     {&first, K, DispatchPath::replayed},
+                      {&second, K, DispatchPath::captured},    {&second, K, DispatchPath::replayed},
+                      {&first, K, DispatchPath::replayed},     {&second, K / 2, DispatchPath::captured},
+                      {&second, K / 2, DispatchPath::replayed}};
+  for (auto const& leg : legs) {
+    DispatchPath const path = ktr::dispatch(space, s.state(), s.model(), *leg.data, leg.k);
+    EXPECT_EQ(path, leg.expected) << ktr::dispatch_path_name(path) << " " << s.state().capture_error;
+    auto const m = ktr::read_metrics(space, s.state(), leg.k);
+    ktr::train_steps(space, reference.state(), reference.model(), *leg.data, leg.k);
+    reference.state().host_step += leg.k;
+    auto const r = ktr::read_metrics(space, reference.state(), leg.k);
+    EXPECT_TRUE(same_bits(m.loss, r.loss)) << "a replay used another key's data";
+  }
+  EXPECT_EQ(s.state().programs.size(), 3u);
+  expect_same_state(s, reference, "keyed programs vs plain loop");
+}
+
+// Two host threads, each with its own stream and session: with one BLAS handle per stream neither sees the other's
+// stream; the results equal the same runs made one after the other.
+TEST(Capture, TwoHostThreadsOnTwoStreams) {
+  if (!ktr::gemm_handles_per_stream())
+    GTEST_SKIP() << "needs per-stream BLAS handles (CUDA); this build's gemm: " << ktr::gemm_backend();
+  constexpr int K = 8, dispatches = 4;
+  auto data = small_dataset(300, 5);
+  auto train = [&](ktr::DeviceStream const& stream, Session& s) {
+    for (int d = 0; d < dispatches; ++d) ktr::dispatch(stream.space(), s.state(), s.model(), data, K);
+    stream.space().fence();
+  };
+  Session a(config(kMlp), K), b(config(kCnn), K), a_alone(config(kMlp), K), b_alone(config(kCnn), K);
+  ktr::DeviceStream stream_a, stream_b;  // instances are created on this thread; only the work runs on two
+  train(stream_a, a_alone);
+  train(stream_b, b_alone);
+  std::thread ta([&] { train(stream_a, a); }), tb([&] { train(stream_b, b); });
+  ta.join(), tb.join();
+  expect_same_state(a, a_alone, "MLP, concurrent vs alone");
+  expect_same_state(b, b_alone, "CNN, concurrent vs alone");
+}
+
+TEST(Capture, Tf32IsOptInAndCloseToFp32) {
+  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the default
+  EXPECT_EQ(ktr::parse_matmul_precision("fp32"), ktr::MatmulPrecision::fp32);
+  EXPECT_THROW(ktr::parse_matmul_precision("bf16"), ktr::Error);
+  if (!ktr::matmul_tf32_available()) {
+    EXPECT_THROW(ktr::parse_matmul_precision("tf32"), ktr::Error);
+    EXPECT_THROW(ktr::set_matmul_precision(ktr::MatmulPrecision::tf32), ktr::Error);
+    GTEST_SKIP() << "TF32 needs a CUDA build (refusal checked); this build runs on " << ktr::ExecSpace::name();
+  }
+  constexpr int K = 8;
+  auto data = small_dataset(200, 6);
+  ktr::DeviceStream stream;
+  Session fp32(config(kMlp), K), tf32(config(kMlp), K);
+  ktr::dispatch(stream.space(), fp32.state(), fp32.model(), data, K);
+  auto const m32 = ktr::read_metrics(stream.space(), fp32.state(), K);
+  ktr::set_matmul_precision(ktr::parse_matmul_precision("tf32"));
+  ktr::dispatch(stream.space(), tf32.state(), tf32.model(), data, K);
+  auto const mtf = ktr::read_metrics(stream.space(), tf32.state(), K);
+  ktr::set_matmul_precision(ktr::MatmulPrecision::fp32);
+  for (int i = 0; i < K; ++i) EXPECT_NEAR(mtf.loss[std::size_t(i)], m32.loss[std::size_t(i)], 2e-2) << i;
+}
+
+}  // namespace
