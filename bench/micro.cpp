@@ -75,6 +75,34 @@ void BM_ConvForward(benchmark::State& s) {
 void BM_ConvBackward(benchmark::State& s) {
   BM_Layer<ktr::Conv2D, true>(s, ktr::Conv2D(32, true), {1, 28, 28, 1});
 }
+// Conv2D + ReLU with the AvgPool2 after it fused in, as the SimpleCNN runs it (direct kernels; backward without
+// the input gradient, as for a first layer).
+template <bool Backward>
+void BM_ConvPool(benchmark::State& state) {
+  std::int64_t const b = state.range(0);
+  ExecSpace space;
+  ktr::Conv2D layer(32, true);
+  Shape const in{b, 28, 28, 1}, out{b, 14, 14, 32};
+  if (!layer.fuse_next(ktr::AvgPool2(), in)) state.SkipWithError("conv did not fuse the pool");
+  ktr::StandaloneLayer standalone(layer, in);
+  Tensor x("x", in), y("y", out), dy("dy", out);
+  ktr::fill(space, x.view(), 0.5f);
+  ktr::fill(space, dy.view(), 0.1f);
+  layer.forward(space, x, y);
+  for (auto _ : state) {
+    if (Backward)
+      layer.backward(space, x, y, dy, Tensor());
+    else
+      layer.forward(space, x, y);
+    space.fence();
+  }
+  set_rate(state, layer.forward_flops(in), "FLOP/s");
+}
+void BM_ConvPoolForward(benchmark::State& s) { BM_ConvPool<false>(s); }
+void BM_ConvPoolBackward(benchmark::State& s) { BM_ConvPool<true>(s); }
+BENCHMARK(BM_ConvPoolForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_ConvPoolBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+
 void BM_PoolForward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, false>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 void BM_PoolBackward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, true>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 BENCHMARK(BM_ConvForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();

@@ -80,6 +80,12 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
     layers_[i]->bind(params, grads);
   }
 
+  // Fusion: a layer may absorb the one after it (Conv2D + AvgPool2); the pair then runs as one layer.
+  absorbs_next_.assign(layers_.size(), false);
+  for (std::size_t i = 0; i + 1 < layers_.size(); ++i)
+    if (i == 0 || !absorbs_next_[i - 1])
+      absorbs_next_[i] = layers_[i]->fuse_next(*layers_[i + 1], activation(i, max_batch));
+
   // Workspace: [outputs of every non-view layer | two gradient buffers | each layer's scratch], one allocation.
   // Scratch is per layer, so what a forward leaves there (im2col columns) is still there for the backward.
   auto padded = [](std::int64_t n) { return (n + Arena::alignment - 1) / Arena::alignment * Arena::alignment; };
@@ -92,7 +98,7 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
     scratch_offset[i] = scratch;
     scratch += padded(layers_[i]->scratch_size(in));
     ones = std::max(ones, layers_[i]->ones_size(in));
-    if (!layers_[i]->is_view()) {
+    if (!layers_[i]->is_view() && !absorbs_next_[i]) {  // a fused layer writes only the next one's output
       act_offset_[i + 1] = size;
       size += padded(out.size());
     }
@@ -133,13 +139,16 @@ Tensor Model::forward(ExecSpace const& space, Tensor const& x) {
   batch_ = batch;
   acts_[0] = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    Shape const out_shape = activation(i + 1, batch);
-    acts_[i + 1] = layers_[i]->is_view()
-                       ? acts_[i].reshaped(out_shape)
-                       : Tensor(Kokkos::subview(workspace_, std::make_pair(act_offset_[i + 1],
-                                                                           act_offset_[i + 1] + out_shape.size())),
-                                out_shape);
-    layers_[i]->forward(space, acts_[i], acts_[i + 1]);
+    std::size_t const o = absorbs_next_[i] ? i + 2 : i + 1;  // the output this layer writes
+    Shape const out_shape = activation(o, batch);
+    if (absorbs_next_[i]) acts_[i + 1] = Tensor();  // never materialised
+    acts_[o] = layers_[i]->is_view()
+                   ? acts_[i].reshaped(out_shape)
+                   : Tensor(Kokkos::subview(workspace_,
+                                            std::make_pair(act_offset_[o], act_offset_[o] + out_shape.size())),
+                            out_shape);
+    layers_[i]->forward(space, acts_[i], acts_[o]);
+    if (absorbs_next_[i]) ++i;
   }
   return acts_.back();
 }
@@ -162,6 +171,8 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
       dy = dy.reshaped(in_shape);
       continue;
     }
+    if (i > 0 && absorbs_next_[i - 1]) continue;  // dy is the gradient of the fused pair's output
+    Tensor const& y = absorbs_next_[i] ? acts_[i + 2] : acts_[i + 1];
     Tensor din;
     if (i > first) {
       std::int64_t const off = grad_offset_[1 - current];
@@ -170,7 +181,7 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
       KTR_REQUIRE(dx.size() == in_shape.size(), "ktr::Model::backward", "dx must hold " + in_shape.str());
       din = dx.reshaped(in_shape);
     }
-    layers_[i]->backward(space, acts_[i], acts_[i + 1], dy, din);
+    layers_[i]->backward(space, acts_[i], y, dy, din);
     dy = din;
     current = 1 - current;
   }

@@ -59,6 +59,7 @@ class Model {
   std::vector<Shape> shapes_;  // shapes_[i]: input of layer i at batch 1; shapes_.back(): the logits
   Arena arena_;
   DeviceView<float*> workspace_;
+  std::vector<bool> absorbs_next_;        // layer i also computes layer i + 1 (which is then skipped)
   std::vector<std::int64_t> act_offset_;  // output of layer i at act_offset_[i + 1]
   std::int64_t grad_offset_[2] = {0, 0};
   std::vector<Tensor> acts_;  // acts_[i]: input of layer i in the last forward (acts_[0] = x); views only

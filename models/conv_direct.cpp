@@ -1,0 +1,262 @@
+// Direct 3x3 convolution (+ bias + ReLU + optional 2x2 average pool) for few input channels: see conv_direct.hpp.
+//
+// Every kernel works on blocks of P x P output pixels (one pooled output) and a compile-time tile of NV packs of W
+// output channels (models/pack.hpp): the (P + 2) x (P + 2) x C input patch is loaded once (zeros outside the
+// image), then for each tap and input channel NV weight packs multiply P^2 broadcast inputs into P^2 x NV
+// independent accumulators, which the host compiler keeps in vector registers.
+#include "models/conv_direct.hpp"
+
+#include "core/error.hpp"
+#include "models/pack.hpp"
+
+namespace ktr::impl {
+
+namespace {
+
+constexpr int max_c = int(conv_direct_max_channels);
+
+template <int P>
+struct Patch {
+  float v[(P + 2) * (P + 2)][max_c];
+};
+
+// The input under the P x P output pixels at (h0, w0) of image b, with the SAME padding as zeros.
+template <int P>
+KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
+                                       std::int64_t w0, Patch<P>& p) {
+  for (int r = 0; r < P + 2; ++r) {
+    std::int64_t const hh = h0 + r - 1;
+    for (int s = 0; s < P + 2; ++s) {
+      std::int64_t const ww = w0 + s - 1;
+      bool const inside = hh >= 0 && hh < d.height && ww >= 0 && ww < d.width;
+      std::int64_t const at = inside ? ((b * d.height + hh) * d.width + ww) * d.channels : 0;
+      for (std::int64_t c = 0; c < d.channels; ++c) p.v[r * (P + 2) + s][c] = inside ? x[at + c] : 0.0f;
+    }
+  }
+}
+
+// z[q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for the P x P
+// pixels q (row-major) and the NV packs u of W channels from f0.
+template <int P, int W, int NV>
+KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P> const& p, float const* w, float const* bias,
+                                       std::int64_t f0, Pack<W> (&z)[P * P][NV]) {
+  for (int u = 0; u < NV; ++u) {
+    Pack<W> const b = Pack<W>::load(bias + f0 + u * W);
+    for (int q = 0; q < P * P; ++q) z[q][u] = b;
+  }
+  for (int kh = 0; kh < 3; ++kh)
+    for (int kw = 0; kw < 3; ++kw)
+      for (std::int64_t c = 0; c < d.channels; ++c) {
+        float const* wk = w + ((kh * 3 + kw) * d.channels + c) * d.features + f0;
+        Pack<W> wv[NV];
+        for (int u = 0; u < NV; ++u) wv[u] = Pack<W>::load(wk + u * W);
+        for (int q = 0; q < P * P; ++q) {
+          float const xv = p.v[(q / P + kh) * (P + 2) + q % P + kw][c];
+          for (int u = 0; u < NV; ++u) z[q][u].fma(xv, wv[u]);
+        }
+      }
+}
+
+template <int P, int W, int NV>
+void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                  bool relu, float* y) {
+  std::int64_t const Ho = d.out_height(), Wo = d.out_width(), F = d.features;
+  float const scale = 1.0f / float(P * P);
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_forward",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, d.batch * Ho),
+      KOKKOS_LAMBDA(std::int64_t row) {
+        std::int64_t const n = row / Ho, i = row % Ho;
+        for (std::int64_t j = 0; j < Wo; ++j) {
+          Patch<P> p;
+          load_patch(d, x, n, i * P, j * P, p);
+          float* out = y + (row * Wo + j) * F;
+          for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
+            Pack<W> z[P * P][NV];
+            conv_block(d, p, w, b, f0, z);
+            for (int u = 0; u < NV; ++u) {
+              Pack<W> s = Pack<W>::zero();
+              for (int q = 0; q < P * P; ++q) relu ? s.add_relu(z[q][u]) : s.add(z[q][u]);
+              s.scaled(scale).store(out + f0 + u * W);
+            }
+          }
+        }
+      });
+}
+
+template <int P, int W, int NV>
+void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                   bool relu, float const* dy, float* partials, float* dz) {
+  std::int64_t const H = d.height, Wd = d.width, C = d.channels, F = d.features;
+  std::int64_t const Ho = d.out_height(), Wo = d.out_width(), ps = d.partial_size();
+  std::int64_t const rows = conv_direct_rows_per_chunk(d), per_image = (Ho + rows - 1) / rows;
+  float const scale = 1.0f / float(P * P);
+  // FIXME_CUDA: the gradient tile lives in thread-local memory; a team-scratch version would suit a GPU better.
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_backward",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, d.batch * per_image),
+      KOKKOS_LAMBDA(std::int64_t chunk) {
+        std::int64_t const n = chunk / per_image, i0 = chunk % per_image * rows;
+        std::int64_t const i1 = i0 + rows < Ho ? i0 + rows : Ho;
+        float* part = partials + chunk * ps;
+        for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
+          Pack<W> gw[9 * max_c][NV], gb[NV];
+          for (int u = 0; u < NV; ++u) {
+            gb[u] = Pack<W>::zero();
+            for (std::int64_t k = 0; k < 9 * C; ++k) gw[k][u] = Pack<W>::zero();
+          }
+          for (std::int64_t i = i0; i < i1; ++i)
+            for (std::int64_t j = 0; j < Wo; ++j) {
+              Patch<P> p;
+              load_patch(d, x, n, i * P, j * P, p);
+              Pack<W> g[P * P][NV];  // z, then d loss / d z
+              conv_block(d, p, w, b, f0, g);
+              float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
+              for (int u = 0; u < NV; ++u) {
+                Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
+                for (int q = 0; q < P * P; ++q) {
+                  g[q][u] = relu ? Pack<W>::where_positive(g[q][u], gu) : gu;
+                  gb[u].add(g[q][u]);
+                }
+              }
+              if (dz != nullptr)
+                for (int q = 0; q < P * P; ++q)
+                  for (int u = 0; u < NV; ++u)
+                    g[q][u].store(dz + ((n * H + i * P + q / P) * Wd + j * P + q % P) * F + f0 + u * W);
+              for (int kh = 0; kh < 3; ++kh)
+                for (int kw = 0; kw < 3; ++kw)
+                  for (std::int64_t c = 0; c < C; ++c) {
+                    Pack<W>(&acc)[NV] = gw[(kh * 3 + kw) * C + c];
+                    for (int q = 0; q < P * P; ++q) {
+                      float const xv = p.v[(q / P + kh) * (P + 2) + q % P + kw][c];
+                      for (int u = 0; u < NV; ++u) acc[u].fma(xv, g[q][u]);
+                    }
+                  }
+            }
+          for (int u = 0; u < NV; ++u) {
+            for (std::int64_t k = 0; k < 9 * C; ++k) gw[k][u].store(part + k * F + f0 + u * W);
+            gb[u].store(part + 9 * C * F + f0 + u * W);
+          }
+        }
+      });
+}
+
+// Pixels a VALID pool drops (a trailing odd row or column) get no gradient.
+void zero_dropped(ExecSpace const& space, ConvDims const& d, float* dz) {
+  std::int64_t const H = d.height, W = d.width, F = d.features;
+  std::int64_t const Hk = d.out_height() * d.pool, Wk = d.out_width() * d.pool;
+  if (Hk == H && Wk == W) return;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_zero_dropped", MDRange<3>(space, {0, 0, 0}, {d.batch, H, W}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t h, std::int64_t v) {
+        if (h < Hk && v < Wk) return;
+        for (std::int64_t f = 0; f < F; ++f) dz[((n * H + h) * W + v) * F + f] = 0.0f;
+      });
+}
+
+}  // namespace
+
+std::int64_t conv_direct_rows_per_chunk(ConvDims const& d) {
+  std::int64_t const rows = device_is_host ? d.out_height() : 1;
+  return rows > 0 ? rows : 1;
+}
+
+std::int64_t conv_direct_chunks(ConvDims const& d) {
+  std::int64_t const rows = conv_direct_rows_per_chunk(d);
+  return d.batch * ((d.out_height() + rows - 1) / rows);
+}
+
+namespace {
+
+// Runs body.template operator()<P, W, NV>() with the pool factor and the widest channel tile (NV packs of W) that
+// divides F.
+template <class Body>
+void dispatch(ConvDims const& d, Body const& body) {
+  KTR_REQUIRE(d.channels <= conv_direct_max_channels, "ktr::conv2d::direct",
+              "at most " + std::to_string(conv_direct_max_channels) + " input channels");
+  KTR_REQUIRE(d.pool == 1 || d.pool == 2, "ktr::conv2d::direct", "pool must be 1 or 2");
+  bool const p2 = d.pool == 2;
+  if (d.features % 16 == 0)
+    p2 ? body.template operator()<2, 8, 2>() : body.template operator()<1, 8, 2>();
+  else if (d.features % 8 == 0)
+    p2 ? body.template operator()<2, 8, 1>() : body.template operator()<1, 8, 1>();
+  else
+    p2 ? body.template operator()<2, 1, 1>() : body.template operator()<1, 1, 1>();
+}
+
+struct Forward {
+  ExecSpace const& space;
+  ConvDims const& d;
+  float const *x, *w, *b;
+  bool relu;
+  float* y;
+  template <int P, int W, int NV>
+  void operator()() const {
+    forward_impl<P, W, NV>(space, d, x, w, b, relu, y);
+  }
+};
+struct Backward {
+  ExecSpace const& space;
+  ConvDims const& d;
+  float const *x, *w, *b;
+  bool relu;
+  float const* dy;
+  float *partials, *dz;
+  template <int P, int W, int NV>
+  void operator()() const {
+    backward_impl<P, W, NV>(space, d, x, w, b, relu, dy, partials, dz);
+  }
+};
+}  // namespace
+
+void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                         bool relu, float* y) {
+  dispatch(d, Forward{space, d, x, w, b, relu, y});
+}
+
+void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
+                          float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
+                          float* dz) {
+  if (dz != nullptr) zero_dropped(space, d, dz);
+  dispatch(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
+  std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_reduce", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, ps),
+      KOKKOS_LAMBDA(std::int64_t e) {
+        float s = 0.0f;
+        for (std::int64_t k = 0; k < chunks; ++k) s += partials[k * ps + e];
+        if (e < nw)
+          dw[e] = s;
+        else
+          db[e - nw] = s;
+      });
+}
+
+void conv_direct_input_grad(ExecSpace const& space, ConvDims const& d, float const* dz, float const* w,
+                            float* dx) {
+  std::int64_t const H = d.height, W = d.width, C = d.channels, F = d.features;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_input_grad", MDRange<3>(space, {0, 0, 0}, {d.batch, H, W}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t h, std::int64_t v) {
+        float* out = dx + ((n * H + h) * W + v) * C;
+        for (std::int64_t c = 0; c < C; ++c) out[c] = 0.0f;
+        for (int kh = 0; kh < 3; ++kh) {
+          std::int64_t const oh = h - kh + 1;
+          if (oh < 0 || oh >= H) continue;
+          for (int kw = 0; kw < 3; ++kw) {
+            std::int64_t const ow = v - kw + 1;
+            if (ow < 0 || ow >= W) continue;
+            float const* g = dz + ((n * H + oh) * W + ow) * F;
+            for (std::int64_t c = 0; c < C; ++c) {
+              float const* wk = w + ((kh * 3 + kw) * C + c) * F;
+              float s = 0.0f;
+              for (std::int64_t f = 0; f < F; ++f) s += g[f] * wk[f];
+              out[c] += s;
+            }
+          }
+        }
+      });
+}
+
+}  // namespace ktr::impl
