@@ -15,39 +15,42 @@ namespace {
 
 constexpr int max_c = int(conv_direct_max_channels);
 
-template <int P>
+// CC: the input channel count if known at compile time (1, the common first layer), else 0.
+template <int P, int CC>
 struct Patch {
-  float v[(P + 2) * (P + 2)][max_c];
+  float v[(P + 2) * (P + 2)][CC > 0 ? CC : max_c];
 };
 
 // The input under the P x P output pixels at (h0, w0) of image b, with the SAME padding as zeros.
-template <int P>
+template <int P, int CC>
 KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
-                                       std::int64_t w0, Patch<P>& p) {
+                                       std::int64_t w0, Patch<P, CC>& p) {
+  std::int64_t const C = CC > 0 ? CC : d.channels;
   for (int r = 0; r < P + 2; ++r) {
     std::int64_t const hh = h0 + r - 1;
     for (int s = 0; s < P + 2; ++s) {
       std::int64_t const ww = w0 + s - 1;
       bool const inside = hh >= 0 && hh < d.height && ww >= 0 && ww < d.width;
-      std::int64_t const at = inside ? ((b * d.height + hh) * d.width + ww) * d.channels : 0;
-      for (std::int64_t c = 0; c < d.channels; ++c) p.v[r * (P + 2) + s][c] = inside ? x[at + c] : 0.0f;
+      std::int64_t const at = inside ? ((b * d.height + hh) * d.width + ww) * C : 0;
+      for (std::int64_t c = 0; c < C; ++c) p.v[r * (P + 2) + s][c] = inside ? x[at + c] : 0.0f;
     }
   }
 }
 
 // z[q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for the P x P
 // pixels q (row-major) and the NV packs u of W channels from f0.
-template <int P, int W, int NV>
-KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P> const& p, float const* w, float const* bias,
+template <int P, int W, int NV, int CC>
+KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P, CC> const& p, float const* w, float const* bias,
                                        std::int64_t f0, Pack<W> (&z)[P * P][NV]) {
+  std::int64_t const C = CC > 0 ? CC : d.channels;
   for (int u = 0; u < NV; ++u) {
     Pack<W> const b = Pack<W>::load(bias + f0 + u * W);
     for (int q = 0; q < P * P; ++q) z[q][u] = b;
   }
   for (int kh = 0; kh < 3; ++kh)
     for (int kw = 0; kw < 3; ++kw)
-      for (std::int64_t c = 0; c < d.channels; ++c) {
-        float const* wk = w + ((kh * 3 + kw) * d.channels + c) * d.features + f0;
+      for (std::int64_t c = 0; c < C; ++c) {
+        float const* wk = w + ((kh * 3 + kw) * C + c) * d.features + f0;
         Pack<W> wv[NV];
         for (int u = 0; u < NV; ++u) wv[u] = Pack<W>::load(wk + u * W);
         for (int q = 0; q < P * P; ++q) {
@@ -57,7 +60,7 @@ KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P> const& p, flo
       }
 }
 
-template <int P, int W, int NV>
+template <int P, int W, int NV, int CC>
 void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                   bool relu, float* y) {
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), F = d.features;
@@ -68,7 +71,7 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
       KOKKOS_LAMBDA(std::int64_t row) {
         std::int64_t const n = row / Ho, i = row % Ho;
         for (std::int64_t j = 0; j < Wo; ++j) {
-          Patch<P> p;
+          Patch<P, CC> p;
           load_patch(d, x, n, i * P, j * P, p);
           float* out = y + (row * Wo + j) * F;
           for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
@@ -84,10 +87,10 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
       });
 }
 
-template <int P, int W, int NV>
+template <int P, int W, int NV, int CC>
 void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                    bool relu, float const* dy, float* partials, float* dz) {
-  std::int64_t const H = d.height, Wd = d.width, C = d.channels, F = d.features;
+  std::int64_t const H = d.height, Wd = d.width, C = CC > 0 ? CC : d.channels, F = d.features;
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), ps = d.partial_size();
   std::int64_t const rows = conv_direct_rows_per_chunk(d), per_image = (Ho + rows - 1) / rows;
   float const scale = 1.0f / float(P * P);
@@ -107,7 +110,7 @@ void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, fl
           }
           for (std::int64_t i = i0; i < i1; ++i)
             for (std::int64_t j = 0; j < Wo; ++j) {
-              Patch<P> p;
+              Patch<P, CC> p;
               load_patch(d, x, n, i * P, j * P, p);
               Pack<W> g[P * P][NV];  // z, then d loss / d z
               conv_block(d, p, w, b, f0, g);
@@ -168,20 +171,31 @@ std::int64_t conv_direct_chunks(ConvDims const& d) {
 
 namespace {
 
-// Runs body.template operator()<P, W, NV>() with the pool factor and the widest channel tile (NV packs of W) that
-// divides F.
-template <class Body>
+template <int P, int W, int NV, class Body>
+void with_channels(ConvDims const& d, Body const& body) {
+  if constexpr (W > 1)
+    if (d.channels == 1) return body.template operator()<P, W, NV, 1>();
+  body.template operator()<P, W, NV, 0>();
+}
+
+template <int W, int NV, class Body>
+void with_pool(ConvDims const& d, Body const& body) {
+  d.pool == 2 ? with_channels<2, W, NV>(d, body) : with_channels<1, W, NV>(d, body);
+}
+
+// Runs body.template operator()<P, W, NV, CC>() with the pool factor, the widest channel tile (NV packs of W, NV
+// up to 2 if Wide) that divides F, and the channel count when it is 1.
+template <bool Wide, class Body>
 void dispatch(ConvDims const& d, Body const& body) {
   KTR_REQUIRE(d.channels <= conv_direct_max_channels, "ktr::conv2d::direct",
               "at most " + std::to_string(conv_direct_max_channels) + " input channels");
   KTR_REQUIRE(d.pool == 1 || d.pool == 2, "ktr::conv2d::direct", "pool must be 1 or 2");
-  bool const p2 = d.pool == 2;
-  if (d.features % 16 == 0)
-    p2 ? body.template operator()<2, 8, 2>() : body.template operator()<1, 8, 2>();
+  if (Wide && d.features % 16 == 0)
+    with_pool<8, Wide ? 2 : 1>(d, body);
   else if (d.features % 8 == 0)
-    p2 ? body.template operator()<2, 8, 1>() : body.template operator()<1, 8, 1>();
+    with_pool<8, 1>(d, body);
   else
-    p2 ? body.template operator()<2, 1, 1>() : body.template operator()<1, 1, 1>();
+    with_pool<1, 1>(d, body);
 }
 
 struct Forward {
@@ -190,9 +204,9 @@ struct Forward {
   float const *x, *w, *b;
   bool relu;
   float* y;
-  template <int P, int W, int NV>
+  template <int P, int W, int NV, int CC>
   void operator()() const {
-    forward_impl<P, W, NV>(space, d, x, w, b, relu, y);
+    forward_impl<P, W, NV, CC>(space, d, x, w, b, relu, y);
   }
 };
 struct Backward {
@@ -202,23 +216,23 @@ struct Backward {
   bool relu;
   float const* dy;
   float *partials, *dz;
-  template <int P, int W, int NV>
+  template <int P, int W, int NV, int CC>
   void operator()() const {
-    backward_impl<P, W, NV>(space, d, x, w, b, relu, dy, partials, dz);
+    backward_impl<P, W, NV, CC>(space, d, x, w, b, relu, dy, partials, dz);
   }
 };
 }  // namespace
 
 void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                          bool relu, float* y) {
-  dispatch(d, Forward{space, d, x, w, b, relu, y});
+  dispatch<true>(d, Forward{space, d, x, w, b, relu, y});
 }
 
 void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
                           float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
   if (dz != nullptr) zero_dropped(space, d, dz);
-  dispatch(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  dispatch<false>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
   Kokkos::parallel_for(
