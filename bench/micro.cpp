@@ -103,6 +103,24 @@ void BM_ConvPoolBackward(benchmark::State& s) { BM_ConvPool<true>(s); }
 BENCHMARK(BM_ConvPoolForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
 BENCHMARK(BM_ConvPoolBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
 
+// The dense layers of both models, forward (gemm + bias/ReLU) and backward (bias gradient, two gemms).
+void BM_DenseHeadForward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, false>(s, ktr::Dense(10, false), {1, 14, 14, 32});
+}
+void BM_DenseHeadBackward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, true>(s, ktr::Dense(10, false), {1, 14, 14, 32});
+}
+void BM_DenseHiddenForward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, false>(s, ktr::Dense(512, true), {1, 1, 1, 512});
+}
+void BM_DenseHiddenBackward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, true>(s, ktr::Dense(512, true), {1, 1, 1, 512});
+}
+BENCHMARK(BM_DenseHeadForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_DenseHeadBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_DenseHiddenForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_DenseHiddenBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+
 void BM_PoolForward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, false>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 void BM_PoolBackward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, true>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 BENCHMARK(BM_ConvForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
