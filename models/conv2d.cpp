@@ -141,7 +141,7 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
   Matrix cols(scratch_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, db_.view(), ones_, relu_);
+  impl::act_bias_backward(space, dout, out, db_.view(), relu_);
   gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (9C, F) = (BHW, 9C)^T (BHW, F)
   if (dx.size() == 0) return;
   gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHW, 9C) = (BHW, F) (9C, F)^T

@@ -27,9 +27,6 @@ class Layer {
   /// Floats of scratch the layer needs for a batch of shape `in`.
   virtual std::int64_t scratch_size(Shape const& /*in*/) const { return 0; }
   virtual void set_scratch(DeviceView<float*> const& /*scratch*/) {}
-  /// Rows of the gemm whose column sums give the bias gradient (0: no bias); the model provides a vector of ones.
-  virtual std::int64_t ones_size(Shape const& /*in*/) const { return 0; }
-  void set_ones(DeviceView<const float*> const& ones) { ones_ = ones; }
   /// True if the output is the input seen with another shape (no kernel, no memory).
   virtual bool is_view() const { return false; }
   /// Asks the layer to absorb `next` (which follows it, on inputs of shape `in`): if it agrees, its forward
@@ -44,9 +41,6 @@ class Layer {
   /// Writes the parameter gradients and, if dx is non-empty, dx; dy may be overwritten.
   virtual void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                         Tensor const& dx) = 0;
-
- protected:
-  DeviceView<const float*> ones_;
 };
 
 /// A layer with a kernel, a bias and an optional fused ReLU (Dense, Conv2D): holds the windows of its parameters
@@ -72,7 +66,6 @@ class Dense : public KernelBiasLayer {
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
-  std::int64_t ones_size(Shape const& in) const override { return in[0]; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override;
@@ -96,7 +89,6 @@ class Conv2D : public KernelBiasLayer {
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   std::int64_t scratch_size(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * 9 * in.size() * features_; }
-  std::int64_t ones_size(Shape const& in) const override { return direct(in) ? 0 : in[0] * in[1] * in[2]; }
   bool fuse_next(Layer const& next, Shape const& in) override;
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   /// True if inputs of shape `in` take the direct kernels.
@@ -138,19 +130,20 @@ class Flatten : public Layer {
 std::unique_ptr<Layer> make_layer(std::string const& token);
 
 /// What a layer needs to run outside a Model (tests, micro-benchmarks): its own parameter arena (bound to it),
-/// scratch and vector of ones, for inputs of shape `in`.
+/// and scratch, for inputs of shape `in`.
 struct StandaloneLayer {
   StandaloneLayer(Layer& layer, Shape const& in);
   Arena arena;
-  DeviceView<float*> scratch, ones;
+  DeviceView<float*> scratch;
 };
 
 namespace impl {
 /// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.
 void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu);
-/// dz = dy * act'(y) in place, db[j] = sum_i dz[i, j] (a gemm with `ones`, which holds >= rows ones).
+/// dz = dy * act'(y) in place and db[j] = sum_i dz[i, j], in one pass: each thread owns a block of columns and
+/// sums down the rows in order (deterministic, no atomics).
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, DeviceView<const float*> const& ones, bool relu);
+                       DeviceView<float*> const& db, bool relu);
 }  // namespace impl
 
 }  // namespace ktr

@@ -89,7 +89,7 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
   // Workspace: [outputs of every non-view layer | two gradient buffers | each layer's scratch], one allocation.
   // Scratch is per layer, so what a forward leaves there (im2col columns) is still there for the backward.
   auto padded = [](std::int64_t n) { return (n + Arena::alignment - 1) / Arena::alignment * Arena::alignment; };
-  std::int64_t size = 0, largest = 0, scratch = 0, ones = 0;
+  std::int64_t size = 0, largest = 0, scratch = 0;
   std::vector<std::int64_t> scratch_offset(layers_.size());
   act_offset_.assign(shapes_.size(), -1);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -97,7 +97,6 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
     largest = std::max({largest, in.size(), out.size()});
     scratch_offset[i] = scratch;
     scratch += padded(layers_[i]->scratch_size(in));
-    ones = std::max(ones, layers_[i]->ones_size(in));
     if (!layers_[i]->is_view() && !absorbs_next_[i]) {  // a fused layer writes only the next one's output
       act_offset_[i + 1] = size;
       size += padded(out.size());
@@ -107,13 +106,10 @@ Model::Model(std::string const& description, std::int64_t max_batch) : max_batch
   grad_offset_[1] = size + padded(largest);
   std::int64_t const scratch_base = size + 2 * padded(largest);
   workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_base + scratch));
-  DeviceView<float*> ones_view("ktr::model::ones", std::size_t(ones) + 1);
-  Kokkos::deep_copy(ones_view, 1.0f);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::int64_t const begin = scratch_base + scratch_offset[i];
     layers_[i]->set_scratch(Kokkos::subview(
         workspace_, std::make_pair(begin, begin + layers_[i]->scratch_size(activation(i, max_batch)))));
-    layers_[i]->set_ones(ones_view);
   }
   acts_.resize(layers_.size() + 1);
 }
