@@ -87,9 +87,13 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
       });
 }
 
+// Per chunk of rows and tile of NV * W channels, in blocks of `block` output positions: first d loss / d z of the
+// block's pixels (recomputing z: P^2 x NV accumulators), then, one pack at a time, the 9 taps' kernel-gradient
+// accumulators over the block (9 packs in registers), so neither phase runs out of vector registers.
 template <int P, int W, int NV, int CC>
 void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                    bool relu, float const* dy, float* partials, float* dz) {
+  constexpr int block = 4;
   std::int64_t const H = d.height, Wd = d.width, C = CC > 0 ? CC : d.channels, F = d.features;
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), ps = d.partial_size();
   std::int64_t const rows = conv_direct_rows_per_chunk(d), per_image = (Ho + rows - 1) / rows;
@@ -109,32 +113,39 @@ void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, fl
             for (std::int64_t k = 0; k < 9 * C; ++k) gw[k][u] = Pack<W>::zero();
           }
           for (std::int64_t i = i0; i < i1; ++i)
-            for (std::int64_t j = 0; j < Wo; ++j) {
-              Patch<P, CC> p;
-              load_patch(d, x, n, i * P, j * P, p);
-              Pack<W> g[P * P][NV];  // z, then d loss / d z
-              conv_block(d, p, w, b, f0, g);
-              float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
+            for (std::int64_t j0 = 0; j0 < Wo; j0 += block) {
+              int const nj = j0 + block < Wo ? block : int(Wo - j0);
+              Patch<P, CC> p[block];
+              Pack<W> g[block][P * P][NV];  // z, then d loss / d z
+              for (int jj = 0; jj < nj; ++jj) {
+                std::int64_t const j = j0 + jj;
+                load_patch(d, x, n, i * P, j * P, p[jj]);
+                conv_block(d, p[jj], w, b, f0, g[jj]);
+                float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
+                for (int u = 0; u < NV; ++u) {
+                  Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
+                  for (int q = 0; q < P * P; ++q)
+                    g[jj][q][u] = relu ? Pack<W>::where_positive(g[jj][q][u], gu) : gu;
+                }
+                if (dz != nullptr)
+                  for (int q = 0; q < P * P; ++q)
+                    for (int u = 0; u < NV; ++u)
+                      g[jj][q][u].store(dz + ((n * H + i * P + q / P) * Wd + j * P + q % P) * F + f0 + u * W);
+              }
               for (int u = 0; u < NV; ++u) {
-                Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
-                for (int q = 0; q < P * P; ++q) {
-                  g[q][u] = relu ? Pack<W>::where_positive(g[q][u], gu) : gu;
-                  gb[u].add(g[q][u]);
+                for (int jj = 0; jj < nj; ++jj)
+                  for (int q = 0; q < P * P; ++q) gb[u].add(g[jj][q][u]);
+                for (std::int64_t c = 0; c < C; ++c) {
+                  Pack<W> acc[9];
+                  for (int k = 0; k < 9; ++k) acc[k] = gw[k * C + c][u];
+                  for (int jj = 0; jj < nj; ++jj)
+                    for (int q = 0; q < P * P; ++q)
+                      for (int kh = 0; kh < 3; ++kh)
+                        for (int kw = 0; kw < 3; ++kw)
+                          acc[kh * 3 + kw].fma(p[jj].v[(q / P + kh) * (P + 2) + q % P + kw][c], g[jj][q][u]);
+                  for (int k = 0; k < 9; ++k) gw[k * C + c][u] = acc[k];
                 }
               }
-              if (dz != nullptr)
-                for (int q = 0; q < P * P; ++q)
-                  for (int u = 0; u < NV; ++u)
-                    g[q][u].store(dz + ((n * H + i * P + q / P) * Wd + j * P + q % P) * F + f0 + u * W);
-              for (int kh = 0; kh < 3; ++kh)
-                for (int kw = 0; kw < 3; ++kw)
-                  for (std::int64_t c = 0; c < C; ++c) {
-                    Pack<W>(&acc)[NV] = gw[(kh * 3 + kw) * C + c];
-                    for (int q = 0; q < P * P; ++q) {
-                      float const xv = p.v[(q / P + kh) * (P + 2) + q % P + kw][c];
-                      for (int u = 0; u < NV; ++u) acc[u].fma(xv, g[q][u]);
-                    }
-                  }
             }
           for (int u = 0; u < NV; ++u) {
             for (std::int64_t k = 0; k < 9 * C; ++k) gw[k][u].store(part + k * F + f0 + u * W);
@@ -232,7 +243,7 @@ void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const
                           float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
   if (dz != nullptr) zero_dropped(space, d, dz);
-  dispatch<false>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  dispatch<true>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
   Kokkos::parallel_for(
