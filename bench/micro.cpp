@@ -44,6 +44,32 @@ BENCHMARK(BM_Gemm)
     ->Args({32, 6272, 10})
     ->UseRealTime();
 
+// The gemms of a dense layer's backward: range(0) = B, then in, out, and which: 0 the kernel gradient
+// (in, out) = (B, in)^T (B, out), 1 the input gradient (B, in) = (B, out) (in, out)^T.
+void BM_GemmBackward(benchmark::State& state) {
+  std::int64_t const b = state.range(0), in = state.range(1), out = state.range(2);
+  bool const input_gradient = state.range(3) == 1;
+  ExecSpace space;
+  Tensor x("x", {b, in}), w("w", {in, out}), dy("dy", {b, out});
+  ktr::fill(space, x.view(), 0.5f);
+  ktr::fill(space, w.view(), 0.25f);
+  ktr::fill(space, dy.view(), 0.25f);
+  for (auto _ : state) {
+    if (input_gradient)
+      ktr::gemm(space, false, true, 1.0f, dy.matrix(), w.matrix(), 0.0f, x.matrix());
+    else
+      ktr::gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, w.matrix());
+    space.fence();
+  }
+  set_rate(state, 2.0 * b * in * out, "FLOP/s");
+}
+BENCHMARK(BM_GemmBackward)
+    ->Args({32, 6272, 10, 0})
+    ->Args({32, 6272, 10, 1})
+    ->Args({256, 784, 512, 0})
+    ->Args({256, 512, 512, 1})
+    ->UseRealTime();
+
 // Layer forward or backward on a batch of (B, H, W, C).
 template <class LayerT, bool Backward>
 void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
