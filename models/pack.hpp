@@ -4,7 +4,8 @@
 // accumulated in a loop with a runtime trip count (GCC vectorises the element loop but does not promote the
 // array to registers), so for host code built by GCC or Clang Pack<8> is a generic vector type of the compiler
 // (a vector_size attribute, not an instruction-set intrinsic: it lowers to whatever the target has). Device code
-// (CUDA, HIP) always gets the plain array, which lives in registers there.
+// (CUDA, HIP) always gets the plain array, which lives in registers there; the host pass of a CUDA/HIP build gets
+// the vector type (its functions are still marked host + device, as the lambdas that call them are).
 #pragma once
 
 #include <Kokkos_Core.hpp>
@@ -57,19 +58,21 @@ template <>
 struct Pack<8> {
   typedef float V __attribute__((vector_size(32)));
   V v;
-  static inline Pack load(float const* p) {
+  static KOKKOS_INLINE_FUNCTION Pack load(float const* p) {
     Pack r;
     __builtin_memcpy(&r.v, p, sizeof(V));
     return r;
   }
-  static inline Pack zero() { return Pack{V{}}; }
-  static inline Pack fill(float x) { return Pack{V{} + x}; }
-  inline void store(float* p) const { __builtin_memcpy(p, &v, sizeof(V)); }
-  inline void fma(float x, Pack const& w) { v += x * w.v; }
-  inline void add(Pack const& a) { v += a.v; }
-  inline void add_relu(Pack const& a) { v += a.v > 0.0f ? a.v : V{}; }
-  inline Pack scaled(float s) const { return Pack{s * v}; }
-  static inline Pack where_positive(Pack const& z, Pack const& a) { return Pack{z.v > 0.0f ? a.v : V{}}; }
+  static KOKKOS_INLINE_FUNCTION Pack zero() { return Pack{V{}}; }
+  static KOKKOS_INLINE_FUNCTION Pack fill(float x) { return Pack{V{} + x}; }
+  KOKKOS_INLINE_FUNCTION void store(float* p) const { __builtin_memcpy(p, &v, sizeof(V)); }
+  KOKKOS_INLINE_FUNCTION void fma(float x, Pack const& w) { v += x * w.v; }
+  KOKKOS_INLINE_FUNCTION void add(Pack const& a) { v += a.v; }
+  KOKKOS_INLINE_FUNCTION void add_relu(Pack const& a) { v += a.v > 0.0f ? a.v : V{}; }
+  KOKKOS_INLINE_FUNCTION Pack scaled(float s) const { return Pack{s * v}; }
+  static KOKKOS_INLINE_FUNCTION Pack where_positive(Pack const& z, Pack const& a) {
+    return Pack{z.v > 0.0f ? a.v : V{}};
+  }
 };
 #endif
 
