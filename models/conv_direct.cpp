@@ -26,6 +26,13 @@ template <int P, int CC>
 KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
                                        std::int64_t w0, Patch<P, CC>& p) {
   std::int64_t const C = CC > 0 ? CC : d.channels;
+  if (h0 >= 1 && h0 + P < d.height && w0 >= 1 && w0 + P < d.width) {  // interior: no padding to test for
+    float const* src = x + ((b * d.height + h0 - 1) * d.width + w0 - 1) * C;
+    for (int r = 0; r < P + 2; ++r)
+      for (int s = 0; s < P + 2; ++s)
+        for (std::int64_t c = 0; c < C; ++c) p.v[r * (P + 2) + s][c] = src[(r * d.width + s) * C + c];
+    return;
+  }
   for (int r = 0; r < P + 2; ++r) {
     std::int64_t const hh = h0 + r - 1;
     for (int s = 0; s < P + 2; ++s) {
