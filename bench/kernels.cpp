@@ -1,5 +1,6 @@
-// `ktr bench kernels`: each building block of a training step beside the machine limit it should approach,
-// measured in the same run, with the ratio:
+// `ktr bench kernels`: each building block of a training step beside the machine limit it should approach. Each
+// kernel and its limit are measured back to back, over 5 interleaved rounds; the table gives medians and the
+// median (and range) of the same-round ratio, so that a ratio never compares runs seconds apart:
 //   gather (uint8 -> float batch)      GB/s   vs  device copy GB/s
 //   Adam update over the MLP arena     GB/s   vs  device copy GB/s
 //   model forward + backward           GFLOP/s vs large-sgemm GFLOP/s   (MLP and SimpleCNN, batch 32 and 256)
@@ -12,7 +13,9 @@
 #include "bench/bench.hpp"
 #include "bench/measure.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <random>
 
 namespace ktr::bench {
@@ -67,38 +70,82 @@ ModelRate model_rate(ExecSpace const& space, std::string const& description, std
   return ModelRate{double(batch) / s, model.train_flops(batch) / s / 1e9};
 }
 
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+// A kernel and the limit it is compared with, measured back to back in every round.
+struct Row {
+  std::string what;
+  char const *unit, *limit_name;
+  std::function<double()> kernel, limit;
+  std::vector<double> got, lim, ratio;
+};
+
+}  // namespace
+
 int run_kernels(ExecSpace const& space, bool quick) {
-  double const sgemm = sgemm_gflops(space, quick ? 128 : 2048, quick ? 3 : 7);
+  int const rounds = quick ? 2 : 5;
+  std::int64_t const n = quick ? 128 : 2048;
+  auto sgemm = [&space, n, quick] { return sgemm_gflops(space, n, quick ? 1 : 3, 1); };
   LaunchCost const launch = launch_cost(space, quick ? 200 : 2000);
   DeviceDataset const data = random_dataset(quick ? 600 : 60000);
-  std::printf("%-46s %12s %22s %8s\n", "kernel", "achieved", "limit (same run)", "ratio");
-  auto row = [](std::string const& what, double got, double limit, char const* unit, char const* limit_name) {
-    std::printf("%-46s %7s %s %9s %s %-6s %6.0f%%\n", what.c_str(), num(got).c_str(), unit, num(limit).c_str(),
-                unit, limit_name, 100 * got / limit);
-  };
-  std::printf("%-46s %7s GF/s\n", "large sgemm through ktr::gemm", num(sgemm).c_str());
-  std::printf("%-46s %7s us back-to-back, %s us with a fence\n", "empty kernel launch",
-              num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
-  // Memory-bound kernels beside a device copy of the same buffer, measured just before: for the gather, a copy of
-  // the float batch it produces; for the optimiser, a copy as large as the arena traffic. GB/s count bytes read
-  // plus bytes written, for the kernel (gather: 1 + 4 bytes a pixel) and the copy (4 + 4) alike.
-  for (std::int64_t b : {32, 256}) {
-    double const copy = copy_gbps(space, b * 784 * 4, quick ? 3 : 31);
-    row("gather batch " + std::to_string(b), gather_gbps(space, data, b), copy, "GB/s", "copy");
-  }
+  std::vector<Row> rows;
+  // Memory-bound kernels beside a device copy of the same buffer: for the gather, a copy of the float batch it
+  // produces; for the optimiser, a copy as large as the arena traffic. GB/s count bytes read plus bytes written,
+  // for the kernel (gather: 1 + 4 bytes a pixel) and the copy (4 + 4) alike.
+  int const copy_reps = quick ? 3 : 15;
+  for (std::int64_t b : {32, 256})
+    rows.push_back(Row{"gather batch " + std::to_string(b), "GB/s", "copy",
+                       [&space, &data, b] { return gather_gbps(space, data, b); },
+                       [&space, b, copy_reps] { return copy_gbps(space, b * 784 * 4, copy_reps); }});
   std::int64_t const arena = quick ? 10000 : 669706;  // the MLP's parameters
-  double const adam_copy = copy_gbps(space, std::int64_t(3.5 * 4 * double(arena)), quick ? 3 : 31);
-  row("adam update, arena of " + std::to_string(arena) + " floats", adam_gbps(space, arena), adam_copy, "GB/s",
-      "copy");
+  rows.push_back(Row{
+      "adam update, arena of " + std::to_string(arena) + " floats", "GB/s", "copy",
+      [&space, arena] { return adam_gbps(space, arena); },
+      [&space, arena, copy_reps] { return copy_gbps(space, std::int64_t(3.5 * 4 * double(arena)), copy_reps); }});
+  // Forward + loss + backward of both models beside a large sgemm through the same gemm entry point.
+  std::vector<double> samples(4);
+  int slot = 0;
   for (auto const& [name, desc] : {std::pair<char const*, std::string>{"mlp", Model::mlp()},
                                    std::pair<char const*, std::string>{"cnn", Model::simple_cnn()}}) {
     for (std::int64_t b : {32, 256}) {
-      ModelRate const r = model_rate(space, desc, quick ? 8 : b);
-      row(std::string(name) + " fwd+bwd batch " + std::to_string(quick ? 8 : b) + " (" + num(r.samples_per_s, 0) +
-              " samples/s)",
-          r.gflops, sgemm, "GF/s", "sgemm");
+      std::int64_t const batch = quick ? 8 : b;
+      double* sps = &samples[std::size_t(slot++)];
+      rows.push_back(Row{std::string(name) + " fwd+bwd batch " + std::to_string(batch), "GF/s", "sgemm",
+                         [&space, desc = desc, batch, sps] {
+                           ModelRate const r = model_rate(space, desc, batch);
+                           *sps = r.samples_per_s;
+                           return r.gflops;
+                         },
+                         sgemm});
     }
   }
+
+  std::vector<double> empty_us;
+  for (int r = 0; r < rounds; ++r)
+    for (auto& row : rows) {
+      double const limit = row.limit(), got = row.kernel();
+      row.lim.push_back(limit), row.got.push_back(got), row.ratio.push_back(got / limit);
+    }
+
+  std::printf("%d interleaved rounds (each: limit, then kernel); medians, and the range of the same-round ratio\n",
+              rounds);
+  std::printf("%-40s %12s %22s %8s %13s\n", "kernel", "achieved", "limit (same round)", "ratio", "ratio range");
+  std::printf("%-40s %7s us back-to-back, %s us with a fence\n", "empty kernel launch",
+              num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
+  for (auto const& row : rows) {
+    auto const [lo, hi] = std::minmax_element(row.ratio.begin(), row.ratio.end());
+    std::printf("%-40s %7s %s %9s %s %-6s %6.0f%% %5.0f-%.0f%%\n", row.what.c_str(), num(median(row.got)).c_str(),
+                row.unit, num(median(row.lim)).c_str(), row.unit, row.limit_name, 100 * median(row.ratio),
+                100 * *lo, 100 * *hi);
+  }
+  std::printf("(samples/s of the last round: mlp %s / %s, cnn %s / %s at the two batches)\n",
+              num(samples[0], 0).c_str(), num(samples[1], 0).c_str(), num(samples[2], 0).c_str(),
+              num(samples[3], 0).c_str());
   return 0;
 }
 

@@ -17,7 +17,7 @@ double median_seconds(ExecSpace const& space, std::function<void()> const& body,
 double copy_gbps(ExecSpace const& space, std::int64_t bytes, int reps = 15);
 
 /// Square sgemm of size n through ktr::gemm: GFLOP/s (2 n^3 per call).
-double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps = 7);
+double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps = 7, int warmup = 2);
 
 /// Empty-kernel launch cost in microseconds: {back-to-back launches per launch, launch + fence}.
 struct LaunchCost {

@@ -44,6 +44,32 @@ BENCHMARK(BM_Gemm)
     ->Args({32, 6272, 10})
     ->UseRealTime();
 
+// The gemms of a dense layer's backward: range(0) = B, then in, out, and which: 0 the kernel gradient
+// (in, out) = (B, in)^T (B, out), 1 the input gradient (B, in) = (B, out) (in, out)^T.
+void BM_GemmBackward(benchmark::State& state) {
+  std::int64_t const b = state.range(0), in = state.range(1), out = state.range(2);
+  bool const input_gradient = state.range(3) == 1;
+  ExecSpace space;
+  Tensor x("x", {b, in}), w("w", {in, out}), dy("dy", {b, out});
+  ktr::fill(space, x.view(), 0.5f);
+  ktr::fill(space, w.view(), 0.25f);
+  ktr::fill(space, dy.view(), 0.25f);
+  for (auto _ : state) {
+    if (input_gradient)
+      ktr::gemm(space, false, true, 1.0f, dy.matrix(), w.matrix(), 0.0f, x.matrix());
+    else
+      ktr::gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, w.matrix());
+    space.fence();
+  }
+  set_rate(state, 2.0 * b * in * out, "FLOP/s");
+}
+BENCHMARK(BM_GemmBackward)
+    ->Args({32, 6272, 10, 0})
+    ->Args({32, 6272, 10, 1})
+    ->Args({256, 784, 512, 0})
+    ->Args({256, 512, 512, 1})
+    ->UseRealTime();
+
 // Layer forward or backward on a batch of (B, H, W, C).
 template <class LayerT, bool Backward>
 void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
@@ -75,6 +101,52 @@ void BM_ConvForward(benchmark::State& s) {
 void BM_ConvBackward(benchmark::State& s) {
   BM_Layer<ktr::Conv2D, true>(s, ktr::Conv2D(32, true), {1, 28, 28, 1});
 }
+// Conv2D + ReLU with the AvgPool2 after it fused in, as the SimpleCNN runs it (direct kernels; backward without
+// the input gradient, as for a first layer).
+template <bool Backward>
+void BM_ConvPool(benchmark::State& state) {
+  std::int64_t const b = state.range(0);
+  ExecSpace space;
+  ktr::Conv2D layer(32, true);
+  Shape const in{b, 28, 28, 1}, out{b, 14, 14, 32};
+  if (!layer.fuse_next(ktr::AvgPool2(), in)) state.SkipWithError("conv did not fuse the pool");
+  ktr::StandaloneLayer standalone(layer, in);
+  Tensor x("x", in), y("y", out), dy("dy", out);
+  ktr::fill(space, x.view(), 0.5f);
+  ktr::fill(space, dy.view(), 0.1f);
+  layer.forward(space, x, y);
+  for (auto _ : state) {
+    if (Backward)
+      layer.backward(space, x, y, dy, Tensor());
+    else
+      layer.forward(space, x, y);
+    space.fence();
+  }
+  set_rate(state, layer.forward_flops(in), "FLOP/s");
+}
+void BM_ConvPoolForward(benchmark::State& s) { BM_ConvPool<false>(s); }
+void BM_ConvPoolBackward(benchmark::State& s) { BM_ConvPool<true>(s); }
+BENCHMARK(BM_ConvPoolForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_ConvPoolBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+
+// The dense layers of both models, forward (gemm + bias/ReLU) and backward (bias gradient, two gemms).
+void BM_DenseHeadForward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, false>(s, ktr::Dense(10, false), {1, 14, 14, 32});
+}
+void BM_DenseHeadBackward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, true>(s, ktr::Dense(10, false), {1, 14, 14, 32});
+}
+void BM_DenseHiddenForward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, false>(s, ktr::Dense(512, true), {1, 1, 1, 512});
+}
+void BM_DenseHiddenBackward(benchmark::State& s) {
+  BM_Layer<ktr::Dense, true>(s, ktr::Dense(512, true), {1, 1, 1, 512});
+}
+BENCHMARK(BM_DenseHeadForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_DenseHeadBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_DenseHiddenForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+BENCHMARK(BM_DenseHiddenBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
+
 void BM_PoolForward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, false>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 void BM_PoolBackward(benchmark::State& s) { BM_Layer<ktr::AvgPool2, true>(s, ktr::AvgPool2(), {1, 28, 28, 32}); }
 BENCHMARK(BM_ConvForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();

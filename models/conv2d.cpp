@@ -1,7 +1,11 @@
-// Conv2D 3x3 / stride 1 / SAME, NHWC: im2col + gemm forward, gemm for the kernel gradient, gemm + col2im for the
-// input gradient. The im2col matrix (B*H*W, 9*Cin) lives in the model's scratch and is reused for its gradient.
+// Conv2D 3x3 / stride 1 / SAME, NHWC, two ways, picked per layer by its input channel count:
+//   direct (few input channels): the kernels of conv_direct.hpp, with a following AvgPool2 fused in; scratch
+//     holds the backward's per-chunk kernel-gradient partials (and dz when the input gradient is asked for).
+//   im2col (many): im2col + gemm forward, gemm for the kernel gradient, gemm + col2im for the input gradient. The
+//     im2col matrix (B*H*W, 9*Cin) lives in the model's scratch and is reused for its gradient.
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "conv_direct.hpp"
 #include "layers.hpp"
 
 namespace ktr {
@@ -74,14 +78,47 @@ std::vector<ParamSpec> Conv2D::param_specs(Shape const& in) const {
           ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
 }
 
+static_assert(Conv2D::direct_max_channels <= impl::conv_direct_max_channels, "direct kernels too narrow");
+
+namespace {
+impl::ConvDims dims(Shape const& in, std::int64_t features, int pool) {
+  auto g = geometry(in);
+  return impl::ConvDims{g.batch, g.height, g.width, g.channels, features, pool};
+}
+}  // namespace
+
+bool Conv2D::direct(Shape const& in) const {
+  auto g = geometry(in);
+  if (algorithm_ == ConvAlgorithm::im2col) return false;
+  KTR_REQUIRE(g.channels <= impl::conv_direct_max_channels || algorithm_ == ConvAlgorithm::automatic,
+              "ktr::Conv2D",
+              "direct convolution takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels");
+  return g.channels <= direct_max_channels;
+}
+
+bool Conv2D::fuse_next(Layer const& next, Shape const& in) {
+  if (pool_ != 1 || dynamic_cast<AvgPool2 const*>(&next) == nullptr || !direct(in)) return false;
+  pool_ = 2;
+  return true;
+}
+
 std::int64_t Conv2D::scratch_size(Shape const& in) const {
   auto g = geometry(in);
-  return g.pixels() * g.patch();
+  if (!direct(in)) return g.pixels() * g.patch();
+  auto const d = dims(in, features_, pool_);
+  return impl::conv_direct_chunks(d) * d.partial_size() + g.pixels() * features_;  // partials, dz
 }
 
 void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+  if (direct(x.shape())) {
+    auto const d = dims(x.shape(), features_, pool_);
+    KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
+                "output " + y.shape().str() + " does not fit the (pooled) convolution");
+    impl::conv_direct_forward(space, d, x.data(), w_.data(), b_.data(), relu_, y.data());
+    return;
+  }
   auto g = geometry(x.shape());
-  Matrix cols(cols_.data(), g.pixels(), g.patch());
+  Matrix cols(scratch_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_);
   Matrix out(y.data(), g.pixels(), features_);
   im2col(space, g, x.data(), cols);
@@ -91,11 +128,20 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
 
 void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                       Tensor const& dx) {
+  if (direct(x.shape())) {
+    auto const d = dims(x.shape(), features_, pool_);
+    float* const partials = scratch_.data();
+    float* const dz = dx.size() > 0 ? partials + impl::conv_direct_chunks(d) * d.partial_size() : nullptr;
+    impl::conv_direct_backward(space, d, x.data(), w_.data(), b_.data(), relu_, dy.data(), dw_.data(), db_.data(),
+                               partials, dz);
+    if (dz != nullptr) impl::conv_direct_input_grad(space, d, dz, w_.data(), dx.data());
+    return;
+  }
   auto g = geometry(x.shape());
-  Matrix cols(cols_.data(), g.pixels(), g.patch());
+  Matrix cols(scratch_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, db_.view(), ones_, relu_);
+  impl::act_bias_backward(space, dout, out, db_.view(), relu_);
   gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (9C, F) = (BHW, 9C)^T (BHW, F)
   if (dx.size() == 0) return;
   gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHW, 9C) = (BHW, F) (9C, F)^T

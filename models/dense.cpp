@@ -1,4 +1,5 @@
-// Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way.
+// Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way (forward: bias + ReLU;
+// backward: ReLU gradient + bias gradient, so the step has no bias-gradient gemm).
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
@@ -9,30 +10,55 @@ namespace ktr {
 namespace impl {
 
 void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu) {
-  Kokkos::parallel_for(
-      "ktr::dense::bias_act", MDRange<2>(space, {0, 0}, {std::int64_t(y.extent(0)), std::int64_t(y.extent(1))}),
-      KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
-        float const v = y(i, j) + b(j);
-        y(i, j) = (relu && v < 0.0f) ? 0.0f : v;
-      });
+  std::int64_t const rows = std::int64_t(y.extent(0)), cols = std::int64_t(y.extent(1));
+  float* KOKKOS_RESTRICT const out = y.data();
+  float const* KOKKOS_RESTRICT const bias = b.data();
+  if constexpr (device_is_host) {  // a row per iteration: the column loop vectorises
+    Kokkos::parallel_for(
+        "ktr::dense::bias_act", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, rows),
+        KOKKOS_LAMBDA(std::int64_t i) {
+          float* KOKKOS_RESTRICT const r = out + i * cols;
+          for (std::int64_t j = 0; j < cols; ++j) {
+            float const v = r[j] + bias[j];
+            r[j] = (relu && v < 0.0f) ? 0.0f : v;
+          }
+        });
+  } else {
+    Kokkos::parallel_for(
+        "ktr::dense::bias_act", MDRange<2>(space, {0, 0}, {rows, cols}),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
+          float const v = out[i * cols + j] + bias[j];
+          out[i * cols + j] = (relu && v < 0.0f) ? 0.0f : v;
+        });
+  }
 }
 
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, DeviceView<const float*> const& ones, bool relu) {
-  if (relu) {  // element-wise on contiguous matrices: a flat loop
-    float* KOKKOS_RESTRICT const g = dy.data();
-    float const* KOKKOS_RESTRICT const out = y.data();
-    chunked_for(
-        "ktr::dense::relu_backward", space, std::int64_t(dy.size()),
-        KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
-          for (std::int64_t k = begin; k < end; ++k) g[k] = out[k] > 0.0f ? g[k] : 0.0f;
-        });
-  }
-  // db (1, cols) = ones (1, rows) dz (rows, cols): a column sum, as a gemm so it runs at BLAS speed.
-  KTR_REQUIRE(ones.extent(0) >= dy.extent(0), "ktr::act_bias_backward", "ones buffer too short");
-  ConstMatrix const ones_row(ones.data(), 1, dy.extent(0));
-  Matrix const db_row(db.data(), 1, dy.extent(1));
-  gemm(space, false, false, 1.0f, ones_row, dy, 0.0f, db_row);
+                       DeviceView<float*> const& db, bool relu) {
+  // A block of columns per thread (on a GPU one column per thread: neighbours read neighbouring floats).
+  constexpr std::int64_t block = device_is_host ? 64 : 1;
+  std::int64_t const rows = std::int64_t(dy.extent(0)), cols = std::int64_t(dy.extent(1));
+  float* KOKKOS_RESTRICT const g = dy.data();
+  float const* KOKKOS_RESTRICT const out = y.data();
+  float* const sum = db.data();
+  Kokkos::parallel_for(
+      "ktr::dense::act_bias_backward",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (cols + block - 1) / block),
+      KOKKOS_LAMBDA(std::int64_t blk) {
+        std::int64_t const j0 = blk * block, n = j0 + block < cols ? block : cols - j0;
+        float acc[block];
+        for (std::int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
+        for (std::int64_t i = 0; i < rows; ++i) {
+          float* KOKKOS_RESTRICT const gi = g + i * cols + j0;
+          float const* KOKKOS_RESTRICT const oi = out + i * cols + j0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            float const v = (relu && !(oi[j] > 0.0f)) ? 0.0f : gi[j];
+            gi[j] = v;
+            acc[j] += v;
+          }
+        }
+        for (std::int64_t j = 0; j < n; ++j) sum[j0 + j] = acc[j];
+      });
 }
 
 }  // namespace impl
@@ -46,15 +72,11 @@ void KernelBiasLayer::bind(std::vector<Tensor> const& params, std::vector<Tensor
 }
 
 StandaloneLayer::StandaloneLayer(Layer& layer, Shape const& in)
-    : arena(layer.param_specs(in)),
-      scratch("ktr::layer::scratch", std::size_t(layer.scratch_size(in)) + 1),
-      ones("ktr::layer::ones", std::size_t(layer.ones_size(in)) + 1) {
+    : arena(layer.param_specs(in)), scratch("ktr::layer::scratch", std::size_t(layer.scratch_size(in)) + 1) {
   std::vector<Tensor> params, grads;
   for (std::size_t i = 0; i < arena.count(); ++i) params.push_back(arena.param(i)), grads.push_back(arena.grad(i));
   layer.bind(params, grads);
   layer.set_scratch(scratch);
-  Kokkos::deep_copy(ones, 1.0f);
-  layer.set_ones(ones);
 }
 
 Shape Dense::output_shape(Shape const& in) const { return Shape{in[0], features_}; }
@@ -73,7 +95,7 @@ void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
 
 void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                      Tensor const& dx) {
-  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), ones_, relu_);
+  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), relu_);
   gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, dw_.matrix());  // (in, out) = (B, in)^T (B, out)
   if (dx.size() > 0) gemm(space, false, true, 1.0f, dy.matrix(), w_.matrix(), 0.0f, dx.matrix());  // (B, in)
 }

@@ -28,11 +28,12 @@ class Layer {
   /// Floats of scratch the layer needs for a batch of shape `in`.
   virtual std::int64_t scratch_size(Shape const& /*in*/) const { return 0; }
   virtual void set_scratch(DeviceView<float*> const& /*scratch*/) {}
-  /// Rows of the gemm whose column sums give the bias gradient (0: no bias); the model provides a vector of ones.
-  virtual std::int64_t ones_size(Shape const& /*in*/) const { return 0; }
-  void set_ones(DeviceView<const float*> const& ones) { ones_ = ones; }
   /// True if the output is the input seen with another shape (no kernel, no memory).
   virtual bool is_view() const { return false; }
+  /// Asks the layer to absorb `next` (which follows it, on inputs of shape `in`): if it agrees, its forward
+  /// writes next's output and its backward takes the gradient of next's output; the model then skips `next`.
+  /// Must be asked before scratch_size(). (Conv2D absorbs the AvgPool2 after it when it runs direct.)
+  virtual bool fuse_next(Layer const& /*next*/, Shape const& /*in*/) { return false; }
   /// Multiply-add FLOPs (2 per MAC) of the forward pass for a batch of shape `in` (gemm work only).
   virtual double forward_flops(Shape const& /*in*/) const { return 0; }
 
@@ -41,9 +42,6 @@ class Layer {
   /// Writes the parameter gradients and, if dx is non-empty, dx; dy may be overwritten.
   virtual void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                         Tensor const& dx) = 0;
-
- protected:
-  DeviceView<const float*> ones_;
 };
 
 /// A layer with a kernel, a bias and an optional fused ReLU (Dense, Conv2D): holds the windows of its parameters
@@ -69,30 +67,43 @@ class Dense : public KernelBiasLayer {
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
-  std::int64_t ones_size(Shape const& in) const override { return in[0]; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override;
 };
 
+/// How a Conv2D computes: `direct` (one pass over the input, vectorised over output channels, for few input
+/// channels: models/conv_direct.hpp) or `im2col` (im2col + gemm, for many); `automatic` picks direct when the
+/// input has at most `direct_max_channels` channels.
+enum class ConvAlgorithm { automatic, direct, im2col };
+
 /// 3x3 convolution, stride 1, SAME padding, NHWC, kernel (3, 3, Cin, Cout) (HWIO, as Flax), bias (Cout), optional
-/// fused ReLU. Forward and the kernel gradient go through im2col + gemm; the input gradient is a gemm + col2im.
-/// The forward's im2col columns stay in the layer's scratch for the backward that follows it.
+/// fused ReLU. im2col: forward and the kernel gradient go through im2col + gemm, the input gradient is a gemm +
+/// col2im, and the forward's im2col columns stay in the layer's scratch for the backward. direct: one kernel each
+/// way (plus a deterministic reduction of the kernel gradient), optionally with the following AvgPool2 fused in.
 class Conv2D : public KernelBiasLayer {
  public:
-  Conv2D(std::int64_t features, bool relu) : KernelBiasLayer("conv3x3", features, relu) {}
+  static constexpr std::int64_t direct_max_channels = 8;
+  Conv2D(std::int64_t features, bool relu, ConvAlgorithm algorithm = ConvAlgorithm::automatic)
+      : KernelBiasLayer("conv3x3", features, relu), algorithm_(algorithm) {}
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   std::int64_t scratch_size(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * 9 * in.size() * features_; }
-  std::int64_t ones_size(Shape const& in) const override { return in[0] * in[1] * in[2]; }
-  void set_scratch(DeviceView<float*> const& scratch) override { cols_ = scratch; }
+  bool fuse_next(Layer const& next, Shape const& in) override;
+  void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
+  /// True if inputs of shape `in` take the direct kernels.
+  bool direct(Shape const& in) const;
+  /// 2 if the following AvgPool2 is fused in (the forward writes the pooled output), else 1.
+  int pool() const { return pool_; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override;
 
  private:
-  DeviceView<float*> cols_;
+  ConvAlgorithm algorithm_;
+  int pool_ = 1;
+  DeviceView<float*> scratch_;
 };
 
 /// 2x2 average pooling, stride 2, VALID (odd trailing rows/columns are dropped, as Flax's avg_pool).
@@ -121,19 +132,20 @@ std::unique_ptr<Layer> make_layer(std::string const& token);
 std::unique_ptr<Layer> make_layer(LayerSpec const& spec);
 
 /// What a layer needs to run outside a Model (tests, micro-benchmarks): its own parameter arena (bound to it),
-/// scratch and vector of ones, for inputs of shape `in`.
+/// and scratch, for inputs of shape `in`.
 struct StandaloneLayer {
   StandaloneLayer(Layer& layer, Shape const& in);
   Arena arena;
-  DeviceView<float*> scratch, ones;
+  DeviceView<float*> scratch;
 };
 
 namespace impl {
 /// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.
 void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu);
-/// dz = dy * act'(y) in place, db[j] = sum_i dz[i, j] (a gemm with `ones`, which holds >= rows ones).
+/// dz = dy * act'(y) in place and db[j] = sum_i dz[i, j], in one pass: each thread owns a block of columns and
+/// sums down the rows in order (deterministic, no atomics).
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, DeviceView<const float*> const& ones, bool relu);
+                       DeviceView<float*> const& db, bool relu);
 }  // namespace impl
 
 }  // namespace ktr

@@ -58,12 +58,18 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
     layers_[i]->bind(params, grads);
   }
 
+  // Fusion: a layer may absorb the one after it (Conv2D + AvgPool2); the pair then runs as one layer.
+  absorbs_next_.assign(layers_.size(), false);
+  for (std::size_t i = 0; i + 1 < layers_.size(); ++i)
+    if (i == 0 || !absorbs_next_[i - 1])
+      absorbs_next_[i] = layers_[i]->fuse_next(*layers_[i + 1], activation(i, max_batch));
+
   // Workspace: [outputs of every non-view layer | two gradient buffers | each layer's scratch], one allocation.
   // Scratch is per layer, so what a forward leaves there (im2col columns) is still there for the backward.
   auto padded = [](std::int64_t n) {
     return checked_add(n, Arena::alignment - 1, "model workspace") / Arena::alignment * Arena::alignment;
   };
-  std::int64_t size = 0, largest = 0, scratch = 0, ones = 0;
+  std::int64_t size = 0, largest = 0, scratch = 0;
   std::vector<std::int64_t> scratch_offset(layers_.size());
   act_offset_.assign(shapes_.size(), -1);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
@@ -71,8 +77,7 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
     largest = std::max({largest, in.size(), out.size()});
     scratch_offset[i] = scratch;
     scratch = checked_add(scratch, padded(layers_[i]->scratch_size(in)), "model workspace");
-    ones = std::max(ones, layers_[i]->ones_size(in));
-    if (!layers_[i]->is_view()) {
+    if (!layers_[i]->is_view() && !absorbs_next_[i]) {  // a fused layer writes only the next one's output
       act_offset_[i + 1] = size;
       size = checked_add(size, padded(out.size()), "model workspace");
     }
@@ -83,13 +88,10 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
   workspace_floats_ = checked_add(scratch_base, scratch, "model workspace");
   if (!allocate) return;
   workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_base + scratch));
-  DeviceView<float*> ones_view("ktr::model::ones", std::size_t(ones) + 1);
-  Kokkos::deep_copy(ones_view, 1.0f);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::int64_t const begin = scratch_base + scratch_offset[i];
     layers_[i]->set_scratch(Kokkos::subview(
         workspace_, std::make_pair(begin, begin + layers_[i]->scratch_size(activation(i, max_batch)))));
-    layers_[i]->set_ones(ones_view);
   }
   acts_.resize(layers_.size() + 1);
 }
@@ -115,13 +117,16 @@ Tensor Model::forward(ExecSpace const& space, Tensor const& x) {
   batch_ = batch;
   acts_[0] = x;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    Shape const out_shape = activation(i + 1, batch);
-    acts_[i + 1] = layers_[i]->is_view()
-                       ? acts_[i].reshaped(out_shape)
-                       : Tensor(Kokkos::subview(workspace_, std::make_pair(act_offset_[i + 1],
-                                                                           act_offset_[i + 1] + out_shape.size())),
-                                out_shape);
-    layers_[i]->forward(space, acts_[i], acts_[i + 1]);
+    std::size_t const o = absorbs_next_[i] ? i + 2 : i + 1;  // the output this layer writes
+    Shape const out_shape = activation(o, batch);
+    if (absorbs_next_[i]) acts_[i + 1] = Tensor();  // never materialised
+    acts_[o] = layers_[i]->is_view()
+                   ? acts_[i].reshaped(out_shape)
+                   : Tensor(Kokkos::subview(workspace_,
+                                            std::make_pair(act_offset_[o], act_offset_[o] + out_shape.size())),
+                            out_shape);
+    layers_[i]->forward(space, acts_[i], acts_[o]);
+    if (absorbs_next_[i]) ++i;
   }
   return acts_.back();
 }
@@ -144,6 +149,8 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
       dy = dy.reshaped(in_shape);
       continue;
     }
+    if (i > 0 && absorbs_next_[i - 1]) continue;  // dy is the gradient of the fused pair's output
+    Tensor const& y = absorbs_next_[i] ? acts_[i + 2] : acts_[i + 1];
     Tensor din;
     if (i > first) {
       std::int64_t const off = grad_offset_[1 - current];
@@ -152,7 +159,7 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
       KTR_REQUIRE(dx.size() == in_shape.size(), "ktr::Model::backward", "dx must hold " + in_shape.str());
       din = dx.reshaped(in_shape);
     }
-    layers_[i]->backward(space, acts_[i], acts_[i + 1], dy, din);
+    layers_[i]->backward(space, acts_[i], y, dy, din);
     dy = din;
     current = 1 - current;
   }

@@ -77,6 +77,7 @@ class Model {
   Arena arena_;
   DeviceView<float*> workspace_;
   std::int64_t workspace_floats_ = 0;
+  std::vector<bool> absorbs_next_;        // layer i also computes layer i + 1 (which is then skipped)
   std::vector<std::int64_t> act_offset_;  // output of layer i at act_offset_[i + 1]
   std::int64_t grad_offset_[2] = {0, 0};
   std::vector<Tensor> acts_;  // acts_[i]: input of layer i in the last forward (acts_[0] = x); views only

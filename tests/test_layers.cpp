@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace {
 
@@ -27,9 +28,10 @@ void expect_close(std::vector<float> const& got, Vec const& want, double tol, ch
 
 // Checks a layer on input shape `in`: forward against `ref`, backward of L = sum(r * y) against finite
 // differences of the reference.
-void check_layer(ktr::Layer& layer, Shape in, RefForward const& ref, std::uint32_t seed) {
+// `out` overrides the layer's output shape (a layer that has absorbed the next one writes that one's output).
+void check_layer(ktr::Layer& layer, Shape in, RefForward const& ref, std::uint32_t seed, Shape out = Shape()) {
   ktr::ExecSpace space;
-  Shape const out = layer.output_shape(in);
+  if (out.rank == 0) out = layer.output_shape(in);
   ktr::StandaloneLayer standalone(layer, in);
   ktr::Arena const& arena = standalone.arena;
   std::vector<Tensor> grads;
@@ -101,6 +103,80 @@ TEST(Layers, Conv2DSingleChannelLinear) {
         return ktr::test::conv_ref(x, p[0], p[1], 3, 6, 6, 1, 4, false);
       },
       4);
+}
+
+TEST(Layers, Conv2DIm2colForwardAndGradients) {
+  ktr::Conv2D layer(3, true, ktr::ConvAlgorithm::im2col);
+  EXPECT_FALSE(layer.direct(Shape{2, 5, 4, 2}));
+  check_layer(
+      layer, Shape{2, 5, 4, 2},
+      [](Vec const& x, std::vector<Vec> const& p) {
+        return ktr::test::conv_ref(x, p[0], p[1], 2, 5, 4, 2, 3, true);
+      },
+      6);
+}
+
+TEST(Layers, Conv2DPicksDirectForFewInputChannels) {
+  ktr::Conv2D automatic(8, true);
+  EXPECT_TRUE(automatic.direct(Shape{2, 5, 4, ktr::Conv2D::direct_max_channels}));
+  EXPECT_FALSE(automatic.direct(Shape{2, 5, 4, ktr::Conv2D::direct_max_channels + 1}));
+  EXPECT_THROW(ktr::Conv2D(8, true, ktr::ConvAlgorithm::direct).direct(Shape{2, 5, 4, 64}), ktr::Error);
+  EXPECT_FALSE(automatic.fuse_next(ktr::Flatten(), Shape{2, 5, 4, 1}));
+  ktr::Conv2D many(8, true);
+  EXPECT_FALSE(many.fuse_next(ktr::AvgPool2(), Shape{2, 6, 6, 16}));  // im2col does not fuse
+  EXPECT_EQ(many.pool(), 1);
+}
+
+// The direct kernels' channel tiles: 16 and 8 output channels at a time (vector packs), and the scalar tail.
+TEST(Layers, Conv2DDirectChannelTilesForwardAndGradients) {
+  for (auto [features, channels, relu] :
+       {std::tuple{32, 1, true}, std::tuple{8, 3, false}, std::tuple{5, 8, true}}) {
+    ktr::Conv2D layer(features, relu, ktr::ConvAlgorithm::direct);
+    check_layer(
+        layer, Shape{2, 5, 3, channels},
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          return ktr::test::conv_ref(x, p[0], p[1], 2, 5, 3, channels, features, relu);
+        },
+        7);
+  }
+}
+
+// Conv2D + ReLU + AvgPool2 in one layer (as the model runs the SimpleCNN), odd extents so that the pool drops a
+// row and a column, whose pixels must get no gradient.
+TEST(Layers, Conv2DFusedAvgPoolForwardAndGradients) {
+  for (auto [features, channels, relu] :
+       {std::tuple{16, 1, true}, std::tuple{3, 2, false}, std::tuple{8, 1, true}}) {
+    ktr::Conv2D layer(features, relu);
+    Shape const in{2, 5, 7, channels};
+    ASSERT_TRUE(layer.fuse_next(ktr::AvgPool2(), in));
+    EXPECT_EQ(layer.pool(), 2);
+    check_layer(
+        layer, in,
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          return ktr::test::pool_ref(ktr::test::conv_ref(x, p[0], p[1], 2, 5, 7, channels, features, relu), 2, 5,
+                                     7, features);
+        },
+        8, Shape{2, 2, 3, features});
+  }
+}
+
+TEST(Layers, Conv2DDirectKernelGradientIsDeterministic) {
+  ktr::ExecSpace space;
+  ktr::Conv2D layer(32, true);
+  Shape const in{16, 12, 12, 1};
+  ASSERT_TRUE(layer.fuse_next(ktr::AvgPool2(), in));
+  ktr::StandaloneLayer standalone(layer, in);
+  ktr::from_host(standalone.arena.param(0), ktr::test::random_floats(9 * 32, 1));
+  Tensor x("ktr::test::x", in), y("ktr::test::y", Shape{16, 6, 6, 32}), dy("ktr::test::dy", Shape{16, 6, 6, 32});
+  ktr::from_host(x, ktr::test::random_floats(std::size_t(in.size()), 2));
+  ktr::from_host(dy, ktr::test::random_floats(std::size_t(dy.size()), 3));
+  layer.forward(space, x, y);
+  layer.backward(space, x, y, dy, Tensor());
+  auto const first = ktr::to_host(standalone.arena.grad(0));
+  for (int i = 0; i < 3; ++i) {
+    layer.backward(space, x, y, dy, Tensor());
+    EXPECT_EQ(ktr::to_host(standalone.arena.grad(0)), first);
+  }
 }
 
 TEST(Layers, AvgPoolOddExtentsForwardAndGradients) {

@@ -1,0 +1,294 @@
+// Direct 3x3 convolution (+ bias + ReLU + optional 2x2 average pool) for few input channels: see conv_direct.hpp.
+//
+// Every kernel works on blocks of P x P output pixels (one pooled output) and a compile-time tile of NV packs of W
+// output channels (models/pack.hpp): the (P + 2) x (P + 2) x C input patch is loaded once (zeros outside the
+// image), then for each tap and input channel NV weight packs multiply P^2 broadcast inputs into P^2 x NV
+// independent accumulators, which the host compiler keeps in vector registers.
+#include "conv_direct.hpp"
+
+#include "../core/error.hpp"
+#include "pack.hpp"
+
+namespace ktr::impl {
+
+namespace {
+
+constexpr int max_c = int(conv_direct_max_channels);
+
+// CC: the input channel count if known at compile time (1, the common first layer), else 0.
+template <int P, int CC>
+struct Patch {
+  float v[(P + 2) * (P + 2)][CC > 0 ? CC : max_c];
+};
+
+// The input under the P x P output pixels at (h0, w0) of image b, with the SAME padding as zeros.
+template <int P, int CC>
+KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
+                                       std::int64_t w0, Patch<P, CC>& p) {
+  std::int64_t const C = CC > 0 ? CC : d.channels;
+  if (h0 >= 1 && h0 + P < d.height && w0 >= 1 && w0 + P < d.width) {  // interior: no padding to test for
+    float const* src = x + ((b * d.height + h0 - 1) * d.width + w0 - 1) * C;
+    for (int r = 0; r < P + 2; ++r)
+      for (int s = 0; s < P + 2; ++s)
+        for (std::int64_t c = 0; c < C; ++c) p.v[r * (P + 2) + s][c] = src[(r * d.width + s) * C + c];
+    return;
+  }
+  for (int r = 0; r < P + 2; ++r) {
+    std::int64_t const hh = h0 + r - 1;
+    for (int s = 0; s < P + 2; ++s) {
+      std::int64_t const ww = w0 + s - 1;
+      bool const inside = hh >= 0 && hh < d.height && ww >= 0 && ww < d.width;
+      std::int64_t const at = inside ? ((b * d.height + hh) * d.width + ww) * C : 0;
+      for (std::int64_t c = 0; c < C; ++c) p.v[r * (P + 2) + s][c] = inside ? x[at + c] : 0.0f;
+    }
+  }
+}
+
+// z[q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for the P x P
+// pixels q (row-major) and the NV packs u of W channels from f0.
+template <int P, int W, int NV, int CC>
+KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P, CC> const& p, float const* w, float const* bias,
+                                       std::int64_t f0, Pack<W> (&z)[P * P][NV]) {
+  std::int64_t const C = CC > 0 ? CC : d.channels;
+  for (int u = 0; u < NV; ++u) {
+    Pack<W> const b = Pack<W>::load(bias + f0 + u * W);
+    for (int q = 0; q < P * P; ++q) z[q][u] = b;
+  }
+  for (int kh = 0; kh < 3; ++kh)
+    for (int kw = 0; kw < 3; ++kw)
+      for (std::int64_t c = 0; c < C; ++c) {
+        float const* wk = w + ((kh * 3 + kw) * C + c) * d.features + f0;
+        Pack<W> wv[NV];
+        for (int u = 0; u < NV; ++u) wv[u] = Pack<W>::load(wk + u * W);
+        for (int q = 0; q < P * P; ++q) {
+          float const xv = p.v[(q / P + kh) * (P + 2) + q % P + kw][c];
+          for (int u = 0; u < NV; ++u) z[q][u].fma(xv, wv[u]);
+        }
+      }
+}
+
+template <int P, int W, int NV, int CC>
+void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                  bool relu, float* y) {
+  std::int64_t const Ho = d.out_height(), Wo = d.out_width(), F = d.features;
+  float const scale = 1.0f / float(P * P);
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_forward",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, d.batch * Ho),
+      KOKKOS_LAMBDA(std::int64_t row) {
+        std::int64_t const n = row / Ho, i = row % Ho;
+        for (std::int64_t j = 0; j < Wo; ++j) {
+          Patch<P, CC> p;
+          load_patch(d, x, n, i * P, j * P, p);
+          float* out = y + (row * Wo + j) * F;
+          for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
+            Pack<W> z[P * P][NV];
+            conv_block(d, p, w, b, f0, z);
+            for (int u = 0; u < NV; ++u) {
+              Pack<W> s = Pack<W>::zero();
+              for (int q = 0; q < P * P; ++q) relu ? s.add_relu(z[q][u]) : s.add(z[q][u]);
+              s.scaled(scale).store(out + f0 + u * W);
+            }
+          }
+        }
+      });
+}
+
+// Per chunk of rows and tile of NV * W channels, in blocks of `block` output positions: first d loss / d z of the
+// block's pixels (recomputing z: P^2 x NV accumulators), then, one pack at a time, the 9 taps' kernel-gradient
+// accumulators over the block (9 packs in registers), so neither phase runs out of vector registers.
+template <int P, int W, int NV, int CC>
+void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                   bool relu, float const* dy, float* partials, float* dz) {
+  constexpr int block = 4;
+  std::int64_t const H = d.height, Wd = d.width, C = CC > 0 ? CC : d.channels, F = d.features;
+  std::int64_t const Ho = d.out_height(), Wo = d.out_width(), ps = d.partial_size();
+  std::int64_t const rows = conv_direct_rows_per_chunk(d), per_image = (Ho + rows - 1) / rows;
+  float const scale = 1.0f / float(P * P);
+  // FIXME_CUDA: the gradient tile lives in thread-local memory; a team-scratch version would suit a GPU better.
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_backward",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, d.batch * per_image),
+      KOKKOS_LAMBDA(std::int64_t chunk) {
+        std::int64_t const n = chunk / per_image, i0 = chunk % per_image * rows;
+        std::int64_t const i1 = i0 + rows < Ho ? i0 + rows : Ho;
+        float* part = partials + chunk * ps;
+        for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
+          Pack<W> gw[9 * max_c][NV], gb[NV];
+          for (int u = 0; u < NV; ++u) {
+            gb[u] = Pack<W>::zero();
+            for (std::int64_t k = 0; k < 9 * C; ++k) gw[k][u] = Pack<W>::zero();
+          }
+          for (std::int64_t i = i0; i < i1; ++i)
+            for (std::int64_t j0 = 0; j0 < Wo; j0 += block) {
+              int const nj = j0 + block < Wo ? block : int(Wo - j0);
+              Patch<P, CC> p[block];
+              Pack<W> g[block][P * P][NV];  // z, then d loss / d z
+              for (int jj = 0; jj < nj; ++jj) {
+                std::int64_t const j = j0 + jj;
+                load_patch(d, x, n, i * P, j * P, p[jj]);
+                conv_block(d, p[jj], w, b, f0, g[jj]);
+                float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
+                for (int u = 0; u < NV; ++u) {
+                  Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
+                  for (int q = 0; q < P * P; ++q)
+                    g[jj][q][u] = relu ? Pack<W>::where_positive(g[jj][q][u], gu) : gu;
+                }
+                if (dz != nullptr)
+                  for (int q = 0; q < P * P; ++q)
+                    for (int u = 0; u < NV; ++u)
+                      g[jj][q][u].store(dz + ((n * H + i * P + q / P) * Wd + j * P + q % P) * F + f0 + u * W);
+              }
+              for (int u = 0; u < NV; ++u) {
+                for (int jj = 0; jj < nj; ++jj)
+                  for (int q = 0; q < P * P; ++q) gb[u].add(g[jj][q][u]);
+                for (std::int64_t c = 0; c < C; ++c) {
+                  Pack<W> acc[9];
+                  for (int k = 0; k < 9; ++k) acc[k] = gw[k * C + c][u];
+                  for (int jj = 0; jj < nj; ++jj)
+                    for (int q = 0; q < P * P; ++q)
+                      for (int kh = 0; kh < 3; ++kh)
+                        for (int kw = 0; kw < 3; ++kw)
+                          acc[kh * 3 + kw].fma(p[jj].v[(q / P + kh) * (P + 2) + q % P + kw][c], g[jj][q][u]);
+                  for (int k = 0; k < 9; ++k) gw[k * C + c][u] = acc[k];
+                }
+              }
+            }
+          for (int u = 0; u < NV; ++u) {
+            for (std::int64_t k = 0; k < 9 * C; ++k) gw[k][u].store(part + k * F + f0 + u * W);
+            gb[u].store(part + 9 * C * F + f0 + u * W);
+          }
+        }
+      });
+}
+
+// Pixels a VALID pool drops (a trailing odd row or column) get no gradient.
+void zero_dropped(ExecSpace const& space, ConvDims const& d, float* dz) {
+  std::int64_t const H = d.height, W = d.width, F = d.features;
+  std::int64_t const Hk = d.out_height() * d.pool, Wk = d.out_width() * d.pool;
+  if (Hk == H && Wk == W) return;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_zero_dropped", MDRange<3>(space, {0, 0, 0}, {d.batch, H, W}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t h, std::int64_t v) {
+        if (h < Hk && v < Wk) return;
+        for (std::int64_t f = 0; f < F; ++f) dz[((n * H + h) * W + v) * F + f] = 0.0f;
+      });
+}
+
+}  // namespace
+
+std::int64_t conv_direct_rows_per_chunk(ConvDims const& d) {
+  std::int64_t const rows = device_is_host ? d.out_height() : 1;
+  return rows > 0 ? rows : 1;
+}
+
+std::int64_t conv_direct_chunks(ConvDims const& d) {
+  std::int64_t const rows = conv_direct_rows_per_chunk(d);
+  return d.batch * ((d.out_height() + rows - 1) / rows);
+}
+
+namespace {
+
+template <int P, int W, int NV, class Body>
+void with_channels(ConvDims const& d, Body const& body) {
+  if constexpr (W > 1)
+    if (d.channels == 1) return body.template operator()<P, W, NV, 1>();
+  body.template operator()<P, W, NV, 0>();
+}
+
+template <int W, int NV, class Body>
+void with_pool(ConvDims const& d, Body const& body) {
+  d.pool == 2 ? with_channels<2, W, NV>(d, body) : with_channels<1, W, NV>(d, body);
+}
+
+// Runs body.template operator()<P, W, NV, CC>() with the pool factor, the widest channel tile (NV packs of W, NV
+// up to 2 if Wide) that divides F, and the channel count when it is 1.
+template <bool Wide, class Body>
+void dispatch(ConvDims const& d, Body const& body) {
+  KTR_REQUIRE(d.channels <= conv_direct_max_channels, "ktr::conv2d::direct",
+              "at most " + std::to_string(conv_direct_max_channels) + " input channels");
+  KTR_REQUIRE(d.pool == 1 || d.pool == 2, "ktr::conv2d::direct", "pool must be 1 or 2");
+  if (Wide && d.features % 16 == 0)
+    with_pool<8, Wide ? 2 : 1>(d, body);
+  else if (d.features % 8 == 0)
+    with_pool<8, 1>(d, body);
+  else
+    with_pool<1, 1>(d, body);
+}
+
+struct Forward {
+  ExecSpace const& space;
+  ConvDims const& d;
+  float const *x, *w, *b;
+  bool relu;
+  float* y;
+  template <int P, int W, int NV, int CC>
+  void operator()() const {
+    forward_impl<P, W, NV, CC>(space, d, x, w, b, relu, y);
+  }
+};
+struct Backward {
+  ExecSpace const& space;
+  ConvDims const& d;
+  float const *x, *w, *b;
+  bool relu;
+  float const* dy;
+  float *partials, *dz;
+  template <int P, int W, int NV, int CC>
+  void operator()() const {
+    backward_impl<P, W, NV, CC>(space, d, x, w, b, relu, dy, partials, dz);
+  }
+};
+}  // namespace
+
+void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                         bool relu, float* y) {
+  dispatch<true>(d, Forward{space, d, x, w, b, relu, y});
+}
+
+void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
+                          float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
+                          float* dz) {
+  if (dz != nullptr) zero_dropped(space, d, dz);
+  dispatch<true>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
+  std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_reduce", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, ps),
+      KOKKOS_LAMBDA(std::int64_t e) {
+        float s = 0.0f;
+        for (std::int64_t k = 0; k < chunks; ++k) s += partials[k * ps + e];
+        if (e < nw)
+          dw[e] = s;
+        else
+          db[e - nw] = s;
+      });
+}
+
+void conv_direct_input_grad(ExecSpace const& space, ConvDims const& d, float const* dz, float const* w,
+                            float* dx) {
+  std::int64_t const H = d.height, W = d.width, C = d.channels, F = d.features;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_input_grad", MDRange<3>(space, {0, 0, 0}, {d.batch, H, W}),
+      KOKKOS_LAMBDA(std::int64_t n, std::int64_t h, std::int64_t v) {
+        float* out = dx + ((n * H + h) * W + v) * C;
+        for (std::int64_t c = 0; c < C; ++c) out[c] = 0.0f;
+        for (int kh = 0; kh < 3; ++kh) {
+          std::int64_t const oh = h - kh + 1;
+          if (oh < 0 || oh >= H) continue;
+          for (int kw = 0; kw < 3; ++kw) {
+            std::int64_t const ow = v - kw + 1;
+            if (ow < 0 || ow >= W) continue;
+            float const* g = dz + ((n * H + oh) * W + ow) * F;
+            for (std::int64_t c = 0; c < C; ++c) {
+              float const* wk = w + ((kh * 3 + kw) * C + c) * F;
+              float s = 0.0f;
+              for (std::int64_t f = 0; f < F; ++f) s += g[f] * wk[f];
+              out[c] += s;
+            }
+          }
+        }
+      });
+}
+
+}  // namespace ktr::impl

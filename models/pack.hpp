@@ -1,0 +1,79 @@
+// Pack<W>: W floats handled element-wise, for kernels that vectorise over a compile-time tile of channels.
+//
+// The portable definition is a plain array with loops. Host compilers keep such arrays in memory when they are
+// accumulated in a loop with a runtime trip count (GCC vectorises the element loop but does not promote the
+// array to registers), so for host code built by GCC or Clang Pack<8> is a generic vector type of the compiler
+// (a vector_size attribute, not an instruction-set intrinsic: it lowers to whatever the target has). Device code
+// (CUDA, HIP) always gets the plain array, which lives in registers there; the host pass of a CUDA/HIP build gets
+// the vector type (its functions are still marked host + device, as the lambdas that call them are).
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+namespace ktr::impl {
+
+template <int W>
+struct Pack {
+  float v[W];
+  static KOKKOS_INLINE_FUNCTION Pack load(float const* p) {
+    Pack r;
+    for (int i = 0; i < W; ++i) r.v[i] = p[i];
+    return r;
+  }
+  static KOKKOS_INLINE_FUNCTION Pack zero() { return Pack::fill(0.0f); }
+  static KOKKOS_INLINE_FUNCTION Pack fill(float x) {
+    Pack r;
+    for (int i = 0; i < W; ++i) r.v[i] = x;
+    return r;
+  }
+  KOKKOS_INLINE_FUNCTION void store(float* p) const {
+    for (int i = 0; i < W; ++i) p[i] = v[i];
+  }
+  /// this += x * w
+  KOKKOS_INLINE_FUNCTION void fma(float x, Pack const& w) {
+    for (int i = 0; i < W; ++i) v[i] += x * w.v[i];
+  }
+  KOKKOS_INLINE_FUNCTION void add(Pack const& a) {
+    for (int i = 0; i < W; ++i) v[i] += a.v[i];
+  }
+  /// this += max(a, 0)
+  KOKKOS_INLINE_FUNCTION void add_relu(Pack const& a) {
+    for (int i = 0; i < W; ++i) v[i] += a.v[i] > 0.0f ? a.v[i] : 0.0f;
+  }
+  KOKKOS_INLINE_FUNCTION Pack scaled(float s) const {
+    Pack r;
+    for (int i = 0; i < W; ++i) r.v[i] = s * v[i];
+    return r;
+  }
+  /// a where z > 0, else 0
+  static KOKKOS_INLINE_FUNCTION Pack where_positive(Pack const& z, Pack const& a) {
+    Pack r;
+    for (int i = 0; i < W; ++i) r.v[i] = z.v[i] > 0.0f ? a.v[i] : 0.0f;
+    return r;
+  }
+};
+
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+template <>
+struct Pack<8> {
+  typedef float V __attribute__((vector_size(32)));
+  V v;
+  static KOKKOS_INLINE_FUNCTION Pack load(float const* p) {
+    Pack r;
+    __builtin_memcpy(&r.v, p, sizeof(V));
+    return r;
+  }
+  static KOKKOS_INLINE_FUNCTION Pack zero() { return Pack{V{}}; }
+  static KOKKOS_INLINE_FUNCTION Pack fill(float x) { return Pack{V{} + x}; }
+  KOKKOS_INLINE_FUNCTION void store(float* p) const { __builtin_memcpy(p, &v, sizeof(V)); }
+  KOKKOS_INLINE_FUNCTION void fma(float x, Pack const& w) { v += x * w.v; }
+  KOKKOS_INLINE_FUNCTION void add(Pack const& a) { v += a.v; }
+  KOKKOS_INLINE_FUNCTION void add_relu(Pack const& a) { v += a.v > 0.0f ? a.v : V{}; }
+  KOKKOS_INLINE_FUNCTION Pack scaled(float s) const { return Pack{s * v}; }
+  static KOKKOS_INLINE_FUNCTION Pack where_positive(Pack const& z, Pack const& a) {
+    return Pack{z.v > 0.0f ? a.v : V{}};
+  }
+};
+#endif
+
+}  // namespace ktr::impl
