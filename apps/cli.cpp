@@ -18,7 +18,9 @@ int usage(FILE* out) {
                "  train       train a model (default: the MLP on Fashion-MNIST); ktr train --help\n"
                "  eval        evaluate a checkpoint on a test set; ktr eval --help\n"
                "  bench       benchmarks (kernels, pipeline); ktr bench --help\n"
-               "  synth       write a small synthetic MNIST-format dataset (for tests and demos)\n"
+               "  synth       write a small synthetic dataset, IDX images or .npy arrays (for tests and demos)\n"
+               "  export      a checkpoint's weights as Flax-named safetensors; ktr export --help\n"
+               "  import      Flax-named safetensors into a checkpoint; ktr import --help\n"
                "  info        Kokkos version, backends, device, threads and BLAS of this build\n"
                "  --version   ktr and Kokkos versions and the execution space\n");
   return out == stderr ? 2 : 0;
@@ -35,6 +37,8 @@ int run(int argc, char* argv[]) {
     if (cmd == "eval") return eval(argc, argv);
     if (cmd == "bench") return bench(argc, argv);
     if (cmd == "synth") return synth(argc, argv);
+    if (cmd == "export") return export_weights_cmd(argc, argv);
+    if (cmd == "import") return import_weights_cmd(argc, argv);
     bool const help = argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h");
     if ((cmd == "--version" || cmd == "info") && help) {
       std::printf(cmd == "info"

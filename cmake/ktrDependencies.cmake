@@ -6,3 +6,4 @@ include(ktrKokkosShim)
 message(STATUS "ktr: Kokkos ${Kokkos_VERSION}, devices: ${Kokkos_DEVICES}")
 
 find_package(ZLIB REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)  # header-only, used privately (safetensors headers, JSON output)

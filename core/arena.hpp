@@ -15,7 +15,7 @@ namespace ktr {
 enum class Init { zeros, lecun_normal };
 
 struct ParamSpec {
-  std::string name;  ///< "dense0.kernel"
+  std::string name;  ///< Flax's parameter path: "Dense_0.kernel", "Conv_0.bias"
   Shape shape;
   Init init = Init::zeros;
   std::int64_t fan_in = 1;

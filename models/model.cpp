@@ -35,12 +35,16 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
   shapes_.push_back(input_);
   std::vector<ParamSpec> specs;
   std::vector<std::size_t> first_param;
+  int dense = 0, conv = 0;  // parameters are named by Flax's module paths: Dense_0.kernel, Conv_0.bias, ...
   for (LayerSpec const& spec : d.layers) {
     auto layer = make_layer(spec);
     Shape const in = shapes_.back();
     first_param.push_back(specs.size());
+    std::string const module = spec.kind == LayerSpec::Kind::dense     ? "Dense_" + std::to_string(dense++)
+                               : spec.kind == LayerSpec::Kind::conv3x3 ? "Conv_" + std::to_string(conv++)
+                                                                       : std::string();
     for (auto p : layer->param_specs(in)) {
-      p.name = "layer" + std::to_string(layers_.size()) + "." + p.name;
+      p.name = module + "." + p.name;
       specs.push_back(p);
     }
     shapes_.push_back(layer->output_shape(in));

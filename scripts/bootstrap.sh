@@ -72,8 +72,8 @@ elif [[ $flavour != serial-debian && ! -f "$prefix/.complete" && -z ${KTR_TRILIN
 fi
 if (( ${#missing[@]} )) || (( need_update )); then
   log "apt: installing ${missing[*]:-(sources only)}"
-  as_root apt-get update -q >/dev/null
-  (( ${#missing[@]} )) && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  as_root apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+  (( ${#missing[@]} )) && as_root env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}" >/dev/null
 fi
 
 if [[ $flavour == serial-debian ]]; then

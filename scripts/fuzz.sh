@@ -13,18 +13,18 @@ for p in $(ktr_packages fuzz); do
 done
 if ((${#missing[@]})); then
   echo "[fuzz] apt: installing ${missing[*]}" >&2
-  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null
+  apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}" >/dev/null
 fi
 out=build/fuzz
 mkdir -p "$out"
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 declare -A sources=([idx]=data/idx.cpp [npy]=data/npy.cpp [checkpoint]=train/checkpoint.cpp
-                   [description]=models/description.cpp)
-for t in idx npy checkpoint description; do
+                   [description]=models/description.cpp [safetensors]=train/safetensors.cpp)
+for t in idx npy checkpoint description safetensors; do
   clang++ "${flags[@]}" "fuzz/fuzz_$t.cpp" ${sources[$t]} -lz -o "$out/fuzz_$t"
 done
 status=0
-for t in idx npy checkpoint description; do
+for t in idx npy checkpoint description safetensors; do
   rm -rf "$out/corpus-$t" && cp -r "fuzz/corpus/$t" "$out/corpus-$t"
   log="$out/fuzz_$t.log"
   if (cd "$out" && "./fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \

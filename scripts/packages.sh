@@ -3,13 +3,13 @@
 # The host BLAS variant is named explicitly: libopenblas-dev is satisfied by any one variant, so the one whose
 # library folder the bootstrap uses must be installed by name.
 ktr_packages() {
-  local common="cmake g++ make zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
+  local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
   case $1 in
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
     cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
-    fuzz) echo "clang libclang-rt-14-dev zlib1g-dev" ;;
+    fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev" ;;
     serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
     *) echo "packages.sh: unknown flavour '$1' (openmp|serial-debian|cuda|hip|fuzz)" >&2; return 2 ;;
   esac

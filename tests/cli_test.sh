@@ -2,7 +2,7 @@
 # End-to-end checks of the `ktr` command line, one case per CTest test:
 #   cli_test.sh KTR_BINARY CASE
 # Cases: flags, data-errors, resume, corrupt-checkpoint, interrupt, validation, divergence, checkpoint-safety,
-# metrics, arrays. Each works in its own temporary directory
+# metrics, arrays, interop. Each works in its own temporary directory
 # on a small synthetic dataset written by `ktr synth`.
 set -uo pipefail
 ktr=$1
@@ -227,6 +227,29 @@ case $case_name in
       --features "$a/train-features.npy" --targets "$a/train-targets.npy"
     expect 2 "--classes: only for integer" -- "$ktr" train --features "$a/train-features.npy" \
       --targets "$a/train-targets.npy" --classes 3
+    ;;
+  interop)
+    synth
+    train --epochs 1 --checkpoint "$work/c.ckpt" >/dev/null 2>&1 || fail "training failed"
+    expect 0 "4 tensors, 25450 parameters" -- "$ktr" export --checkpoint "$work/c.ckpt" --out "$work/w.safetensors"
+    expect 0 "input transform from the file" -- "$ktr" import --model "in=28x28x1 flatten dense:32:relu dense:10" \
+      --weights "$work/w.safetensors" --out "$work/i.ckpt" --batch 32
+    a=$("$ktr" eval --checkpoint "$work/c.ckpt" --data "$work/data" | sed 's/.*accuracy \([^,]*\), loss \([0-9.]*\).*/\1 \2/')
+    b=$("$ktr" eval --checkpoint "$work/i.ckpt" --data "$work/data" | sed 's/.*accuracy \([^,]*\), loss \([0-9.]*\).*/\1 \2/')
+    [[ -n $a && $a == "$b" ]] || fail "exported and re-imported weights evaluate differently: '$a' vs '$b'"
+    expect 1 "w.safetensors: no tensor 'Dense_2.kernel'" -- "$ktr" import --model "in=28x28x1 flatten dense:32:relu dense:10:relu dense:10" --weights "$work/w.safetensors" --out "$work/m.ckpt"
+    [[ ! -e $work/m.ckpt ]] || fail "a refused import wrote a checkpoint"
+    expect 1 "tensor 'Dense_0.kernel' is \(784, 32\), the model needs \(784, 64\)" -- "$ktr" import \
+      --model "in=28x28x1 flatten dense:64:relu dense:10" --weights "$work/w.safetensors" --out "$work/m.ckpt"
+    echo "notes" >"$work/notes.txt"
+    expect 1 "notes.txt: exists and is not a safetensors file" -- "$ktr" export --checkpoint "$work/c.ckpt" --out "$work/notes.txt"
+    expect 1 "--out $work/notes.txt: exists and is not a ktr checkpoint" -- "$ktr" import --model mlp \
+      --weights "$work/w.safetensors" --out "$work/notes.txt"
+    [[ $(cat "$work/notes.txt") == notes ]] || fail "a foreign file was replaced"
+    expect 1 "nothing.safetensors: cannot open" -- "$ktr" import --model mlp --weights "$work/nothing.safetensors" --out "$work/x.ckpt"
+    expect 2 "--weights: required" -- "$ktr" import --model mlp --out "$work/x.ckpt"
+    expect 0 "usage: ktr export" -- "$ktr" export --help
+    expect 0 "usage: ktr import" -- "$ktr" import --help
     ;;
   *) fail "unknown case" ;;
 esac

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""ktr against Flax and Optax, a system ktr did not write (run by scripts/crosscheck.sh in CI).
+
+1. Same weights, same batch: ktr's logits, loss and gradients equal Flax's, and one Adam and one AdamW step (from
+   those gradients) equal Optax's parameters, for the MLP and the SimpleCNN, within a relative tolerance of 1e-4
+   (of the largest value).
+2. ktr trains a few hundred steps, exports safetensors; Flax evaluates the exported weights with the exported input
+   transform: the test accuracy matches `ktr eval` to within one sample of the test set.
+3. Flax trains a few hundred steps, saves Flax-named safetensors; `ktr import` + `ktr eval` reaches the accuracy
+   Flax reports, to within one sample.
+Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
+
+    crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck
+"""
+import argparse
+import gzip
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import linen as nn
+from flax import traverse_util
+from safetensors.numpy import load_file, save_file
+
+jax.config.update("jax_default_matmul_precision", "highest")  # FP32 matmuls, as ktr's
+RTOL = 1e-4
+MODELS = {
+    "mlp": "in=28x28x1 flatten dense:512:relu dense:512:relu dense:10",
+    "cnn": "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10",
+}
+
+
+class FromDescription(nn.Module):
+    """The Flax model of a ktr description (Flax's default module names: Dense_0, Conv_0, ...)."""
+    description: str
+
+    @nn.compact
+    def __call__(self, x):
+        for token in self.description.split()[1:]:
+            parts = token.split(":")
+            if parts[0] == "dense":
+                x = nn.Dense(int(parts[1]))(x.reshape((x.shape[0], -1)))
+            elif parts[0] == "conv3x3":
+                x = nn.Conv(int(parts[1]), (3, 3), padding="SAME")(x)
+            elif token == "avgpool2":
+                x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            elif token == "flatten":
+                x = x.reshape((x.shape[0], -1))
+            if parts[-1] == "relu":
+                x = nn.relu(x)
+        return x
+
+
+def flat(params):
+    return {k: np.asarray(v, np.float32) for k, v in traverse_util.flatten_dict(params["params"], sep=".").items()}
+
+
+def tree(flat_params):
+    return {"params": traverse_util.unflatten_dict({k: jnp.asarray(v) for k, v in flat_params.items()}, sep=".")}
+
+
+def loss_fn(model, params, x, y):
+    logits = model.apply(params, x)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), logits
+
+
+def close(name, got, want, failures):
+    got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    scale = max(np.abs(want).max(), 1e-30)
+    err = np.abs(got - want).max() / scale
+    status = "ok" if got.shape == want.shape and err <= RTOL else "FAIL"
+    if status == "FAIL":
+        failures.append(name)
+    print(f"  {name:28s} max |ktr - flax| / max |flax| = {err:.2e} {status}")
+
+
+def same_weights_same_batch(args, work, failures):
+    rng = np.random.default_rng(0)
+    for name, desc in MODELS.items():
+        model = FromDescription(desc)
+        x = rng.uniform(-1.5, 1.5, (8, 28, 28, 1)).astype(np.float32)
+        y = rng.integers(0, 10, 8).astype(np.int32)
+        params = model.init(jax.random.PRNGKey(1), x)
+        weights = os.path.join(work, f"{name}.safetensors")
+        save_file(flat(params), weights)
+        np.save(os.path.join(work, "x.npy"), x)
+        np.save(os.path.join(work, "y.npy"), y)
+        out = os.path.join(work, f"{name}-ktr.safetensors")
+        subprocess.run([args.tool, desc, weights, os.path.join(work, "x.npy"), os.path.join(work, "y.npy"), out],
+                       check=True)
+        ktr = load_file(out)
+        (loss, logits), grads = jax.value_and_grad(lambda p: loss_fn(model, p, x, y), has_aux=True)(params)
+        print(f"{name}: {desc}")
+        close("logits", ktr["logits"], logits, failures)
+        close("loss", ktr["loss"][0], loss, failures)
+        for k, v in flat(grads).items():
+            close(f"grad {k}", ktr[f"grad.{k}"], v, failures)
+        # The optimiser step from the same gradients (ktr's): Adam divides each gradient by its own magnitude, so
+        # the step of a gradient near eps would otherwise amplify the last-bit differences checked above.
+        ktr_grads = tree({k: ktr[f"grad.{k}"] for k in flat(grads)})
+        for opt_name, opt in (("adam", optax.adam(1e-3)), ("adamw", optax.adamw(1e-3, weight_decay=1e-4))):
+            updates, _ = opt.update(ktr_grads, opt.init(params), params)
+            stepped = flat(optax.apply_updates(params, updates))
+            before = flat(params)
+            for k, v in stepped.items():
+                # Compare the step itself (new - old): the parameters are ~1e3 times larger than the update.
+                close(f"{opt_name} step {k}", ktr[f"{opt_name}.{k}"] - before[k], v - before[k], failures)
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def write_idx(path, array):
+    header = bytes([0, 0, 8, array.ndim]) + b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + np.ascontiguousarray(array, np.uint8).tobytes())
+
+
+def prepare_data(args, data):
+    """Fashion-MNIST (its first 6400 training images: 200 steps an epoch at batch 32; the whole test set), so that
+    accuracies are far from 100% and a wrong layout shows; `ktr synth` data where Fashion-MNIST is absent."""
+    fm = args.fashion_mnist
+    os.makedirs(data, exist_ok=True)
+    if not os.path.exists(os.path.join(fm, "t10k-images-idx3-ubyte.gz")):
+        print(f"{fm}: no Fashion-MNIST, using ktr synth data (accuracies near 100%)")
+        subprocess.run([args.ktr, "synth", "--out", data, "--train", "6400", "--test", "2000"], check=True,
+                       stdout=subprocess.DEVNULL)
+        return
+    write_idx(os.path.join(data, "train-images-idx3-ubyte.gz"), read_idx(os.path.join(fm, "train-images-idx3-ubyte.gz"))[:6400])
+    write_idx(os.path.join(data, "train-labels-idx1-ubyte.gz"), read_idx(os.path.join(fm, "train-labels-idx1-ubyte.gz"))[:6400])
+    for part in ("images-idx3", "labels-idx1"):
+        write_idx(os.path.join(data, f"t10k-{part}-ubyte.gz"), read_idx(os.path.join(fm, f"t10k-{part}-ubyte.gz")))
+    print(f"data: the first 6400 training images of {fm}, its 10000 test images")
+
+
+def accuracy_line(text):
+    m = re.search(r"accuracy ([0-9.]+)%.* over ([0-9]+) samples", text)
+    return float(m.group(1)) / 100, int(m.group(2))
+
+
+def ktr_to_flax(args, data, work, failures):
+    images = read_idx(os.path.join(data, "t10k-images-idx3-ubyte.gz"))[..., None].astype(np.float32)
+    labels = read_idx(os.path.join(data, "t10k-labels-idx1-ubyte.gz"))
+    for name in MODELS:
+        ckpt, st = os.path.join(work, f"{name}.ckpt"), os.path.join(work, f"{name}-trained.safetensors")
+        subprocess.run([args.ktr, "train", "--data", data, "--model", name, "--epochs", "1", "--batch", "32",
+                        "--threads", "2", "--checkpoint", ckpt], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([args.ktr, "export", "--checkpoint", ckpt, "--out", st], check=True, stdout=subprocess.DEVNULL)
+        ktr_acc, n = accuracy_line(subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, "--data", data],
+                                                  check=True, capture_output=True, text=True).stdout)
+        with open(st, "rb") as f:
+            import json
+            header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+        meta = header["__metadata__"]
+        x = images * float(meta["ktr.normalize_scale"]) + float(meta["ktr.normalize_shift"])
+        model = FromDescription(meta["ktr.model"])
+        params = tree({k: v for k, v in load_file(st).items() if not k.startswith("ktr.")})
+        flax_acc = float((np.argmax(model.apply(params, x), -1) == labels).mean())
+        ok = abs(flax_acc - ktr_acc) * n <= 1.0 + 1e-6
+        failures += [] if ok else [f"ktr->flax {name}"]
+        print(f"{name}: trained in ktr (200 steps), exported; test accuracy ktr eval {100 * ktr_acc:.2f}%, "
+              f"Flax on the exported weights {100 * flax_acc:.2f}% ({'ok' if ok else 'FAIL'}, within one sample)")
+
+
+def flax_to_ktr(args, data, work, failures):
+    images = read_idx(os.path.join(data, "train-images-idx3-ubyte.gz"))[..., None].astype(np.float32) / 255
+    labels = read_idx(os.path.join(data, "train-labels-idx1-ubyte.gz")).astype(np.int32)
+    test_x = read_idx(os.path.join(data, "t10k-images-idx3-ubyte.gz"))[..., None].astype(np.float32) / 255
+    test_y = read_idx(os.path.join(data, "t10k-labels-idx1-ubyte.gz"))
+    for name, desc in MODELS.items():
+        model = FromDescription(desc)
+        params = model.init(jax.random.PRNGKey(2), images[:1])
+        opt = optax.adam(1e-3)
+        state = opt.init(params)
+
+        @jax.jit
+        def step(params, state, x, y):
+            grads = jax.grad(lambda p: loss_fn(model, p, x, y)[0])(params)
+            updates, state = opt.update(grads, state, params)
+            return optax.apply_updates(params, updates), state
+
+        for i in range(0, 200 * 32, 32):
+            j = i % (len(images) - 32)
+            params, state = step(params, state, images[j:j + 32], labels[j:j + 32])
+        flax_acc = float((np.argmax(model.apply(params, test_x), -1) == test_y).mean())
+        st, ckpt = os.path.join(work, f"{name}-flax.safetensors"), os.path.join(work, f"{name}-flax.ckpt")
+        save_file(flat(params), st, metadata={"ktr.normalize_scale": repr(1 / 255), "ktr.normalize_shift": "0"})
+        subprocess.run([args.ktr, "import", "--model", name, "--weights", st, "--out", ckpt], check=True,
+                       stdout=subprocess.DEVNULL)
+        ktr_acc, n = accuracy_line(subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, "--data", data],
+                                                  check=True, capture_output=True, text=True).stdout)
+        ok = abs(flax_acc - ktr_acc) * n <= 1.0 + 1e-6
+        failures += [] if ok else [f"flax->ktr {name}"]
+        print(f"{name}: trained in Flax (200 Adam steps), imported; test accuracy Flax {100 * flax_acc:.2f}%, "
+              f"ktr eval {100 * ktr_acc:.2f}% ({'ok' if ok else 'FAIL'}, within one sample)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ktr", required=True)
+    p.add_argument("--tool", required=True)
+    p.add_argument("--fashion-mnist", default="/usr/share/datasets/fashion-mnist")
+    args = p.parse_args()
+    print(f"jax {jax.__version__}, optax {optax.__version__}, numpy {np.__version__}; tolerance {RTOL:g} relative")
+    failures = []
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "data")
+        prepare_data(args, data)
+        same_weights_same_batch(args, work, failures)
+        ktr_to_flax(args, data, work, failures)
+        flax_to_ktr(args, data, work, failures)
+    print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+// The ktr half of the Flax/Optax cross-check (tests/flax/crosscheck.py): for a model description, Flax-named
+// weights and one batch, writes what ktr computes, as safetensors:
+//   logits (B, C), loss (1,), grad.<param>, adam.<param> and adamw.<param> (the parameters after one Optax-default
+//   Adam / AdamW step at lr 1e-3 from those gradients).
+//   ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors
+#include <ktr/data/npy.hpp>
+#include <ktr/ktr.hpp>
+#include <ktr/train/interop.hpp>
+
+#include <cstdio>
+
+int main(int argc, char* argv[]) {
+  if (argc != 6) {
+    std::fprintf(stderr, "usage: ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors\n");
+    return 2;
+  }
+  ktr::Runtime runtime;
+  try {
+    ktr::ExecSpace space;
+    ktr::NpyArray const xa = ktr::read_npy(argv[3]), ya = ktr::read_npy(argv[4]);
+    std::int64_t const B = xa.shape.at(0);
+    ktr::Model model(argv[1], B);
+    ktr::ImportedWeights const w = ktr::import_weights(model, ktr::read_safetensors(argv[2]), argv[2]);
+    Kokkos::deep_copy(model.arena().params(), ktr::HostView<const float*>(w.params.data(), w.params.size()));
+    ktr::Tensor x("crosscheck::x", model.input_shape(B));
+    ktr::from_host(x, std::vector<float>(xa.values.begin(), xa.values.end()));
+    ktr::DeviceView<std::int32_t*> y("crosscheck::y", std::size_t(B));
+    std::vector<std::int32_t> labels(ya.values.begin(), ya.values.end());
+    Kokkos::deep_copy(y, ktr::HostView<const std::int32_t*>(labels.data(), labels.size()));
+    ktr::DeviceView<float*> loss("crosscheck::loss", 1);
+    ktr::DeviceView<std::int32_t*> correct("crosscheck::correct", 1);
+    ktr::Tensor const logits = model.forward(space, x);
+    ktr::softmax_cross_entropy(space, logits, y, model.dlogits(), ktr::LossOutput{loss, correct, 0, false});
+    model.backward(space);
+    space.fence();
+
+    ktr::SafeTensors out;
+    out.tensors["logits"] = ktr::SafeTensor{"F32", {logits.shape()[0], logits.shape()[1]}, ktr::to_host(logits)};
+    out.tensors["loss"] = ktr::SafeTensor{"F32", {1}, ktr::download(loss)};
+    ktr::RunConfig cfg;
+    cfg.model = model.description();
+    auto add = [&](std::string const& prefix, std::vector<float> const& arena) {
+      for (auto& [name, t] : ktr::export_weights(model, arena, cfg).tensors) out.tensors[prefix + name] = t;
+    };
+    add("grad.", ktr::download(model.arena().grads()));
+    for (auto kind : {ktr::OptimizerConfig::Kind::adam, ktr::OptimizerConfig::Kind::adamw}) {
+      ktr::OptimizerConfig oc;  // Optax's defaults: lr 1e-3, b1 0.9, b2 0.999, eps 1e-8, AdamW decay 1e-4
+      oc.kind = kind;
+      ktr::Optimizer opt(oc, model.arena().size());
+      ktr::DeviceView<float*> p("crosscheck::p", std::size_t(model.arena().size()));
+      Kokkos::deep_copy(p, model.arena().params());
+      Kokkos::View<std::int64_t, ktr::MemSpace> step("crosscheck::step");
+      opt.update(space, p, model.arena().grads(), step);
+      space.fence();
+      add(kind == ktr::OptimizerConfig::Kind::adam ? "adam." : "adamw.", ktr::download(p));
+    }
+    ktr::write_safetensors(argv[5], out);
+  } catch (ktr::Error const& e) {
+    std::fprintf(stderr, "ktr_crosscheck: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

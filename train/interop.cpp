@@ -1,0 +1,127 @@
+// Flax-named safetensors export and import.
+#include "interop.hpp"
+
+#include "../core/error.hpp"
+
+#include <ktr/ktr_config.hpp>
+
+#include <cstdio>
+
+namespace ktr {
+
+namespace {
+
+std::string exact(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string shape_str(std::vector<std::int64_t> const& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+std::vector<std::int64_t> dims(Shape const& s) {
+  return std::vector<std::int64_t>(s.dims.begin(), s.dims.begin() + s.rank);
+}
+
+bool arena_has(Arena const& arena, std::string const& name) {
+  for (std::size_t i = 0; i < arena.count(); ++i)
+    if (arena.spec(i).name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+SafeTensors export_weights(Model const& model, std::vector<float> const& params, RunConfig const& config) {
+  Arena const& arena = model.arena();
+  KTR_REQUIRE(std::int64_t(params.size()) == arena.size(), "ktr::export_weights",
+              "parameters do not fit the model");
+  SafeTensors st;
+  for (std::size_t i = 0; i < arena.count(); ++i) {
+    SafeTensor t;
+    t.shape = dims(arena.spec(i).shape);
+    auto const begin = params.begin() + arena.offset(i);
+    t.values.assign(begin, begin + arena.spec(i).shape.size());
+    st.tensors[arena.spec(i).name] = std::move(t);
+  }
+  st.metadata["ktr.model"] = config.model;
+  st.metadata["ktr.task"] = config.task == Task::regression ? "regression" : "classification";
+  st.metadata["ktr.version"] = KTR_VERSION;
+  st.metadata["ktr.normalize_scale"] = exact(config.norm.scale);
+  st.metadata["ktr.normalize_shift"] = exact(config.norm.shift);
+  if (config.norm.per_feature()) {
+    std::vector<std::int64_t> const sample(dims(model.input_shape(1)).begin() + 1,
+                                           dims(model.input_shape(1)).end());
+    for (auto const& [name, view] :
+         {std::pair<char const*, DeviceView<float*>>{"ktr.input_scale", config.norm.feature_scale},
+          {"ktr.input_shift", config.norm.feature_shift}}) {
+      SafeTensor t;
+      t.shape = sample;
+      t.values = download(view);
+      st.tensors[name] = std::move(t);
+    }
+  }
+  return st;
+}
+
+ImportedWeights import_weights(Model const& model, SafeTensors const& st, std::string const& path) {
+  Arena const& arena = model.arena();
+  ImportedWeights w;
+  w.params.assign(std::size_t(arena.size()), 0.0f);
+  std::size_t used = 0;
+  for (std::size_t i = 0; i < arena.count(); ++i) {
+    ParamSpec const& spec = arena.spec(i);
+    auto it = st.tensors.find(spec.name);
+    KTR_REQUIRE(it != st.tensors.end(), path,
+                "no tensor '" + spec.name + "' " + shape_str(dims(spec.shape)) + ", which the model needs");
+    SafeTensor const& t = it->second;
+    KTR_REQUIRE(t.dtype == "F32", path, "tensor '" + spec.name + "' is " + t.dtype + ", ktr reads F32");
+    KTR_REQUIRE(t.shape == dims(spec.shape), path,
+                "tensor '" + spec.name + "' is " + shape_str(t.shape) + ", the model needs " +
+                    shape_str(dims(spec.shape)));
+    std::copy(t.values.begin(), t.values.end(), w.params.begin() + arena.offset(i));
+    ++used;
+  }
+  std::int64_t const sample = model.input_shape(1).size();
+  for (char const* name : {"ktr.input_scale", "ktr.input_shift"}) {
+    auto it = st.tensors.find(name);
+    if (it == st.tensors.end()) continue;
+    KTR_REQUIRE(it->second.dtype == "F32" && std::int64_t(it->second.values.size()) == sample, path,
+                std::string("tensor '") + name + "' must be F32 with one value per input feature (" +
+                    std::to_string(sample) + ")");
+    ++used;
+  }
+  for (auto const& [name, t] : st.tensors)
+    KTR_REQUIRE(name.rfind("ktr.", 0) == 0 || arena_has(arena, name), path,
+                "tensor '" + name + "' is not a parameter of " + model.description());
+  (void)used;
+  auto meta = [&](char const* key) {
+    auto it = st.metadata.find(key);
+    return it == st.metadata.end() ? std::string() : it->second;
+  };
+  w.task = meta("ktr.task");
+  if (!meta("ktr.normalize_scale").empty() || st.tensors.count("ktr.input_scale")) {
+    w.has_transform = true;
+    try {
+      if (!meta("ktr.normalize_scale").empty()) w.norm.scale = std::stof(meta("ktr.normalize_scale"));
+      if (!meta("ktr.normalize_shift").empty()) w.norm.shift = std::stof(meta("ktr.normalize_shift"));
+    } catch (std::exception const&) {
+      throw Error(path + ": metadata ktr.normalize_scale / ktr.normalize_shift are not numbers");
+    }
+    if (st.tensors.count("ktr.input_scale") && st.tensors.count("ktr.input_shift")) {
+      auto const& scale = st.tensors.at("ktr.input_scale").values;
+      auto const& shift = st.tensors.at("ktr.input_shift").values;
+      w.norm.scale = 1.0f, w.norm.shift = 0.0f;
+      w.norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", scale.size());
+      w.norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", shift.size());
+      Kokkos::deep_copy(w.norm.feature_scale, HostView<const float*>(scale.data(), scale.size()));
+      Kokkos::deep_copy(w.norm.feature_shift, HostView<const float*>(shift.data(), shift.size()));
+    }
+  }
+  return w;
+}
+
+}  // namespace ktr

@@ -1,0 +1,163 @@
+// safetensors reading and writing, the JSON header through nlohmann::json.
+#include "safetensors.hpp"
+
+#include "../core/checked.hpp"
+#include "../core/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace ktr {
+
+namespace {
+
+constexpr std::uint64_t kMaxHeader = std::uint64_t(100) << 20;  // the format's own limit is 100 MB
+
+int dtype_size(std::string const& dtype) {
+  static std::map<std::string, int> const sizes{
+      {"F64", 8}, {"F32", 4},  {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4},     {"I16", 2},    {"I8", 1},
+      {"U8", 1},  {"BOOL", 1}, {"U16", 2}, {"U32", 4},  {"U64", 8}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+  auto it = sizes.find(dtype);
+  return it == sizes.end() ? 0 : it->second;
+}
+
+bool is_safetensors(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[9] = {};
+  in.read(head, 9);
+  return in.gcount() == 9 && head[8] == '{';
+}
+
+}  // namespace
+
+SafeTensors parse_safetensors(std::string const& name, std::string const& bytes) {
+  KTR_REQUIRE(bytes.size() >= 8, name, "not a safetensors file (shorter than its 8-byte header size)");
+  std::uint64_t header_bytes = 0;
+  for (int i = 0; i < 8; ++i) header_bytes |= std::uint64_t(std::uint8_t(bytes[std::size_t(i)])) << (8 * i);
+  KTR_REQUIRE(header_bytes >= 2 && header_bytes <= kMaxHeader && header_bytes <= bytes.size() - 8, name,
+              "not a safetensors file (header size " + std::to_string(header_bytes) + " does not fit the file)");
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(bytes.begin() + 8, bytes.begin() + 8 + std::ptrdiff_t(header_bytes));
+  } catch (nlohmann::json::exception const& e) {
+    throw Error(name + ": malformed safetensors header (" + e.what() + ")");
+  }
+  KTR_REQUIRE(header.is_object(), name, "malformed safetensors header (not a JSON object)");
+  std::size_t const data_at = 8 + std::size_t(header_bytes), data_size = bytes.size() - data_at;
+  SafeTensors st;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
+  for (auto const& [key, value] : header.items()) {
+    if (key == "__metadata__") {
+      KTR_REQUIRE(value.is_object(), name, "__metadata__ must be an object of strings");
+      for (auto const& [k, v] : value.items()) {
+        KTR_REQUIRE(v.is_string(), name, "metadata '" + k + "' is not a string");
+        st.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    std::string const what = name + ": tensor '" + key + "'";
+    KTR_REQUIRE(
+        value.is_object() && value.contains("dtype") && value.contains("shape") && value.contains("data_offsets"),
+        what, "needs dtype, shape and data_offsets");
+    auto const& dtype = value["dtype"];
+    auto const& shape = value["shape"];
+    auto const& offsets = value["data_offsets"];
+    KTR_REQUIRE(dtype.is_string() && dtype_size(dtype.get<std::string>()) > 0, what, "unknown dtype");
+    KTR_REQUIRE(shape.is_array() && shape.size() <= 16, what, "malformed shape");
+    KTR_REQUIRE(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
+                    offsets[1].is_number_unsigned(),
+                what, "malformed data_offsets");
+    SafeTensor t;
+    t.dtype = dtype.get<std::string>();
+    std::int64_t n = 1;
+    for (auto const& e : shape) {
+      KTR_REQUIRE(e.is_number_unsigned() && e.get<std::uint64_t>() < (std::uint64_t(1) << 40), what,
+                  "malformed shape");
+      t.shape.push_back(e.get<std::int64_t>());
+      n = checked_mul(n, t.shape.back(), what.c_str());
+    }
+    std::uint64_t const begin = offsets[0].get<std::uint64_t>(), end = offsets[1].get<std::uint64_t>();
+    KTR_REQUIRE(begin <= end && end <= data_size, what,
+                "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + ") exceed the " +
+                    std::to_string(data_size) + " data bytes (truncated file?)");
+    KTR_REQUIRE(end - begin == std::uint64_t(checked_mul(n, dtype_size(t.dtype), what.c_str())), what,
+                "holds " + std::to_string(end - begin) + " bytes, its dtype and shape need " +
+                    std::to_string(n * dtype_size(t.dtype)));
+    ranges.emplace_back(begin, end);
+    if (t.dtype == "F32") {
+      t.values.resize(std::size_t(n));
+      if (n > 0) std::memcpy(t.values.data(), bytes.data() + data_at + begin, std::size_t(end - begin));
+    }
+    st.tensors.emplace(key, std::move(t));
+  }
+  // The tensors tile the data exactly: no overlap, no hole, nothing after the last one.
+  std::sort(ranges.begin(), ranges.end());
+  std::uint64_t at = 0;
+  for (auto const& [b, e] : ranges) {
+    KTR_REQUIRE(b == at, name, "tensor data overlaps or leaves a hole at byte " + std::to_string(at));
+    at = e;
+  }
+  KTR_REQUIRE(at == data_size, name, std::to_string(data_size - at) + " bytes after the last tensor");
+  return st;
+}
+
+SafeTensors read_safetensors(std::string const& path) {
+  struct stat st {};
+  KTR_REQUIRE(::stat(path.c_str(), &st) == 0, path, std::string("cannot open (") + std::strerror(errno) + ")");
+  KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  KTR_REQUIRE(in.good(), path, std::string("cannot open (") + std::strerror(errno) + ")");
+  std::string bytes(std::size_t(st.st_size), '\0');
+  in.read(&bytes[0], std::streamsize(bytes.size()));
+  bytes.resize(std::size_t(in.gcount()));
+  return parse_safetensors(path, bytes);
+}
+
+void write_safetensors(std::string const& path, SafeTensors const& st) {
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0)
+    KTR_REQUIRE(S_ISREG(existing.st_mode) && is_safetensors(path), path,
+                "exists and is not a safetensors file; refusing to replace it");
+  nlohmann::json header = nlohmann::json::object();
+  if (!st.metadata.empty()) header["__metadata__"] = st.metadata;
+  std::uint64_t offset = 0;
+  for (auto const& [name, t] : st.tensors) {
+    KTR_REQUIRE(t.dtype == "F32", path, "tensor '" + name + "': only F32 is written");
+    std::int64_t n = 1;
+    for (auto e : t.shape) n = checked_mul(n, e, path.c_str());
+    KTR_REQUIRE(std::size_t(n) == t.values.size(), path, "tensor '" + name + "': values do not match its shape");
+    header[name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * t.values.size()}}};
+    offset += 4 * t.values.size();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // align the data to 8 bytes, as the reference writer does
+  std::string const tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    std::uint64_t const n = text.size();
+    out.write(reinterpret_cast<char const*>(&n), 8);
+    out << text;
+    for (auto const& [name, t] : st.tensors)
+      out.write(reinterpret_cast<char const*>(t.values.data()), std::streamsize(4 * t.values.size()));
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int const err = errno;
+    std::remove(tmp.c_str());
+    throw Error(path + ": rename failed: " + std::strerror(err));
+  }
+}
+
+}  // namespace ktr
