@@ -4,9 +4,11 @@
 #include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
 #include <ktr/ktr_config.hpp>
+
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
+#include <nlohmann/json.hpp>
 #include "apps/cli.hpp"
 #include "apps/data.hpp"
 #include "apps/flags.hpp"
@@ -70,6 +72,10 @@ std::string model_description(std::string const& name) {
   throw FlagError("--model: unknown model '" + name + "' (mlp, cnn, or a description starting with in=)");
 }
 
+// Metrics records: JSON through nlohmann::json, which writes a non-finite number (NaN, infinity) as null (JSON has
+// no such numbers), so every line of a metrics file is valid JSON.
+using Json = nlohmann::ordered_json;
+
 // Metrics as JSON lines, written straight to the file and flushed line by line, so that whatever was measured
 // survives an error or a crash. A fresh run replaces an earlier ktr metrics file (never any other file); a resumed
 // run appends to it.
@@ -86,9 +92,9 @@ class MetricsFile {
   }
   MetricsFile(MetricsFile const&) = delete;
   MetricsFile& operator=(MetricsFile const&) = delete;
-  void line(std::string const& json) {
+  void line(Json const& record) {
     if (!file_) return;
-    if (std::fprintf(file_, "%s\n", json.c_str()) < 0 || std::fflush(file_) != 0)
+    if (std::fprintf(file_, "%s\n", record.dump().c_str()) < 0 || std::fflush(file_) != 0)
       throw Error("--metrics " + path_ + ": write failed (" + std::strerror(errno) + ")");
   }
 
@@ -107,18 +113,21 @@ class MetricsFile {
   std::FILE* file_ = nullptr;
 };
 
-// A JSON number; JSON has no NaN or infinity, so a non-finite value is written as null.
-std::string json_number(double v, int decimals = 6) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
-
 std::string fmt(char const* format, double a, double b = 0) {
   char buf[256];
   std::snprintf(buf, sizeof buf, format, a, b);
   return buf;
+}
+
+// The held-out figures of an epoch or summary record (null when there is no held-out data).
+void add_test_metrics(Json& record, bool evaluated, bool regression, EvalResult const& r) {
+  if (!evaluated) {
+    record["test_loss"] = nullptr;
+  } else if (regression) {
+    record["test_loss"] = r.loss, record["test_mse"] = r.loss, record["test_rmse"] = r.rmse();
+  } else {
+    record["test_loss"] = r.loss, record["test_accuracy"] = r.accuracy;
+  }
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -299,7 +308,7 @@ int train(int argc, char* argv[]) {
       if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
         std::int64_t const bad_step = state.host_step - kk + i + 1;
         progress.finish();
-        metrics.line("{\"type\":\"diverged\",\"step\":" + std::to_string(bad_step) + ",\"loss\":null}");
+        metrics.line(Json{{"type", "diverged"}, {"step", bad_step}, {"loss", double(l)}});
         throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
                               (std::isnan(l) ? "nan" : "infinite") +
                               (ckpt_path.empty()
@@ -314,10 +323,12 @@ int train(int argc, char* argv[]) {
     // classification: accuracy; regression: the RMSE of the dispatch
     double const quality = regression ? std::sqrt(loss / kk) : double(hits) / double(kk * cfg.batch);
     progress.update(state.host_step, loss / kk, quality, samples_per_s);
-    metrics.line("{\"type\":\"dispatch\",\"step\":" + std::to_string(state.host_step) +
-                 ",\"epoch\":" + std::to_string((state.host_step - 1) / spe + 1) +
-                 ",\"loss\":" + json_number(loss / kk) + (regression ? ",\"rmse\":" : ",\"accuracy\":") +
-                 json_number(quality) + ",\"samples_per_s\":" + json_number(samples_per_s, 1) + "}");
+    metrics.line(Json{{"type", "dispatch"},
+                      {"step", state.host_step},
+                      {"epoch", (state.host_step - 1) / spe + 1},
+                      {"loss", loss / kk},
+                      {regression ? "rmse" : "accuracy", quality},
+                      {"samples_per_s", samples_per_s}});
     if (g_interrupted) {
       interrupted = true;
       break;
@@ -331,15 +342,13 @@ int train(int argc, char* argv[]) {
           regression ? std::sqrt(train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
       progress.epoch_line(epoch, train_loss, train_quality, evaluate, last_eval.loss,
                           regression ? last_eval.rmse() : last_eval.accuracy, wall);
-      std::string const test = !evaluate    ? ",\"test_loss\":null"
-                               : regression ? ",\"test_loss\":" + json_number(last_eval.loss) +
-                                                  ",\"test_mse\":" + json_number(last_eval.loss) +
-                                                  ",\"test_rmse\":" + json_number(last_eval.rmse())
-                                            : ",\"test_loss\":" + json_number(last_eval.loss) +
-                                                  ",\"test_accuracy\":" + json_number(last_eval.accuracy);
-      metrics.line("{\"type\":\"epoch\",\"epoch\":" + std::to_string(epoch) + ",\"train_loss\":" +
-                   json_number(train_loss) + (regression ? ",\"train_rmse\":" : ",\"train_accuracy\":") +
-                   json_number(train_quality) + test + ",\"wall_s\":" + json_number(wall, 3) + "}");
+      Json record{{"type", "epoch"},
+                  {"epoch", epoch},
+                  {"train_loss", train_loss},
+                  {regression ? "train_rmse" : "train_accuracy", train_quality}};
+      add_test_metrics(record, evaluate, regression, last_eval);
+      record["wall_s"] = wall;
+      metrics.line(record);
       epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
       if (!ckpt_path.empty()) session->save(space, ckpt_path);
     }
@@ -352,7 +361,7 @@ int train(int argc, char* argv[]) {
     std::printf("interrupted at step %lld%s\n", (long long)state.host_step,
                 ckpt_path.empty() ? " (no --checkpoint given: nothing saved)"
                                   : (", checkpoint saved to " + ckpt_path).c_str());
-    metrics.line("{\"type\":\"interrupted\",\"step\":" + std::to_string(state.host_step) + "}");
+    metrics.line(Json{{"type", "interrupted"}, {"step", state.host_step}});
     return 130;
   }
   // A resumed run that had nothing left to do still reports the model it holds.
@@ -363,14 +372,12 @@ int train(int argc, char* argv[]) {
                    : fmt(", test accuracy %.2f%%, test loss %.4f", 100 * last_eval.accuracy, last_eval.loss);
   std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(state.host_step - first_step), wall,
               wall > 0 ? trained / wall : 0.0, result.c_str());
-  std::string const summary = !evaluate    ? ",\"test_loss\":null"
-                              : regression ? ",\"test_mse\":" + json_number(last_eval.loss) +
-                                                 ",\"test_rmse\":" + json_number(last_eval.rmse())
-                                           : ",\"test_accuracy\":" + json_number(last_eval.accuracy) +
-                                                 ",\"test_loss\":" + json_number(last_eval.loss);
-  metrics.line("{\"type\":\"summary\",\"steps\":" + std::to_string(state.host_step) +
-               ",\"wall_s\":" + json_number(wall, 3) +
-               ",\"samples_per_s\":" + json_number(wall > 0 ? trained / wall : 0.0, 1) + summary + "}");
+  Json summary{{"type", "summary"},
+               {"steps", state.host_step},
+               {"wall_s", wall},
+               {"samples_per_s", wall > 0 ? trained / wall : 0.0}};
+  add_test_metrics(summary, evaluate, regression, last_eval);
+  metrics.line(summary);
   return 0;
 }
 
