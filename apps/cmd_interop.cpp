@@ -13,22 +13,6 @@ namespace ktr::cli {
 
 namespace {
 
-char const* const kExportHelp =
-    "usage: ktr export --checkpoint FILE --out FILE.safetensors\n"
-    "  writes the parameters (float32) named by Flax's parameter paths (Dense_0.kernel, Conv_0.bias, ...) with\n"
-    "  metadata ktr.model, ktr.task, ktr.normalize_scale, ktr.normalize_shift, ktr.version (and the tensors\n"
-    "  ktr.input_scale / ktr.input_shift for a per-feature input transform); an existing FILE is replaced only\n"
-    "  if it is a safetensors file\n";
-
-char const* const kImportHelp =
-    "usage: ktr import --model mlp|cnn|DESC --weights FILE.safetensors --out CHECKPOINT [flags]\n"
-    "  builds a checkpoint (step 0, fresh optimiser state) from Flax-named float32 tensors, refusing missing,\n"
-    "  unexpected or misshapen tensors\n"
-    "  --normalize unit|none      the input transform when the file records none (default unit: pixels / 255)\n"
-    "  --task classification|regression   (default: the file's ktr.task, else classification)\n"
-    "  --batch B                  the batch a fine-tuning run (ktr train --resume) will use (default 256)\n"
-    "  --threads N\n";
-
 std::string model_arg(std::string const& name) {
   if (name == "mlp") return Model::mlp();
   if (name == "cnn") return Model::simple_cnn();
@@ -39,15 +23,20 @@ std::string model_arg(std::string const& name) {
 }  // namespace
 
 int export_weights_cmd(int argc, char* argv[]) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::printf("%s", kExportHelp);
-    return 0;
-  }
-  Flags const f(argc, argv, 2, {"checkpoint", "out", "threads"});
-  std::string const ckpt = f.str("checkpoint", ""), out = f.str("out", "");
-  if (ckpt.empty()) throw FlagError("--checkpoint: required");
-  if (out.empty()) throw FlagError("--out: required");
-  Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
+  CLI::App app{
+      "Writes a checkpoint's parameters (float32) as safetensors named by Flax's parameter paths "
+      "(Dense_0.kernel, Conv_0.bias, ...), with metadata ktr.model, ktr.task, ktr.normalize_scale, "
+      "ktr.normalize_shift, ktr.version (and the tensors ktr.input_scale / ktr.input_shift for a "
+      "per-feature input transform).",
+      "ktr export"};
+  std::string ckpt, out;
+  int threads = -1;
+  app.add_option("--checkpoint", ckpt, "the checkpoint")->required();
+  app.add_option("--out", out, "FILE.safetensors (an existing file is replaced only if it is a safetensors file)")
+      ->required();
+  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  if (!parse(app, argc, argv, 2)) return 0;
+  Runtime runtime(threads);
   TrainedModel m = load_trained_model(ckpt, 1);
   SafeTensors const st = export_weights(*m.model, download(m.model->arena().params()), m.config);
   write_safetensors(out, st);
@@ -57,27 +46,36 @@ int export_weights_cmd(int argc, char* argv[]) {
 }
 
 int import_weights_cmd(int argc, char* argv[]) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::printf("%s", kImportHelp);
-    return 0;
-  }
-  Flags const f(argc, argv, 2, {"model", "weights", "out", "normalize", "task", "batch", "threads"});
-  std::string const weights = f.str("weights", ""), out = f.str("out", ""), model = f.str("model", "");
-  if (model.empty()) throw FlagError("--model: required");
-  if (weights.empty()) throw FlagError("--weights: required");
-  if (out.empty()) throw FlagError("--out: required");
+  CLI::App app{
+      "Builds a checkpoint (step 0, fresh optimiser state) from Flax-named float32 safetensors, ready for "
+      "ktr eval, inference or fine-tuning (ktr train --resume); refuses missing, unexpected or misshapen "
+      "tensors.",
+      "ktr import"};
+  std::string model, weights, out, normalize = "unit", task;
+  std::int64_t batch = 256;
+  int threads = -1;
+  app.add_option("--model", model, "mlp, cnn or a description")->required();
+  app.add_option("--weights", weights, "FILE.safetensors")->required();
+  app.add_option("--out", out, "the checkpoint to write")->required();
+  app.add_option("--normalize", normalize,
+                 "the input transform when the file records none: unit (pixels / 255) or none")
+      ->check(one_of({"unit", "none"}))
+      ->capture_default_str();
+  app.add_option("--task", task,
+                 "classification or regression (default: the file's ktr.task, else classification)")
+      ->check(one_of({"classification", "regression"}));
+  app.add_option("--batch", batch, "the batch a fine-tuning run (ktr train --resume) will use")
+      ->check(integer_in(1, 1 << 24))
+      ->capture_default_str();
+  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  if (!parse(app, argc, argv, 2)) return 0;
   RunConfig config;
   config.model = model_arg(model);
-  config.batch = f.integer("batch", 256, 1, 1 << 24);
-  std::string const normalize = f.str("normalize", "unit");
-  if (normalize != "unit" && normalize != "none") throw FlagError("--normalize: must be unit or none");
-  std::string const task = f.str("task", "");
-  if (!task.empty() && task != "classification" && task != "regression")
-    throw FlagError("--task: must be classification or regression");
+  config.batch = batch;
   Model::plan(config.model, config.batch);  // a bad description is refused before anything else
   check_checkpoint_target(out, "--out");
   SafeTensors const st = read_safetensors(weights);
-  Runtime runtime(int(f.integer("threads", -1, 1, 4096)));
+  Runtime runtime(threads);
   std::optional<Session> session;
   {
     Model const probe(config.model, 1);

@@ -60,23 +60,25 @@ void make_arrays(std::string const& dir, std::string const& prefix, std::int64_t
 }  // namespace
 
 int synth(int argc, char* argv[]) {
-  if (argc > 2 && std::string(argv[2]) == "--help") {
-    std::printf(
-        "usage: ktr synth --out DIR [--train N (default 6000)] [--test N (default 1000)] [--seed S] [--arrays]\n"
-        "  --arrays  NumPy arrays instead of IDX images: {train,test}-features.npy (N, 8) float32,\n"
-        "            {train,test}-targets.npy (N, 2) float32 regression targets, {train,test}-labels.npy (N)\n"
-        "            int32 labels of 3 classes\n");
-    return 0;
-  }
-  Flags const f(argc, argv, 2, {"out", "train", "test", "seed"}, {"arrays"});
-  std::string const dir = f.str("out", "");
-  if (dir.empty()) throw FlagError("--out: required");
-  std::int64_t const train = f.integer("train", 6000, 1, 10000000), test = f.integer("test", 1000, 1, 10000000);
-  auto const seed = std::uint32_t(f.integer("seed", 1, 0, UINT32_MAX));
+  CLI::App app{
+      "Writes a small synthetic dataset: MNIST-format IDX images, or with --arrays NumPy arrays "
+      "({train,test}-features.npy (N, 8) float32, {train,test}-targets.npy (N, 2) float32 regression "
+      "targets, {train,test}-labels.npy (N) int32 labels of 3 classes).",
+      "ktr synth"};
+  std::string dir;
+  std::int64_t train = 6000, test = 1000, seed_value = 1;
+  bool arrays = false;
+  app.add_option("--out", dir, "the folder to write")->required();
+  app.add_option("--train", train, "training samples")->check(integer_in(1, 10000000))->capture_default_str();
+  app.add_option("--test", test, "test samples")->check(integer_in(1, 10000000))->capture_default_str();
+  app.add_option("--seed", seed_value, "seed")->check(integer_in(0, UINT32_MAX))->capture_default_str();
+  app.add_flag("--arrays", arrays, "NumPy arrays instead of IDX images");
+  if (!parse(app, argc, argv, 2)) return 0;
+  auto const seed = std::uint32_t(seed_value);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("--out " + dir + ": " + ec.message());
-  if (f.on("arrays")) {
+  if (arrays) {
     make_arrays(dir, "train-", train, seed + 1);
     make_arrays(dir, "test-", test, seed + 2);
     std::printf("wrote %lld train and %lld test samples as .npy arrays to %s\n", (long long)train, (long long)test,

@@ -30,40 +30,9 @@ namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
 extern "C" void on_sigint(int) { g_interrupted = 1; }
 
-char const* const kTrainHelp =
-    "usage: ktr train [flags]\n"
-    "  --model mlp|cnn|DESC        mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description\n"
-    "                              such as 'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu\n"
-    "                              dense:3' (default for arrays: in=<sample> dense:128:relu dense:128:relu\n"
-    "                              dense:<classes or T>)\n"
-    "  --epochs N                  epochs to train to (default 5; with --resume: the total, counting done ones)\n"
-    "  --batch B                   batch size (default 256, 32 for cnn, at most N for arrays); the last partial\n"
-    "                              batch of an epoch is dropped\n"
-    "  --optimizer sgd|adam|adamw  (default adam)    --lr X (default 1e-3)    --momentum X    --nesterov\n"
-    "  --weight-decay X            adamw decoupled weight decay (default 1e-4)\n"
-    "  --clip-norm X               clip gradients to this global norm (default off)\n"
-    "  --schedule S                constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]\n"
-    "  --steps-per-dispatch K      optimiser steps per dispatch, one metrics read-back each (default 16)\n"
-    "  --seed S                    initialisation and shuffling seed (default 0)\n"
-    "  --normalize standard|unit|none\n"
-    "                              standard (default): pixels by the training set's mean/std, float features\n"
-    "                              each by its own; unit: pixels to [0, 1]; none: inputs as given\n"
-    "  --checkpoint FILE           save here after every epoch and on Ctrl-C (an existing FILE is replaced only\n"
-    "                              if it is a ktr checkpoint)\n"
-    "  --resume FILE               continue from a checkpoint (model, optimiser, batch, seed, normalisation come\n"
-    "                              from it)\n"
-    "  --metrics FILE              JSON lines: one per dispatch, one per epoch, a summary (appended to when\n"
-    "                              resuming; non-finite values are written as null)\n"
-    "  --precision fp32|tf32       matmul arithmetic: fp32 (default) or tf32 (opt-in, CUDA tensor cores)\n"
-    "  --threads N                 host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)\n"
-    "  --no-eval                   skip the per-epoch test-set evaluation\n"
+char const* const kExitStatus =
     "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
-    "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)\n";
-
-char const* const kEvalHelp =
-    "usage: ktr eval --checkpoint FILE [data flags] [--split t10k|train] [--batch B] [--threads N]\n"
-    "  evaluates on the held-out split (IDX t10k; arrays: --test-* or --test-fraction) or, with --split train,\n"
-    "  on the training split\n";
+    "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)";
 
 std::string model_description(std::string const& name) {
   if (name == "mlp") return Model::mlp();
@@ -174,63 +143,102 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
 }  // namespace
 
 int train(int argc, char* argv[]) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::printf("%s%s", kTrainHelp, kDataHelp);
-    return 0;
-  }
-  std::set<std::string> known{"model",     "epochs",       "batch",     "optimizer", "lr",
-                              "momentum",  "weight-decay", "clip-norm", "schedule",  "steps-per-dispatch",
-                              "seed",      "checkpoint",   "resume",    "metrics",   "threads",
-                              "normalize", "precision"};
-  known.merge(data_flags());
-  Flags const f(argc, argv, 2, known, {"nesterov", "no-eval"});
+  CLI::App app{"Trains a model with the whole training loop on the device.", "ktr train"};
+  std::string model_name, optimizer = "adam", schedule = "constant", normalize = "standard",
+                          precision_name = "fp32";
+  std::string ckpt_path, resume, metrics_path;
+  std::int64_t batch = 256, seed = 0, epochs = 5;
+  double lr = 1e-3, momentum = 0, weight_decay = 1e-4, clip_norm = 0;
+  int k = 16, threads = -1;
+  bool nesterov = false, no_eval = false;
+  app.add_option("--model", model_name,
+                 "mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description such as "
+                 "'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu dense:3' (default for "
+                 "arrays: in=<sample> dense:128:relu dense:128:relu dense:<classes or T>)");
+  app.add_option("--epochs", epochs, "epochs to train to (with --resume: the total, counting done ones)")
+      ->check(integer_in(1, 100000))
+      ->capture_default_str();
+  app.add_option("--batch", batch,
+                 "samples per optimiser step (default 256, 32 for cnn, at most N for arrays); the last partial "
+                 "batch of an epoch is dropped")
+      ->check(integer_in(1, 1 << 24));
+  app.add_option("--optimizer", optimizer, "sgd, adam or adamw")
+      ->check(one_of({"sgd", "adam", "adamw"}))
+      ->capture_default_str();
+  app.add_option("--lr", lr, "learning rate")->check(number_in(1e-12, 1e3))->capture_default_str();
+  app.add_option("--momentum", momentum, "sgd momentum")->check(number_in(0, 0.999999))->capture_default_str();
+  app.add_flag("--nesterov", nesterov, "sgd with Nesterov momentum");
+  app.add_option("--weight-decay", weight_decay, "adamw decoupled weight decay")
+      ->check(number_in(0, 10))
+      ->capture_default_str();
+  app.add_option("--clip-norm", clip_norm, "clip gradients to this global norm (0: off)")
+      ->check(number_in(0, 1e9))
+      ->capture_default_str();
+  app.add_option("--schedule", schedule, "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]")
+      ->capture_default_str();
+  app.add_option("--steps-per-dispatch", k, "optimiser steps per dispatch, one metrics read-back each")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "initialisation and shuffling seed")
+      ->check(integer_in(0, INT64_MAX))
+      ->capture_default_str();
+  app.add_option("--normalize", normalize,
+                 "standard: pixels by the training set's mean/std, float features each by its own; unit: pixels "
+                 "to [0, 1]; none: inputs as given")
+      ->check(one_of({"standard", "unit", "none"}))
+      ->capture_default_str();
+  app.add_option("--precision", precision_name, "matmul arithmetic: fp32, or tf32 (opt-in, CUDA tensor cores)")
+      ->check(one_of({"fp32", "tf32"}))
+      ->capture_default_str();
+  app.add_option("--checkpoint", ckpt_path,
+                 "save here after every epoch and on Ctrl-C (an existing file is replaced only if it is a ktr "
+                 "checkpoint)");
+  app.add_option("--resume", resume,
+                 "continue from a checkpoint (model, optimiser, batch, seed, normalisation come from it)");
+  app.add_option("--metrics", metrics_path,
+                 "JSON lines: one per dispatch, one per epoch, a summary (appended to when resuming; non-finite "
+                 "values are written as null)");
+  app.add_option("--threads", threads, "host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)")
+      ->check(integer_in(1, 4096));
+  app.add_flag("--no-eval", no_eval, "skip the per-epoch held-out evaluation");
+  DataOptions data_options;
+  add_data_options(app, data_options);
+  app.footer(kExitStatus);
+  if (!parse(app, argc, argv, 2)) return 0;
   // Flags first: every usage error is reported before any file is read or memory committed.
-  std::string const resume = f.str("resume", "");
   if (!resume.empty()) {
-    for (char const* fixed : {"model", "batch", "optimizer", "lr", "momentum", "nesterov", "weight-decay",
-                              "clip-norm", "schedule", "seed", "normalize"})
-      if (f.has(fixed)) throw FlagError(std::string("--") + fixed + ": comes from the checkpoint when resuming");
+    for (char const* fixed : {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov",
+                              "--weight-decay", "--clip-norm", "--schedule", "--seed", "--normalize"})
+      if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
   RunConfig config;
-  std::string const model_name = f.str("model", "");
   config.model = model_name.empty() ? "" : model_description(model_name);
-  config.batch = f.integer("batch", model_name == "cnn" ? 32 : 256, 1, 1 << 24);
-  config.seed = std::uint64_t(f.integer("seed", 0, 0, INT64_MAX));
+  config.batch = given(app, "--batch") ? batch : model_name == "cnn" ? 32 : 256;
+  config.seed = std::uint64_t(seed);
   auto& o = config.optimizer;
   try {
-    o.kind = OptimizerConfig::parse_kind(f.str("optimizer", "adam"));
-    o.schedule = Schedule::parse(f.str("schedule", "constant"));
+    o.kind = OptimizerConfig::parse_kind(optimizer);
+    o.schedule = Schedule::parse(schedule);
   } catch (Error const& e) {
     throw FlagError(e.what());
   }
-  o.lr = float(f.number("lr", 1e-3, 1e-12, 1e3));
-  o.momentum = float(f.number("momentum", 0.0, 0.0, 0.999999));
-  o.nesterov = f.on("nesterov");
-  o.weight_decay = float(f.number("weight-decay", 1e-4, 0.0, 10.0));
-  o.clip_norm = float(f.number("clip-norm", 0.0, 0.0, 1e9));
-  config.normalize = f.str("normalize", "standard");
-  if (config.normalize != "standard" && config.normalize != "unit" && config.normalize != "none")
-    throw FlagError("--normalize: must be standard, unit or none, got '" + config.normalize + "'");
-  int const k = int(f.integer("steps-per-dispatch", 16, 1, 4096));
-  MatmulPrecision precision = MatmulPrecision::fp32;
-  try {
-    precision = parse_matmul_precision(f.str("precision", "fp32"));
-  } catch (Error const& e) {
-    throw FlagError(e.what());
-  }
-  std::int64_t const epochs = f.integer("epochs", 5, 1, 100000);
-  std::string const ckpt_path = f.str("checkpoint", "");
-  bool const do_eval = !f.on("no-eval");
+  o.lr = float(lr);
+  o.momentum = float(momentum);
+  o.nesterov = nesterov;
+  o.weight_decay = float(weight_decay);
+  o.clip_norm = float(clip_norm);
+  config.normalize = normalize;
+  MatmulPrecision const precision = parse_matmul_precision(precision_name);
+  bool const do_eval = !no_eval;
   if (!ckpt_path.empty()) check_checkpoint_target(ckpt_path, "--checkpoint");
-  int const threads = int(f.integer("threads", -1, 1, 4096));
   Checkpoint resumed;
   if (!resume.empty()) resumed = read_checkpoint(resume);
   runtime.emplace(threads);
   set_matmul_precision(precision);
   if (!resume.empty()) config = run_config(resumed, resume);
   auto const t_load = std::chrono::steady_clock::now();
-  RunData const data = load_run_data(f, do_eval, config.seed);
+  RunData const data = load_run_data(data_options, do_eval, config.seed);
   DeviceDataset const& train_data = data.train;
   DeviceDataset const& test_data = data.test;
   bool const evaluate = do_eval && test_data.count > 0;
@@ -238,7 +246,8 @@ int train(int argc, char* argv[]) {
   if (resume.empty()) {
     config.task = train_data.task();
     if (config.model.empty()) config.model = data.arrays ? default_model(train_data) : Model::mlp();
-    if (data.arrays && !f.has("batch")) config.batch = std::min<std::int64_t>(config.batch, train_data.count);
+    if (data.arrays && !given(app, "--batch"))
+      config.batch = std::min<std::int64_t>(config.batch, train_data.count);
   }
   validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume);
   if (resume.empty()) config.norm = fit_normalization(ExecSpace(), train_data, config.normalize);
@@ -264,7 +273,7 @@ int train(int argc, char* argv[]) {
               resume.empty() ? "" : (", resumed at step " + std::to_string(state.host_step)).c_str());
   std::fflush(stdout);
 
-  MetricsFile metrics(f.str("metrics", ""), !resume.empty());
+  MetricsFile metrics(metrics_path, !resume.empty());
   Evaluator evaluator(model, 1000, cfg.norm, cfg.task);
   bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
@@ -382,26 +391,29 @@ int train(int argc, char* argv[]) {
 }
 
 int eval(int argc, char* argv[]) {
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) {
-    std::printf("%s%s", kEvalHelp, kDataHelp);
-    return 0;
-  }
-  std::set<std::string> known{"checkpoint", "split", "batch", "threads"};
-  known.merge(data_flags());
-  Flags const f(argc, argv, 2, known);
-  std::string const ckpt = f.str("checkpoint", "");
-  if (ckpt.empty()) throw FlagError("--checkpoint: required");
-  std::string const split = f.str("split", "t10k");
-  if (split != "t10k" && split != "train") throw FlagError("--split: must be t10k or train");
-  std::int64_t const batch = f.integer("batch", 1000, 1, 1 << 24);
-  int const threads = int(f.integer("threads", -1, 1, 4096));
+  CLI::App app{
+      "Evaluates a checkpoint on the held-out split (IDX t10k; arrays: --test-* or --test-fraction) or, "
+      "with --split train, on the training split.",
+      "ktr eval"};
+  std::string ckpt, split = "t10k";
+  std::int64_t batch = 1000;
+  int threads = -1;
+  app.add_option("--checkpoint", ckpt, "the checkpoint to evaluate")->required();
+  app.add_option("--split", split, "t10k (held out) or train")
+      ->check(one_of({"t10k", "train"}))
+      ->capture_default_str();
+  app.add_option("--batch", batch, "evaluation batch")->check(integer_in(1, 1 << 24))->capture_default_str();
+  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  DataOptions data_options;
+  add_data_options(app, data_options);
+  if (!parse(app, argc, argv, 2)) return 0;
   Checkpoint const c = read_checkpoint(ckpt);
   Runtime runtime(threads);
   RunConfig config = run_config(c, ckpt);
   config.optimizer.kind = OptimizerConfig::Kind::sgd;  // evaluation holds no optimiser state
   config.optimizer.momentum = 0;
   // The split to evaluate: IDX t10k/train, or the held-out (else the training) arrays.
-  RunData const loaded = load_run_data(f, split == "t10k", config.seed);
+  RunData const loaded = load_run_data(data_options, split == "t10k", config.seed);
   DeviceDataset const& data = split == "t10k" && loaded.test.count > 0 ? loaded.test : loaded.train;
   std::string const which =
       split == "train" || loaded.test.count == 0 ? "train" : (loaded.arrays ? "held-out" : "t10k");

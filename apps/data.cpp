@@ -10,21 +10,27 @@
 
 namespace ktr::cli {
 
-char const* const kDataHelp =
-    "data (one of):\n"
-    "  --data DIR                  MNIST-format IDX files (default " KTR_DEFAULT_DATA_DIR
-    ")\n"
-    "  --features X.npy --targets Y.npy\n"
-    "                              NumPy arrays: features float32/float64 (N, D) or (N, H, W, C); targets "
-    "integer\n"
-    "                              (N) class labels (softmax cross-entropy) or float (N) / (N, T) values (mean\n"
-    "                              squared error)\n"
-    "  --test-features TX.npy --test-targets TY.npy   held-out arrays, or\n"
-    "  --test-fraction F           hold out this share of the arrays (0 < F < 1), chosen by a --seed shuffle\n"
-    "  --classes N                 class count of integer targets (default: the largest label + 1)\n";
-
-std::set<std::string> data_flags() {
-  return {"data", "features", "targets", "test-features", "test-targets", "test-fraction", "classes"};
+void add_data_options(CLI::App& app, DataOptions& d) {
+  d.app = &app;
+  d.data = KTR_DEFAULT_DATA_DIR;
+  auto* group = app.add_option_group("data (IDX directory or NumPy arrays)");
+  group
+      ->add_option("--data", d.data,
+                   "MNIST-format IDX files (train-/t10k-images-idx3-ubyte[.gz], -labels-idx1-ubyte[.gz])")
+      ->capture_default_str();
+  group->add_option("--features", d.features,
+                    "X.npy: float32/float64 features (N, D) or (N, H, W, C); with --targets");
+  group->add_option("--targets", d.targets,
+                    "Y.npy: integer class labels (N) (softmax cross-entropy) or float values (N) / (N, T) (mean "
+                    "squared error)");
+  group->add_option("--test-features", d.test_features, "held-out features (with --test-targets)");
+  group->add_option("--test-targets", d.test_targets, "held-out targets (with --test-features)");
+  group
+      ->add_option("--test-fraction", d.test_fraction,
+                   "hold out this share of the arrays, chosen by a --seed shuffle")
+      ->check(number_in(1e-9, 1 - 1e-9));
+  group->add_option("--classes", d.classes, "class count of integer targets (default: the largest label + 1)")
+      ->check(integer_in(1, 1 << 24));
 }
 
 namespace {
@@ -93,12 +99,13 @@ DeviceDataset to_device(Arrays const& a, std::vector<std::int64_t> const& rows, 
   return make_device_dataset(x, shape, labels, values, n, classes, name);
 }
 
-int class_count(Flags const& f, Arrays const& train, Arrays const* test) {
+int class_count(DataOptions const& d, Arrays const& train, Arrays const* test) {
+  bool const given_classes = given(*d.app, "--classes");
   if (!train.y.is_integer()) {
-    if (f.has("classes")) throw FlagError("--classes: only for integer (class label) targets");
+    if (given_classes) throw FlagError("--classes: only for integer (class label) targets");
     return 0;
   }
-  if (f.has("classes")) return int(f.integer("classes", 0, 1, 1 << 24));
+  if (given_classes) return d.classes;
   double top = 0;
   for (double v : train.y.values) top = std::max(top, v);
   if (test)
@@ -108,43 +115,43 @@ int class_count(Flags const& f, Arrays const& train, Arrays const* test) {
 
 }  // namespace
 
-RunData load_run_data(Flags const& f, bool want_test, std::uint64_t seed) {
-  RunData d;
-  bool const arrays = f.has("features") || f.has("targets");
+RunData load_run_data(DataOptions const& d, bool want_test, std::uint64_t seed) {
+  auto has = [&](char const* name) { return given(*d.app, name); };
+  RunData r;
+  bool const arrays = has("--features") || has("--targets");
   if (!arrays) {
-    for (char const* only : {"test-features", "test-targets", "test-fraction", "classes"})
-      if (f.has(only)) throw FlagError(std::string("--") + only + ": only with --features and --targets");
-    std::string const dir = f.str("data", KTR_DEFAULT_DATA_DIR);
-    d.train = load_idx(dir, "train");
-    if (want_test) d.test = load_idx(dir, "t10k");
-    d.source = dir;
-    return d;
+    for (char const* only : {"--test-features", "--test-targets", "--test-fraction", "--classes"})
+      if (has(only)) throw FlagError(std::string(only) + ": only with --features and --targets");
+    r.train = load_idx(d.data, "train");
+    if (want_test) r.test = load_idx(d.data, "t10k");
+    r.source = d.data;
+    return r;
   }
-  d.arrays = true;
-  if (f.has("data")) throw FlagError("--data: give either --data or --features/--targets, not both");
-  if (!f.has("features") || !f.has("targets")) throw FlagError("--features and --targets go together");
-  if (f.has("test-features") != f.has("test-targets"))
+  r.arrays = true;
+  if (has("--data")) throw FlagError("--data: give either --data or --features/--targets, not both");
+  if (!has("--features") || !has("--targets")) throw FlagError("--features and --targets go together");
+  if (has("--test-features") != has("--test-targets"))
     throw FlagError("--test-features and --test-targets go together");
-  if (f.has("test-fraction") && f.has("test-features"))
+  if (has("--test-fraction") && has("--test-features"))
     throw FlagError("--test-fraction: give either a fraction or --test-features/--test-targets, not both");
-  Arrays const train = read_arrays(f.str("features", ""), f.str("targets", ""));
-  d.source = train.x_path + ", " + train.y_path;
-  if (f.has("test-features")) {
-    Arrays const test = read_arrays(f.str("test-features", ""), f.str("test-targets", ""));
+  Arrays const train = read_arrays(d.features, d.targets);
+  r.source = train.x_path + ", " + train.y_path;
+  if (has("--test-features")) {
+    Arrays const test = read_arrays(d.test_features, d.test_targets);
     KTR_REQUIRE(test.y.is_integer() == train.y.is_integer(), test.y_path,
                 "its targets are " + std::string(test.y.is_integer() ? "labels" : "values") + ", " + train.y_path +
                     " holds " + (train.y.is_integer() ? "labels" : "values"));
-    int const classes = class_count(f, train, &test);
-    d.train = to_device(train, {}, classes, train.x_path);
-    if (want_test) d.test = to_device(test, {}, classes, test.x_path);
-    return d;
+    int const classes = class_count(d, train, &test);
+    r.train = to_device(train, {}, classes, train.x_path);
+    if (want_test) r.test = to_device(test, {}, classes, test.x_path);
+    return r;
   }
-  int const classes = class_count(f, train, nullptr);
-  if (!f.has("test-fraction")) {
-    d.train = to_device(train, {}, classes, train.x_path);
-    return d;
+  int const classes = class_count(d, train, nullptr);
+  if (!has("--test-fraction")) {
+    r.train = to_device(train, {}, classes, train.x_path);
+    return r;
   }
-  double const fraction = f.number("test-fraction", 0.0, 1e-9, 1 - 1e-9);
+  double const fraction = d.test_fraction;
   std::int64_t const n = train.count(), held = std::int64_t(std::floor(fraction * double(n)));
   if (held < 1 || held >= n)
     throw FlagError("--test-fraction: " + std::to_string(fraction) + " of " + std::to_string(n) +
@@ -155,10 +162,10 @@ RunData load_run_data(Flags const& f, bool want_test, std::uint64_t seed) {
   std::vector<char> is_test(std::size_t(n), 0);
   for (std::int64_t i = n - held; i < n; ++i) is_test[std::size_t(perm(std::uint64_t(i)))] = 1;
   for (std::int64_t i = 0; i < n; ++i) (is_test[std::size_t(i)] ? test_rows : train_rows).push_back(i);
-  d.train = to_device(train, train_rows, classes, train.x_path);
-  if (want_test) d.test = to_device(train, test_rows, classes, train.x_path + " (held out)");
-  d.source += ", " + std::to_string(held) + " held out";
-  return d;
+  r.train = to_device(train, train_rows, classes, train.x_path);
+  if (want_test) r.test = to_device(train, test_rows, classes, train.x_path + " (held out)");
+  r.source += ", " + std::to_string(held) + " held out";
+  return r;
 }
 
 std::string default_model(DeviceDataset const& data) {

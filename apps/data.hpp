@@ -16,14 +16,19 @@ struct RunData {
   bool arrays = false;        ///< from .npy arrays (models take in=D / in=HxWxC of the arrays' samples)
 };
 
-/// The data flags every command shares, for --help.
-extern char const* const kDataHelp;
-/// The data flag names (for a command's Flags).
-std::set<std::string> data_flags();
+/// The data flags train and eval share.
+struct DataOptions {
+  std::string data, features, targets, test_features, test_targets;
+  double test_fraction = 0;
+  int classes = 0;
+  CLI::App const* app = nullptr;  ///< to tell which were given
+};
+/// Declares the data flags on a command.
+void add_data_options(CLI::App& app, DataOptions& d);
 
 /// Loads the data the flags name. `want_test`: also the held-out split (IDX: t10k). `seed` chooses the
 /// --test-fraction split. Throws FlagError for flag misuse, Error naming the file for bad data.
-RunData load_run_data(Flags const& f, bool want_test, std::uint64_t seed);
+RunData load_run_data(DataOptions const& d, bool want_test, std::uint64_t seed);
 
 /// The default model for array data: an MLP on the samples' shape with `width` outputs.
 std::string default_model(DeviceDataset const& data);

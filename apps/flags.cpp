@@ -1,67 +1,71 @@
-// Flag parsing and validation.
+// Validators with messages that name the value and the accepted range, and the parse-error policy.
 #include "apps/flags.hpp"
 
-#include <ktr/core/error.hpp>
-
 #include <cmath>
+#include <cstdio>
 
 namespace ktr::cli {
 
-Flags::Flags(int argc, char* argv[], int first, std::set<std::string> known, std::set<std::string> switches) {
-  for (int i = first; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2) throw FlagError("unexpected argument '" + arg + "'");
-    std::string name = arg.substr(2), value;
-    auto eq = name.find('=');
-    bool const inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (!known.count(name) && !switches.count(name)) throw FlagError("--" + name + ": unknown flag");
-    if (switches.count(name)) {
-      if (inline_value) throw FlagError("--" + name + ": takes no value");
-    } else if (!inline_value) {
-      if (i + 1 >= argc) throw FlagError("--" + name + ": missing value");
-      value = argv[++i];
-    }
-    if (values_.count(name)) throw FlagError("--" + name + ": given twice");
-    values_[name] = value;
-  }
+namespace {
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+}  // namespace
+
+CLI::Validator number_in(double lo, double hi) {
+  std::string const range = "[" + number_text(lo) + ", " + number_text(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        try {
+          std::size_t used = 0;
+          double const v = std::stod(text, &used);
+          if (used == text.size() && std::isfinite(v) && v >= lo && v <= hi) return "";
+        } catch (std::logic_error const&) {
+        }
+        return "'" + text + "' is not a number in " + range;
+      },
+      "in " + range);
 }
 
-std::string Flags::str(std::string const& name, std::string const& fallback) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
-  if (it->second.empty()) throw FlagError("--" + name + ": empty value");
-  return it->second;
+CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
+  std::string const range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& text) -> std::string {
+        try {
+          std::size_t used = 0;
+          long long const v = std::stoll(text, &used);
+          if (used == text.size() && v >= lo && v <= hi) return "";
+        } catch (std::logic_error const&) {
+        }
+        return "'" + text + "' is not an integer in " + range;
+      },
+      "in " + range);
 }
 
-std::int64_t Flags::integer(std::string const& name, std::int64_t fallback, std::int64_t lo,
-                            std::int64_t hi) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
+CLI::Validator one_of(std::vector<std::string> words) {
+  std::string list;
+  for (auto const& w : words) list += (list.empty() ? "" : ", ") + w;
+  return CLI::Validator(
+      [words, list](std::string& text) -> std::string {
+        for (auto const& w : words)
+          if (text == w) return "";
+        return "must be one of " + list + ", got '" + text + "'";
+      },
+      "one of " + list);
+}
+
+bool parse(CLI::App& app, int argc, char* argv[], int first) {
   try {
-    std::size_t used = 0;
-    long long v = std::stoll(it->second, &used);
-    if (used == it->second.size() && v >= lo && v <= hi) return v;
-  } catch (std::logic_error const&) {
+    app.parse(argc - first + 1, argv + first - 1);
+  } catch (CLI::CallForHelp const&) {
+    std::printf("%s", app.help().c_str());
+    return false;
+  } catch (CLI::ParseError const& e) {
+    throw FlagError(e.what());
   }
-  throw FlagError("--" + name + ": '" + it->second + "' is not an integer in [" + std::to_string(lo) + ", " +
-                  std::to_string(hi) + "]");
-}
-
-double Flags::number(std::string const& name, double fallback, double lo, double hi) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) return fallback;
-  try {
-    std::size_t used = 0;
-    double v = std::stod(it->second, &used);
-    if (used == it->second.size() && std::isfinite(v) && v >= lo && v <= hi) return v;
-  } catch (std::logic_error const&) {
-  }
-  throw FlagError("--" + name + ": '" + it->second + "' is not a number in [" + std::to_string(lo) + ", " +
-                  std::to_string(hi) + "]");
+  return true;
 }
 
 }  // namespace ktr::cli

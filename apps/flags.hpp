@@ -1,12 +1,13 @@
-// A small command-line flag parser: `--name value` or `--name=value`, typed getters that validate, and errors
-// that name the flag. Unknown flags are rejected.
+// Command-line parsing through CLI11: each command declares its options on a CLI::App; these helpers give every
+// numeric or named option a validator whose message names the value and the accepted range or set, and turn
+// CLI11's parse errors into FlagError (exit status 2, with a pointer to the command's --help).
 #pragma once
 
 #include <ktr/core/error.hpp>
 
+#include <CLI/CLI.hpp>
+
 #include <cstdint>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -17,19 +18,18 @@ struct FlagError : Error {
   using Error::Error;
 };
 
-class Flags {
- public:
-  /// Parses argv[first..argc); `known` are the accepted names (without "--"); `switches` take no value.
-  Flags(int argc, char* argv[], int first, std::set<std::string> known, std::set<std::string> switches = {});
+/// A number in [lo, hi]: "'abc' is not a number in [1e-12, 1000]".
+CLI::Validator number_in(double lo, double hi);
+/// An integer in [lo, hi]: "'0' is not an integer in [1, 100000]".
+CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);
+/// One of a few words: "must be one of standard, unit, none, got 'zscore'".
+CLI::Validator one_of(std::vector<std::string> words);
 
-  bool has(std::string const& name) const { return values_.count(name) > 0; }
-  std::string str(std::string const& name, std::string const& fallback) const;
-  std::int64_t integer(std::string const& name, std::int64_t fallback, std::int64_t lo, std::int64_t hi) const;
-  double number(std::string const& name, double fallback, double lo, double hi) const;
-  bool on(std::string const& name) const { return has(name); }
+/// Parses argv[first..argc) (argv[first - 1] names the command). Returns false when --help was printed (the
+/// command then returns 0); throws FlagError with CLI11's message (which names the flag) on a usage error.
+bool parse(CLI::App& app, int argc, char* argv[], int first);
 
- private:
-  std::map<std::string, std::string> values_;
-};
+/// True if the option was given on the command line.
+inline bool given(CLI::App const& app, std::string const& name) { return app.count(name) > 0; }
 
 }  // namespace ktr::cli

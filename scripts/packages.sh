@@ -3,7 +3,7 @@
 # The host BLAS variant is named explicitly: libopenblas-dev is satisfied by any one variant, so the one whose
 # library folder the bootstrap uses must be installed by name.
 ktr_packages() {
-  local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
+  local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
   case $1 in
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
     cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
