@@ -3,6 +3,7 @@
 
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 
 #include <sys/stat.h>
 
@@ -213,17 +214,7 @@ NpyArray parse_npy(std::string const& name, std::string const& bytes) {
   return a;
 }
 
-NpyArray read_npy(std::string const& path) {
-  struct stat st {};
-  KTR_REQUIRE(::stat(path.c_str(), &st) == 0, path, std::string("cannot open (") + std::strerror(errno) + ")");
-  KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  KTR_REQUIRE(in.good(), path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::string bytes(std::size_t(st.st_size), '\0');
-  in.read(&bytes[0], std::streamsize(bytes.size()));
-  bytes.resize(std::size_t(in.gcount()));
-  return parse_npy(path, bytes);
-}
+NpyArray read_npy(std::string const& path) { return parse_npy(path, read_regular_file(path)); }
 
 void write_npy(std::string const& path, std::vector<std::int64_t> const& shape, std::vector<float> const& values) {
   write_array(path, shape, values, "<f4");

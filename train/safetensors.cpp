@@ -3,6 +3,7 @@
 
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -109,17 +110,7 @@ SafeTensors parse_safetensors(std::string const& name, std::string const& bytes)
   return st;
 }
 
-SafeTensors read_safetensors(std::string const& path) {
-  struct stat st {};
-  KTR_REQUIRE(::stat(path.c_str(), &st) == 0, path, std::string("cannot open (") + std::strerror(errno) + ")");
-  KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  KTR_REQUIRE(in.good(), path, std::string("cannot open (") + std::strerror(errno) + ")");
-  std::string bytes(std::size_t(st.st_size), '\0');
-  in.read(&bytes[0], std::streamsize(bytes.size()));
-  bytes.resize(std::size_t(in.gcount()));
-  return parse_safetensors(path, bytes);
-}
+SafeTensors read_safetensors(std::string const& path) { return parse_safetensors(path, read_regular_file(path)); }
 
 void write_safetensors(std::string const& path, SafeTensors const& st) {
   struct stat existing {};
