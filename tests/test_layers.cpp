@@ -129,8 +129,11 @@ TEST(Layers, Conv2DPicksDirectForFewInputChannels) {
 
 // The direct kernels' channel tiles: 16 and 8 output channels at a time (vector packs), and the scalar tail.
 TEST(Layers, Conv2DDirectChannelTilesForwardAndGradients) {
-  for (auto [features, channels, relu] :
+  for (auto [features_, channels_, relu_] :
        {std::tuple{32, 1, true}, std::tuple{8, 3, false}, std::tuple{5, 8, true}}) {
+    // Copies: a lambda may not capture structured bindings in C++17 (clang, hipcc).
+    int const features = features_, channels = channels_;
+    bool const relu = relu_;
     ktr::Conv2D layer(features, relu, ktr::ConvAlgorithm::direct);
     check_layer(
         layer, Shape{2, 5, 3, channels},
@@ -144,8 +147,11 @@ TEST(Layers, Conv2DDirectChannelTilesForwardAndGradients) {
 // Conv2D + ReLU + AvgPool2 in one layer (as the model runs the SimpleCNN), odd extents so that the pool drops a
 // row and a column, whose pixels must get no gradient.
 TEST(Layers, Conv2DFusedAvgPoolForwardAndGradients) {
-  for (auto [features, channels, relu] :
+  for (auto [features_, channels_, relu_] :
        {std::tuple{16, 1, true}, std::tuple{3, 2, false}, std::tuple{8, 1, true}}) {
+    // Copies: a lambda may not capture structured bindings in C++17 (clang, hipcc).
+    int const features = features_, channels = channels_;
+    bool const relu = relu_;
     ktr::Conv2D layer(features, relu);
     Shape const in{2, 5, 7, channels};
     ASSERT_TRUE(layer.fuse_next(ktr::AvgPool2(), in));
