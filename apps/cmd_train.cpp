@@ -1,5 +1,6 @@
 // `ktr train` and `ktr eval`: the training loop as a user sees it — dispatches of K steps, one metrics read-back
 // each, a progress line, an evaluation line per epoch, JSON-lines metrics, checkpoints, and a clean Ctrl-C.
+#include <ktr/backends/collective.hpp>
 #include <ktr/backends/device_info.hpp>
 #include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
@@ -35,8 +36,11 @@ char const* const kTrainHelp =
     "                              dense:3' (default for arrays: in=<sample> dense:128:relu dense:128:relu\n"
     "                              dense:<classes or T>)\n"
     "  --epochs N                  epochs to train to (default 5; with --resume: the total, counting done ones)\n"
-    "  --batch B                   batch size (default 256, 32 for cnn, at most N for arrays); the last partial\n"
-    "                              batch of an epoch is dropped\n"
+    "  --batch B                   samples per optimiser update, over all ranks (default 256, 32 for cnn, at "
+    "most\n"
+    "                              N for arrays); the last partial batch of an epoch is dropped\n"
+    "  --accumulate N              average N micro-batches' gradients per update (default 1); each rank's\n"
+    "                              micro-batch is B / (ranks x N), a whole number\n"
     "  --optimizer sgd|adam|adamw  (default adam)    --lr X (default 1e-3)    --momentum X    --nesterov\n"
     "  --weight-decay X            adamw decoupled weight decay (default 1e-4)\n"
     "  --clip-norm X               clip gradients to this global norm (default off)\n"
@@ -55,6 +59,8 @@ char const* const kTrainHelp =
     "  --precision fp32|tf32       matmul arithmetic: fp32 (default) or tf32 (opt-in, CUDA tensor cores)\n"
     "  --threads N                 host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)\n"
     "  --no-eval                   skip the per-epoch test-set evaluation\n"
+    "data parallelism: mpirun -np R ktr train ... (an MPI build): every rank loads the data and takes its B / R\n"
+    "samples of each batch; rank 0 prints, evaluates and writes metrics and checkpoints\n"
     "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
     "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)\n";
 
@@ -128,8 +134,12 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // Everything a run can know before it allocates: the model against both splits' shapes and class count, the
 // batch against the data, and the bytes the run will hold against the device's free memory.
 void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceDataset const* test_data,
-                  std::string const& model_flag) {
-  ModelPlan const plan = Model::plan(cfg.model, cfg.batch);
+                  std::string const& model_flag, int ranks = 1) {
+  std::int64_t const micro = micro_batch(cfg, ranks);
+  if (micro == 0)
+    throw FlagError("--batch: " + std::to_string(cfg.batch) + " is not a multiple of ranks x accumulate = " +
+                    std::to_string(ranks) + " x " + std::to_string(cfg.accumulate));
+  ModelPlan const plan = Model::plan(cfg.model, micro);
   Shape const sample = train_data.batch_shape(1);
   KTR_REQUIRE(plan.input == sample, model_flag,
               "expects inputs " + plan.input.str() + ", the data has " + sample.str());
@@ -155,7 +165,7 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
   KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
               std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
                   " samples)");
-  std::int64_t const need = run_device_bytes(cfg, plan);
+  std::int64_t const need = run_device_bytes(cfg, plan, ranks);
   std::int64_t const have = device_memory_available();
   if (have >= 0 && need > have)
     throw Error("--batch " + std::to_string(cfg.batch) + ": the model and its workspace need " +
@@ -172,7 +182,7 @@ int train(int argc, char* argv[]) {
   std::set<std::string> known{"model",     "epochs",       "batch",     "optimizer", "lr",
                               "momentum",  "weight-decay", "clip-norm", "schedule",  "steps-per-dispatch",
                               "seed",      "checkpoint",   "resume",    "metrics",   "threads",
-                              "normalize", "precision"};
+                              "normalize", "precision",    "accumulate"};
   known.merge(data_flags());
   Flags const f(argc, argv, 2, known, {"nesterov", "no-eval"});
   // Flags first: every usage error is reported before any file is read or memory committed.
@@ -183,11 +193,18 @@ int train(int argc, char* argv[]) {
       if (f.has(fixed)) throw FlagError(std::string("--") + fixed + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
+  // MPI_COMM_WORLD when the ktr binary was built with MPI (main initialised it), else one rank.
+  Communicator const comm = Communicator::world();
+  bool const lead = comm.rank() == 0;  // prints, evaluates, writes metrics and checkpoints
+  // The other ranks stay quiet on stdout (their errors still reach stderr).
+  if (!lead && !std::freopen("/dev/null", "w", stdout))
+    throw Error("cannot silence rank " + std::to_string(comm.rank()));
   RunConfig config;
   std::string const model_name = f.str("model", "");
   config.model = model_name.empty() ? "" : model_description(model_name);
   config.batch = f.integer("batch", model_name == "cnn" ? 32 : 256, 1, 1 << 24);
   config.seed = std::uint64_t(f.integer("seed", 0, 0, INT64_MAX));
+  config.accumulate = int(f.integer("accumulate", 1, 1, 1 << 20));
   auto& o = config.optimizer;
   try {
     o.kind = OptimizerConfig::parse_kind(f.str("optimizer", "adam"));
@@ -217,9 +234,14 @@ int train(int argc, char* argv[]) {
   int const threads = int(f.integer("threads", -1, 1, 4096));
   Checkpoint resumed;
   if (!resume.empty()) resumed = read_checkpoint(resume);
-  runtime.emplace(threads);
+  // Several ranks on a GPU node: one device each, by node-local rank.
+  runtime.emplace(threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
   set_matmul_precision(precision);
-  if (!resume.empty()) config = run_config(resumed, resume);
+  if (!resume.empty()) {
+    int const accumulate = config.accumulate;
+    config = run_config(resumed, resume);
+    if (f.has("accumulate")) config.accumulate = accumulate;  // the trajectory does not depend on it
+  }
   auto const t_load = std::chrono::steady_clock::now();
   RunData const data = load_run_data(f, do_eval, config.seed);
   DeviceDataset const& train_data = data.train;
@@ -231,12 +253,13 @@ int train(int argc, char* argv[]) {
     if (config.model.empty()) config.model = data.arrays ? default_model(train_data) : Model::mlp();
     if (data.arrays && !f.has("batch")) config.batch = std::min<std::int64_t>(config.batch, train_data.count);
   }
-  validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume);
+  validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume,
+               comm.size());
   if (resume.empty()) config.norm = fit_normalization(ExecSpace(), train_data, config.normalize);
   std::int64_t const spe = steps_per_epoch(train_data, config.batch);
   std::int64_t const total = epochs * spe;
-  std::unique_ptr<Session> session =
-      resume.empty() ? std::make_unique<Session>(config, k) : Session::restore(resumed, resume, k);
+  std::unique_ptr<Session> session = resume.empty() ? std::make_unique<Session>(config, k, comm)
+                                                    : Session::restore(resumed, resume, k, comm, &config);
   RunConfig const& cfg = session->config();
   Model& model = session->model();
   TrainState& state = session->state();
@@ -253,9 +276,13 @@ int train(int argc, char* argv[]) {
               OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
               cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)spe, k,
               resume.empty() ? "" : (", resumed at step " + std::to_string(state.host_step)).c_str());
+  if (comm.size() > 1 || cfg.accumulate > 1)
+    std::printf("data parallel: %d rank%s (%s), %d micro-batch%s of %lld per rank and update\n", comm.size(),
+                comm.size() > 1 ? "s" : "", comm.transport().c_str(), cfg.accumulate,
+                cfg.accumulate > 1 ? "es" : "", (long long)state.micro_batch);
   std::fflush(stdout);
 
-  MetricsFile metrics(f.str("metrics", ""), !resume.empty());
+  MetricsFile metrics(lead ? f.str("metrics", "") : "", !resume.empty());
   Evaluator evaluator(model, 1000, cfg.norm, cfg.task);
   bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
@@ -318,14 +345,14 @@ int train(int argc, char* argv[]) {
                  ",\"epoch\":" + std::to_string((state.host_step - 1) / spe + 1) +
                  ",\"loss\":" + json_number(loss / kk) + (regression ? ",\"rmse\":" : ",\"accuracy\":") +
                  json_number(quality) + ",\"samples_per_s\":" + json_number(samples_per_s, 1) + "}");
-    if (g_interrupted) {
+    if (comm.any(g_interrupted)) {  // every rank stops at the same step
       interrupted = true;
       break;
     }
     if (state.host_step % spe == 0) {
       std::int64_t const epoch = state.host_step / spe;
       double const wall = seconds_since(t_start);
-      if (evaluate) last_eval = evaluator.run(space, model, test_data), evaluated = true;
+      if (evaluate && lead) last_eval = evaluator.run(space, model, test_data), evaluated = true;
       double const train_loss = epoch_loss / double(epoch_steps);
       double const train_quality =
           regression ? std::sqrt(train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
@@ -341,14 +368,14 @@ int train(int argc, char* argv[]) {
                    json_number(train_loss) + (regression ? ",\"train_rmse\":" : ",\"train_accuracy\":") +
                    json_number(train_quality) + test + ",\"wall_s\":" + json_number(wall, 3) + "}");
       epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
-      if (!ckpt_path.empty()) session->save(space, ckpt_path);
+      if (!ckpt_path.empty() && lead) session->save(space, ckpt_path);
     }
   }
   double const wall = seconds_since(t_start);
   double const trained = double(state.host_step - first_step) * double(cfg.batch);
   if (interrupted) {
     progress.finish();
-    if (!ckpt_path.empty()) session->save(space, ckpt_path);
+    if (!ckpt_path.empty() && lead) session->save(space, ckpt_path);
     std::printf("interrupted at step %lld%s\n", (long long)state.host_step,
                 ckpt_path.empty() ? " (no --checkpoint given: nothing saved)"
                                   : (", checkpoint saved to " + ckpt_path).c_str());
@@ -356,7 +383,13 @@ int train(int argc, char* argv[]) {
     return 130;
   }
   // A resumed run that had nothing left to do still reports the model it holds.
-  if (evaluate && !evaluated) last_eval = evaluator.run(space, model, test_data);
+  if (evaluate && !evaluated && lead) last_eval = evaluator.run(space, model, test_data);
+  if (comm.size() > 1) {  // the share of the run spent in the gradient allreduce (host-staged MPI measures it)
+    CollectiveStats const c = comm.stats();
+    std::printf("allreduce: %lld calls of %.2f MB, %.3f s (%.1f%% of the run)\n", (long long)c.calls,
+                c.calls ? c.bytes / double(c.calls) / 1e6 : 0.0, c.seconds,
+                wall > 0 ? 100 * c.seconds / wall : 0.0);
+  }
   std::string const result =
       !evaluate    ? ""
       : regression ? fmt(", test mse %.6g, test rmse %.6g", last_eval.loss, last_eval.rmse())
