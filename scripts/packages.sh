@@ -6,8 +6,8 @@ ktr_packages() {
   local common="cmake g++ make zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
   case $1 in
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
-    # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun)
-    openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin" ;;
+    # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun); CMake's FindMPI runs pkg-config
+    openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin pkgconf" ;;
     cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
