@@ -287,11 +287,11 @@ int train(int argc, char* argv[]) {
   bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
   ExecSpace const& space = stream.space();
-  std::printf("dispatch: %s, matmul %s\n",
-              CapturedProgram::can_capture(space)
-                  ? "captured K-step programs, replayed"
-                  : ("plain loop (" + CapturedProgram::unsupported_reason() + ")").c_str(),
-              matmul_precision_name(precision));
+  std::string const dispatch_mode =
+      !CapturedProgram::can_capture(space) ? "plain loop (" + CapturedProgram::unsupported_reason() + ")"
+      : comm.host_synchronised()           ? "plain loop (the MPI allreduce waits for the host)"
+                                           : "captured K-step programs, replayed";
+  std::printf("dispatch: %s, matmul %s\n", dispatch_mode.c_str(), matmul_precision_name(precision));
   bool capture_reported = false;
   Progress progress(total, spe, cfg.batch, regression);
   g_interrupted = 0;

@@ -18,7 +18,9 @@ namespace ktr {
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+[[maybe_unused]] double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KTR_ENABLE_NCCL)
 void nccl_check(ncclResult_t r, char const* what) {
@@ -119,6 +121,11 @@ std::string Communicator::transport() const {
 #else
   return "single rank";
 #endif
+}
+
+bool Communicator::host_synchronised() const {
+  auto const& s = *state_;
+  return (s.size > 1 || s.loopback) && !s.has_device_transport();
 }
 
 void Communicator::allreduce_sum(ExecSpace const& space, DeviceView<float*> const& v) const {

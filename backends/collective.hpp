@@ -54,6 +54,8 @@ class Communicator {
   int local_rank() const;
   /// "single rank", "MPI (host-staged)", "MPI (GPU-aware)", "NCCL over MPI", ...
   std::string transport() const;
+  /// True when the allreduce waits for the host (MPI without NCCL, several ranks): such a step cannot be captured.
+  bool host_synchronised() const;
 
   /// v = sum over ranks of v, in place, enqueued on `space` (NCCL) or after fencing it (MPI).
   void allreduce_sum(ExecSpace const& space, DeviceView<float*> const& v) const;

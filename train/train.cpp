@@ -143,7 +143,8 @@ char const* dispatch_path_name(DispatchPath path) {
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
   auto run_plain = [&] { train_steps(space, state, model, data, k); };
   DispatchPath path = DispatchPath::plain;
-  if (!CapturedProgram::can_capture(space)) {
+  // A collective that waits for the host (MPI without NCCL) cannot be captured: such runs stay plain.
+  if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
     auto& program = state.programs[ProgramKey(model, data, k)];

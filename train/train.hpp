@@ -99,8 +99,9 @@ enum class DispatchPath {
 };
 char const* dispatch_path_name(DispatchPath path);
 
-/// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend and the
-/// instance can capture (recording it on the first such dispatch, after running it plainly), else train_steps.
+/// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend, the
+/// instance and the communicator can capture (recording it on the first such dispatch, after running it plainly;
+/// MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps.
 /// Advances state.host_step. Asynchronous.
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
