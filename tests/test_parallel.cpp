@@ -1,8 +1,10 @@
 // Data parallelism and gradient accumulation on one rank: N micro-batches of B/N equal one batch of B (the
 // gradient of the mean is the mean of the micro-batches' gradients); a gather's rows of a global batch are that
-// batch's rows; the single-rank communicator changes nothing; checkpoints record accumulate (absent: 1).
+// batch's rows; the single-rank and loopback communicators change nothing (on CUDA with NCCL the loopback runs
+// NCCL inside captured steps); checkpoints record accumulate (absent: 1).
 // The multi-rank runs are the cli.mpi-* tests (mpirun -np 2 on the command line).
 #include <ktr/backends/collective.hpp>
+#include <ktr/backends/graph.hpp>
 #include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/train/checkpoint.hpp>
@@ -132,20 +134,34 @@ TEST(DataParallel, OneRankCollectivesChangeNothing) {
   for (auto const& comm : {ktr::Communicator(), ktr::Communicator::loopback(), ktr::Communicator::world()}) {
     if (comm.size() != 1) continue;  // the MPI tests run elsewhere
     EXPECT_EQ(comm.rank(), 0);
+    std::vector<float> values(1000);
+    for (int i = 0; i < 1000; ++i) values[std::size_t(i)] = 0.5f * float(i) - 3.0f;
     ktr::DeviceView<float*> v("ktr::test::v", 1000);
-    Kokkos::parallel_for(
-        "ktr::test::fill", Kokkos::RangePolicy<ktr::ExecSpace>(0, 1000),
-        KOKKOS_LAMBDA(int i) { v(i) = 0.5f * float(i) - 3.0f; });
+    Kokkos::deep_copy(v, ktr::HostView<const float*>(values.data(), values.size()));
     comm.allreduce_sum(ktr::ExecSpace(), v);
     comm.broadcast(ktr::ExecSpace(), v);
     auto const h = ktr::download(v);
-    for (int i = 0; i < 1000; ++i) ASSERT_EQ(h[std::size_t(i)], 0.5f * float(i) - 3.0f);
+    EXPECT_EQ(h, values);
     std::vector<double> sums{1.5, -2};
     comm.sum(sums);
     EXPECT_EQ(sums, (std::vector<double>{1.5, -2}));
     EXPECT_TRUE(comm.any(true));
     EXPECT_FALSE(comm.any(false));
   }
+}
+
+// On CUDA with NCCL the loopback communicator runs ncclAllReduce inside every step, on the stream of a captured
+// K-step program (the path a multi-rank run takes, as one rank); elsewhere it is the plain single rank.
+TEST(DataParallel, ALoopbackCollectiveInTheStepChangesNothing) {
+  auto data = noisy_dataset(300, 8);
+  Session plain(config(1), 8), looped(config(1), 8, ktr::Communicator::loopback());
+  ktr::DeviceStream const stream;
+  for (int d = 0; d < 3; ++d) {  // plain, captured, replayed where the backend captures
+    ktr::dispatch(stream.space(), plain.state(), plain.model(), data, 8);
+    ktr::dispatch(stream.space(), looped.state(), looped.model(), data, 8);
+  }
+  stream.space().fence();
+  EXPECT_EQ(max_relative_difference(plain, looped), 0.0) << looped.state().parallel.comm.transport();
 }
 
 TEST(Accumulate, CheckpointsRecordItAndOlderOnesMeanOne) {
