@@ -59,6 +59,8 @@ char const* const kTrainHelp =
     "  --precision fp32|tf32       matmul arithmetic: fp32 (default) or tf32 (opt-in, CUDA tensor cores)\n"
     "  --threads N                 host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)\n"
     "  --no-eval                   skip the per-epoch test-set evaluation\n"
+    "  --time-allreduce            benchmarks: a barrier before each gradient allreduce, so that its time is\n"
+    "                              reported apart from the wait for the slowest rank (adds synchronisation)\n"
     "data parallelism: mpirun -np R ktr train ... (an MPI build): every rank loads the data and takes its B / R\n"
     "samples of each batch; rank 0 prints, evaluates and writes metrics and checkpoints\n"
     "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
@@ -183,8 +185,9 @@ int train(int argc, char* argv[]) {
                               "momentum",  "weight-decay", "clip-norm", "schedule",  "steps-per-dispatch",
                               "seed",      "checkpoint",   "resume",    "metrics",   "threads",
                               "normalize", "precision",    "accumulate"};
+  std::set<std::string> const switches{"nesterov", "no-eval", "time-allreduce"};
   known.merge(data_flags());
-  Flags const f(argc, argv, 2, known, {"nesterov", "no-eval"});
+  Flags const f(argc, argv, 2, known, switches);
   // Flags first: every usage error is reported before any file is read or memory committed.
   std::string const resume = f.str("resume", "");
   if (!resume.empty()) {
@@ -195,6 +198,7 @@ int train(int argc, char* argv[]) {
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
   // MPI_COMM_WORLD when the ktr binary was built with MPI (main initialised it), else one rank.
   Communicator const comm = Communicator::world();
+  comm.set_timing(f.on("time-allreduce"));
   bool const lead = comm.rank() == 0;  // prints, evaluates, writes metrics and checkpoints
   // The other ranks stay quiet on stdout (their errors still reach stderr).
   if (!lead && !std::freopen("/dev/null", "w", stdout))
@@ -386,9 +390,13 @@ int train(int argc, char* argv[]) {
   if (evaluate && !evaluated && lead) last_eval = evaluator.run(space, model, test_data);
   if (comm.size() > 1) {  // the share of the run spent in the gradient allreduce (host-staged MPI measures it)
     CollectiveStats const c = comm.stats();
-    std::printf("allreduce: %lld calls of %.2f MB, %.3f s (%.1f%% of the run)\n", (long long)c.calls,
+    std::printf("allreduce: %lld calls of %.2f MB, %.3f s (%.1f%% of the run)", (long long)c.calls,
                 c.calls ? c.bytes / double(c.calls) / 1e6 : 0.0, c.seconds,
                 wall > 0 ? 100 * c.seconds / wall : 0.0);
+    if (f.on("time-allreduce"))
+      std::printf(", after waiting %.3f s (%.1f%%) for the slowest rank", c.wait_seconds,
+                  wall > 0 ? 100 * c.wait_seconds / wall : 0.0);
+    std::printf("\n");
   }
   std::string const result =
       !evaluate    ? ""

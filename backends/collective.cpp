@@ -147,6 +147,11 @@ void Communicator::allreduce_sum(ExecSpace const& space, DeviceView<float*> cons
 #endif
 #if defined(KTR_ENABLE_MPI)
   space.fence();  // MPI works on host-synchronised buffers
+  if (s.timing) {
+    double const w0 = now();
+    MPI_Barrier(s.comm);
+    s.stats.wait_seconds += now() - w0;
+  }
   double const t0 = now();
   float* data = v.data();
   bool const staged = !device_is_host && !s.gpu_aware;

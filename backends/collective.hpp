@@ -24,11 +24,13 @@
 
 namespace ktr {
 
-/// Time the collectives took (host wall clock), for benchmarks: only the host-staged MPI path measures itself
-/// without adding synchronisation (it fences anyway); see Communicator::set_timing for the device paths.
+/// Time the gradient allreduces took (host wall clock). The MPI path measures itself without adding
+/// synchronisation (it fences anyway), but its time then includes waiting for the slowest rank; with
+/// Communicator::set_timing the ranks first meet in a barrier (counted in `wait_seconds`) and NCCL is fenced.
 struct CollectiveStats {
   std::int64_t calls = 0;
-  double seconds = 0;
+  double seconds = 0;       ///< in the allreduce (with timing: after the barrier)
+  double wait_seconds = 0;  ///< with timing: in the barrier before it (load imbalance between ranks)
   double bytes = 0;
 };
 
@@ -68,7 +70,8 @@ class Communicator {
   /// Ends every rank of the job with `code` (MPI_Abort); returns only with one rank (it then does nothing).
   void abort(int code) const;
 
-  /// Benchmarks: fence around every device collective and accumulate its time in stats().
+  /// Benchmarks: a barrier before every allreduce (MPI) or fences around it (NCCL), so that stats() separates
+  /// the transfer from the wait for the slowest rank. Adds synchronisation: not for production runs.
   void set_timing(bool on) const;
   CollectiveStats stats() const;
 

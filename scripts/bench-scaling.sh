@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Data-parallel scaling on this machine: samples/s of `ktr train` on 1 and on 2 MPI ranks (1 thread each), and
-# the share of the run spent in the gradient allreduce, for the MLP and SimpleCNN on Fashion-MNIST.
+# the share of the run spent in the gradient allreduce, for the MLP and SimpleCNN on Fashion-MNIST. The 2-rank
+# runs use --time-allreduce: a barrier before each allreduce separates the transfer from the wait for the slower
+# rank (both are reported; the barrier costs a little of the samples/s).
 #   scripts/bench-scaling.sh [BUILD_DIR (default build/openmp-mpi, from scripts/build.sh openmp-mpi)] [EPOCHS]
 # Each line: model, ranks, samples/s of the whole run (as `ktr train` prints it), allreduce calls/time/share.
 set -euo pipefail
@@ -15,7 +17,10 @@ export OMP_PROC_BIND=false
 printf '%-4s %5s %12s  %s\n' model ranks samples/s allreduce
 for model in mlp cnn; do
   for np in 1 2; do
-    out=$("${mpirun[@]}" -np "$np" "$ktr" train --model "$model" --epochs "$epochs" --threads 1 --no-eval 2>&1) ||
+    timing=()
+    ((np > 1)) && timing=(--time-allreduce)
+    out=$("${mpirun[@]}" -np "$np" "$ktr" train --model "$model" --epochs "$epochs" --threads 1 --no-eval \
+      "${timing[@]}" 2>&1) ||
       { echo "$out" >&2; exit 1; }
     rate=$(sed -n 's/^done: .* \([0-9]*\) samples\/s.*/\1/p' <<<"$out")
     share=$(sed -n 's/^allreduce: //p' <<<"$out")
