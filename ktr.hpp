@@ -11,6 +11,7 @@
 //   train/     the K-step training loop, evaluation, sessions, checkpoints, Kokkos lifetime
 #pragma once
 
+#include <ktr/backends/collective.hpp>
 #include <ktr/backends/graph.hpp>
 #include <ktr/backends/kokkos_compat.hpp>
 #include <ktr/core/arena.hpp>

@@ -1,5 +1,6 @@
 // `ktr train` and `ktr eval`: the training loop as a user sees it — dispatches of K steps, one metrics read-back
 // each, a progress line, an evaluation line per epoch, JSON-lines metrics, checkpoints, and a clean Ctrl-C.
+#include <ktr/backends/collective.hpp>
 #include <ktr/backends/device_info.hpp>
 #include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
@@ -106,8 +107,12 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 // Everything a run can know before it allocates: the model against both splits' shapes and class count, the
 // batch against the data, and the bytes the run will hold against the device's free memory.
 void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceDataset const* test_data,
-                  std::string const& model_flag) {
-  ModelPlan const plan = Model::plan(cfg.model, cfg.batch);
+                  std::string const& model_flag, int ranks = 1) {
+  std::int64_t const micro = micro_batch(cfg, ranks);
+  if (micro == 0)
+    throw FlagError("--batch: " + std::to_string(cfg.batch) + " is not a multiple of ranks x accumulate = " +
+                    std::to_string(ranks) + " x " + std::to_string(cfg.accumulate));
+  ModelPlan const plan = Model::plan(cfg.model, micro);
   Shape const sample = train_data.batch_shape(1);
   KTR_REQUIRE(plan.input == sample, model_flag,
               "expects inputs " + plan.input.str() + ", the data has " + sample.str());
@@ -133,7 +138,7 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
   KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
               std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
                   " samples)");
-  std::int64_t const need = run_device_bytes(cfg, plan);
+  std::int64_t const need = run_device_bytes(cfg, plan, ranks);
   std::int64_t const have = device_memory_available();
   if (have >= 0 && need > have)
     throw Error("--batch " + std::to_string(cfg.batch) + ": the model and its workspace need " +
@@ -149,8 +154,8 @@ int train(int argc, char* argv[]) {
   std::string ckpt_path, resume, metrics_path;
   std::int64_t batch = 256, seed = 0, epochs = 5;
   double lr = 1e-3, momentum = 0, weight_decay = 1e-4, clip_norm = 0;
-  int k = 16, threads = -1;
-  bool nesterov = false, no_eval = false;
+  int k = 16, threads = -1, accumulate = 1;
+  bool nesterov = false, no_eval = false, time_allreduce = false;
   app.add_option("--model", model_name,
                  "mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description such as "
                  "'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu dense:3' (default for "
@@ -201,9 +206,20 @@ int train(int argc, char* argv[]) {
   app.add_option("--threads", threads, "host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)")
       ->check(integer_in(1, 4096));
   app.add_flag("--no-eval", no_eval, "skip the per-epoch held-out evaluation");
+  app.add_option("--accumulate", accumulate,
+                 "average N micro-batches' gradients per update; each rank's micro-batch is B / (ranks x N), a "
+                 "whole number")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  app.add_flag("--time-allreduce", time_allreduce,
+               "benchmarks: a barrier before each gradient allreduce, so that its time is reported apart from the "
+               "wait for the slowest rank (adds synchronisation)");
   DataOptions data_options;
   add_data_options(app, data_options);
-  app.footer(kExitStatus);
+  app.footer(
+      std::string(kExitStatus) +
+      "\ndata parallelism: mpirun -np R ktr train ... (an MPI build): every rank loads the data and takes its "
+      "B / R samples of each batch; rank 0 prints, evaluates and writes metrics and checkpoints");
   if (!parse(app, argc, argv, 2)) return 0;
   // Flags first: every usage error is reported before any file is read or memory committed.
   if (!resume.empty()) {
@@ -212,10 +228,18 @@ int train(int argc, char* argv[]) {
       if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
+  // MPI_COMM_WORLD when the ktr binary was built with MPI (main initialised it), else one rank.
+  Communicator const comm = Communicator::world();
+  comm.set_timing(time_allreduce);
+  bool const lead = comm.rank() == 0;  // prints, evaluates, writes metrics and checkpoints
+  // The other ranks stay quiet on stdout (their errors still reach stderr).
+  if (!lead && !std::freopen("/dev/null", "w", stdout))
+    throw Error("cannot silence rank " + std::to_string(comm.rank()));
   RunConfig config;
   config.model = model_name.empty() ? "" : model_description(model_name);
   config.batch = given(app, "--batch") ? batch : model_name == "cnn" ? 32 : 256;
   config.seed = std::uint64_t(seed);
+  config.accumulate = accumulate;
   auto& o = config.optimizer;
   try {
     o.kind = OptimizerConfig::parse_kind(optimizer);
@@ -234,9 +258,14 @@ int train(int argc, char* argv[]) {
   if (!ckpt_path.empty()) check_checkpoint_target(ckpt_path, "--checkpoint");
   Checkpoint resumed;
   if (!resume.empty()) resumed = read_checkpoint(resume);
-  runtime.emplace(threads);
+  // Several ranks on a GPU node: one device each, by node-local rank.
+  runtime.emplace(threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
   set_matmul_precision(precision);
-  if (!resume.empty()) config = run_config(resumed, resume);
+  if (!resume.empty()) {
+    int const accumulate = config.accumulate;
+    config = run_config(resumed, resume);
+    if (given(app, "--accumulate")) config.accumulate = accumulate;  // the trajectory does not depend on it
+  }
   auto const t_load = std::chrono::steady_clock::now();
   RunData const data = load_run_data(data_options, do_eval, config.seed);
   DeviceDataset const& train_data = data.train;
@@ -249,12 +278,13 @@ int train(int argc, char* argv[]) {
     if (data.arrays && !given(app, "--batch"))
       config.batch = std::min<std::int64_t>(config.batch, train_data.count);
   }
-  validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume);
+  validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume,
+               comm.size());
   if (resume.empty()) config.norm = fit_normalization(ExecSpace(), train_data, config.normalize);
   std::int64_t const spe = steps_per_epoch(train_data, config.batch);
   std::int64_t const total = epochs * spe;
-  std::unique_ptr<Session> session =
-      resume.empty() ? std::make_unique<Session>(config, k) : Session::restore(resumed, resume, k);
+  std::unique_ptr<Session> session = resume.empty() ? std::make_unique<Session>(config, k, comm)
+                                                    : Session::restore(resumed, resume, k, comm, &config);
   RunConfig const& cfg = session->config();
   Model& model = session->model();
   TrainState& state = session->state();
@@ -271,18 +301,22 @@ int train(int argc, char* argv[]) {
               OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
               cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)spe, k,
               resume.empty() ? "" : (", resumed at step " + std::to_string(state.host_step)).c_str());
+  if (comm.size() > 1 || cfg.accumulate > 1)
+    std::printf("data parallel: %d rank%s (%s), %d micro-batch%s of %lld per rank and update\n", comm.size(),
+                comm.size() > 1 ? "s" : "", comm.transport().c_str(), cfg.accumulate,
+                cfg.accumulate > 1 ? "es" : "", (long long)state.micro_batch);
   std::fflush(stdout);
 
-  MetricsFile metrics(metrics_path, !resume.empty());
+  MetricsFile metrics(lead ? metrics_path : "", !resume.empty());
   Evaluator evaluator(model, 1000, cfg.norm, cfg.task);
   bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
   ExecSpace const& space = stream.space();
-  std::printf("dispatch: %s, matmul %s\n",
-              CapturedProgram::can_capture(space)
-                  ? "captured K-step programs, replayed"
-                  : ("plain loop (" + CapturedProgram::unsupported_reason() + ")").c_str(),
-              matmul_precision_name(precision));
+  std::string const dispatch_mode =
+      !CapturedProgram::can_capture(space) ? "plain loop (" + CapturedProgram::unsupported_reason() + ")"
+      : comm.host_synchronised()           ? "plain loop (the MPI allreduce waits for the host)"
+                                           : "captured K-step programs, replayed";
+  std::printf("dispatch: %s, matmul %s\n", dispatch_mode.c_str(), matmul_precision_name(precision));
   bool capture_reported = false;
   Progress progress(total, spe, cfg.batch, regression);
   g_interrupted = 0;
@@ -338,14 +372,14 @@ int train(int argc, char* argv[]) {
                       {"loss", loss / kk},
                       {regression ? "rmse" : "accuracy", quality},
                       {"samples_per_s", samples_per_s}});
-    if (g_interrupted) {
+    if (comm.any(g_interrupted)) {  // every rank stops at the same step
       interrupted = true;
       break;
     }
     if (state.host_step % spe == 0) {
       std::int64_t const epoch = state.host_step / spe;
       double const wall = seconds_since(t_start);
-      if (evaluate) last_eval = evaluator.run(space, model, test_data), evaluated = true;
+      if (evaluate && lead) last_eval = evaluator.run(space, model, test_data), evaluated = true;
       double const train_loss = epoch_loss / double(epoch_steps);
       double const train_quality =
           regression ? std::sqrt(train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
@@ -359,14 +393,14 @@ int train(int argc, char* argv[]) {
       record["wall_s"] = wall;
       metrics.line(record);
       epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
-      if (!ckpt_path.empty()) session->save(space, ckpt_path);
+      if (!ckpt_path.empty() && lead) session->save(space, ckpt_path);
     }
   }
   double const wall = seconds_since(t_start);
   double const trained = double(state.host_step - first_step) * double(cfg.batch);
   if (interrupted) {
     progress.finish();
-    if (!ckpt_path.empty()) session->save(space, ckpt_path);
+    if (!ckpt_path.empty() && lead) session->save(space, ckpt_path);
     std::printf("interrupted at step %lld%s\n", (long long)state.host_step,
                 ckpt_path.empty() ? " (no --checkpoint given: nothing saved)"
                                   : (", checkpoint saved to " + ckpt_path).c_str());
@@ -374,7 +408,17 @@ int train(int argc, char* argv[]) {
     return 130;
   }
   // A resumed run that had nothing left to do still reports the model it holds.
-  if (evaluate && !evaluated) last_eval = evaluator.run(space, model, test_data);
+  if (evaluate && !evaluated && lead) last_eval = evaluator.run(space, model, test_data);
+  if (comm.size() > 1) {  // the share of the run spent in the gradient allreduce (host-staged MPI measures it)
+    CollectiveStats const c = comm.stats();
+    std::printf("allreduce: %lld calls of %.2f MB, %.3f s (%.1f%% of the run)", (long long)c.calls,
+                c.calls ? c.bytes / double(c.calls) / 1e6 : 0.0, c.seconds,
+                wall > 0 ? 100 * c.seconds / wall : 0.0);
+    if (time_allreduce)
+      std::printf(", after waiting %.3f s (%.1f%%) for the slowest rank", c.wait_seconds,
+                  wall > 0 ? 100 * c.wait_seconds / wall : 0.0);
+    std::printf("\n");
+  }
   std::string const result =
       !evaluate    ? ""
       : regression ? fmt(", test mse %.6g, test rmse %.6g", last_eval.loss, last_eval.rmse())

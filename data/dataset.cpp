@@ -342,7 +342,12 @@ void gather(char const* label, ExecSpace const& space, DeviceDataset const& data
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
                   Normalization const& norm, Batch const& out) {
   std::int64_t const batch = cursor.batch;
-  std::int64_t const spe = steps_per_epoch(data, batch);
+  std::int64_t const stride = cursor.stride > 0 ? cursor.stride : batch;
+  std::int64_t const row = cursor.row;
+  KTR_REQUIRE(row >= 0 && row + batch <= stride, "ktr::data::gather_batch",
+              "rows [" + std::to_string(row) + ", " + std::to_string(row + batch) +
+                  ") are not in a global batch of " + std::to_string(stride));
+  std::int64_t const spe = steps_per_epoch(data, stride);
   auto step = cursor.step;
   std::int64_t const offset = cursor.offset;
   std::uint64_t const seed = cursor.seed;
@@ -352,7 +357,7 @@ void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor
       KOKKOS_LAMBDA(std::int64_t b)->std::int64_t {
         std::int64_t const s = step() + offset;
         Permutation const perm(n, seed, static_cast<std::uint64_t>(s / spe));
-        return static_cast<std::int64_t>(perm(static_cast<std::uint64_t>((s % spe) * batch + b)));
+        return static_cast<std::int64_t>(perm(static_cast<std::uint64_t>((s % spe) * stride + row + b)));
       },
       norm, out);
 }

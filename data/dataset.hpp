@@ -179,12 +179,16 @@ PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& da
 /// a constant feature keeps std 1); "unit" scales pixels to [0, 1] (floats unchanged); "none" changes nothing.
 Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, std::string const& mode);
 
-/// Where a gather takes its samples: the step counter in device memory, plus a fixed offset.
+/// Where a gather takes its samples: the step counter in device memory, plus a fixed offset. A step's global batch
+/// is `stride` rows of the epoch's permuted order; this gather takes `batch` of them from row `row` on (data
+/// parallelism and gradient accumulation: rank r's micro-batch j of B = R N b rows is row (j R + r) b).
 struct BatchCursor {
   Kokkos::View<std::int64_t, MemSpace> step;  ///< global step, advanced on the device by the optimiser
   std::int64_t offset = 0;                    ///< added to *step (for the k-th batch of a K-step program)
   std::uint64_t seed = 0;
-  std::int64_t batch = 0;
+  std::int64_t batch = 0;   ///< rows this gather writes
+  std::int64_t stride = 0;  ///< rows of a global batch (0: batch); an epoch is floor(N / stride) steps
+  std::int64_t row = 0;     ///< first row of this gather within the global batch
 };
 
 /// A batch on the device: inputs (B, ...) and the targets of the dataset's task.
@@ -198,7 +202,8 @@ struct Batch {
 std::int64_t steps_per_epoch(DeviceDataset const& data, std::int64_t batch);
 
 /// Gathers the batch of global step `*cursor.step + cursor.offset`: sample b is
-/// permutation(seed, epoch)(pos * B + b) with epoch = step / steps_per_epoch, pos = step % steps_per_epoch.
+/// permutation(seed, epoch)(pos * S + row + b) with S = cursor.stride (or B), epoch = step / steps_per_epoch(S),
+/// pos = step % steps_per_epoch(S).
 /// One kernel, no host synchronisation. Targets go where `out` has room for them.
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
                   Normalization const& norm, Batch const& out);

@@ -2,8 +2,9 @@
 # Installs what ktr needs and builds Kokkos + Kokkos Kernels 3.4.01 from Debian's `trilinos` source
 # package into a cache prefix outside the build tree, reused when present.
 #
-#   scripts/bootstrap.sh [openmp|serial-debian|cuda|hip]     (default: openmp)
+#   scripts/bootstrap.sh [openmp|openmp-mpi|serial-debian|cuda|hip]     (default: openmp)
 #
+# openmp-mpi installs its own packages (OpenMPI besides) and shares the OpenMP flavour's Kokkos.
 # Prints `KTR_KOKKOS_ROOT=<prefix>` as its last line.
 # For machines without a package registry (scripts/gpu-run.sh): KTR_NO_APT=1 skips apt, KTR_TRILINOS_SRC=DIR
 # takes the kokkos/ and kokkos-kernels/ sources from DIR, KTR_HOST_BLAS=none builds Kokkos Kernels without a host
@@ -57,6 +58,8 @@ enable_deb_src() {
 }
 
 need_update=0
+# From here on, the Kokkos build: a flavour that only adds packages (openmp-mpi) uses its base flavour's.
+flavour=${flavour%-mpi}
 src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
 case $flavour in openmp) recipe=3 ;; cuda) recipe=2 ;; *) recipe=1 ;; esac

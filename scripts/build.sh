@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bootstraps the dependencies for a flavour and configures + builds ktr into build/<flavour>.
-#   scripts/build.sh [openmp|serial-debian|cuda|hip|openmp-asan] [extra cmake args...]
+#   scripts/build.sh [openmp|openmp-mpi|serial-debian|cuda|hip|openmp-asan] [extra cmake args...]
 # openmp-asan: the OpenMP flavour with AddressSanitizer + UndefinedBehaviorSanitizer (any report is fatal).
+# openmp-mpi: the OpenMP flavour with data-parallel training over OpenMPI (-Dktr_ENABLE_MPI=ON).
 # Prints the build folder as its last line.
 set -euo pipefail
 flavour=${1:-openmp}
@@ -14,6 +15,7 @@ if [[ $flavour == openmp-asan ]]; then
   extra+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
           "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer")
 fi
+[[ $flavour == openmp-mpi ]] && extra+=(-Dktr_ENABLE_MPI=ON)
 root=$(scripts/bootstrap.sh "$deps" | tail -n1)
 root=${root#KTR_KOKKOS_ROOT=}
 build=build/$flavour

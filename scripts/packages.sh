@@ -6,11 +6,13 @@ ktr_packages() {
   local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev"
   case $1 in
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
+    # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun); CMake's FindMPI runs pkg-config
+    openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin pkgconf" ;;
     cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
     fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev" ;;
     serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
-    *) echo "packages.sh: unknown flavour '$1' (openmp|serial-debian|cuda|hip|fuzz)" >&2; return 2 ;;
+    *) echo "packages.sh: unknown flavour '$1' (openmp|openmp-mpi|serial-debian|cuda|hip|fuzz)" >&2; return 2 ;;
   esac
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds ktr (OpenMP by default) and runs every test.
-#   scripts/test.sh [openmp|serial-debian|openmp-asan]
+#   scripts/test.sh [openmp|openmp-mpi|serial-debian|openmp-asan]   (openmp-mpi: with OpenMPI, mpirun -np 2 tests)
 # openmp-asan runs the suite under AddressSanitizer + UndefinedBehaviorSanitizer, less the install test (a
 # separate project that does not link the sanitizer runtimes).
 set -euo pipefail

@@ -2,8 +2,9 @@
 # End-to-end checks of the `ktr` command line, one case per CTest test:
 #   cli_test.sh KTR_BINARY CASE
 # Cases: flags, data-errors, resume, corrupt-checkpoint, interrupt, validation, divergence, checkpoint-safety,
-# metrics, arrays, interop. Each works in its own temporary directory
-# on a small synthetic dataset written by `ktr synth`.
+# metrics, arrays, interop, accumulate; with an MPI build mpi-equal, mpi-resume, mpi-failure (KTR_MPIEXEC: mpirun).
+# accumulate and mpi-* compare checkpoints with KTR_CKPT_COMPARE (tests/ckpt_compare.cpp). Each works in its own
+# temporary directory on a small synthetic dataset written by `ktr synth`.
 set -uo pipefail
 ktr=$1
 case_name=$2
@@ -24,6 +25,19 @@ expect() {
 }
 synth() { "$ktr" synth --out "$work/data" --train 640 --test 200 >/dev/null || fail "ktr synth failed"; }
 train() { "$ktr" train --data "$work/data" --model "in=28x28x1 flatten dense:32:relu dense:10" --batch 32 "$@"; }
+# Data-parallel runs: 2 ranks, 1 thread each, over shared memory. OpenMPI refuses root unless told; two ranks may
+# be more than the cores CTest grants.
+mpirun=("${KTR_MPIEXEC:-mpirun}" --oversubscribe --mca btl self,vader)
+[[ $(id -u) -eq 0 ]] && mpirun+=(--allow-run-as-root)
+mpi_train() {
+  local np=$1
+  shift
+  "${mpirun[@]}" -np "$np" "$ktr" train --data "$work/data" --model "in=28x28x1 flatten dense:32:relu dense:10" \
+    --batch 32 --threads 1 "$@"
+}
+# same A B: the two checkpoints hold the same step and the same parameters and moments, each within 1e-5 of
+# 1 + |value| (the runs differ in float summation order only).
+same() { "${KTR_CKPT_COMPARE:?}" "$1" "$2" 1e-5 || fail "$1 and $2 differ"; }
 
 case $case_name in
   flags)
@@ -250,6 +264,80 @@ case $case_name in
     expect 2 "--weights is required" -- "$ktr" import --model mlp --out "$work/x.ckpt"
     expect 0 "Usage: ktr export" -- "$ktr" export --help
     expect 0 "Usage: ktr import" -- "$ktr" import --help
+    ;;
+  accumulate)
+    # optax.MultiSteps: --accumulate 4 (micro-batches of 8) follows the run with --batch 32.
+    synth
+    train --epochs 2 --seed 4 --threads 1 --no-eval --checkpoint "$work/one.ckpt" >/dev/null 2>&1 || fail "run failed"
+    out=$(train --epochs 2 --seed 4 --threads 1 --no-eval --accumulate 4 --checkpoint "$work/four.ckpt" 2>&1) ||
+      fail "accumulating run failed: $out"
+    grep -q "4 micro-batches of 8 per rank" <<<"$out" || fail "no accumulation line: $out"
+    grep -q "20 steps/epoch" <<<"$out" || fail "an epoch is floor(640 / 32) = 20 updates: $out"
+    same "$work/one.ckpt" "$work/four.ckpt"
+    expect 2 "--batch: 32 is not a multiple of ranks x accumulate = 1 x 3" -- train --accumulate 3
+    expect 2 "--accumulate: '0' is not an integer" -- train --accumulate 0
+    # The accumulation is recorded, and a resumed run may change it: the trajectory stays the same.
+    train --epochs 1 --seed 4 --threads 1 --no-eval --accumulate 2 --checkpoint "$work/half.ckpt" >/dev/null 2>&1 ||
+      fail "half run failed"
+    "$ktr" train --data "$work/data" --epochs 2 --resume "$work/half.ckpt" --threads 1 --no-eval --accumulate 4 \
+      --checkpoint "$work/resumed.ckpt" >"$work/log" 2>&1 || fail "resume failed: $(cat "$work/log")"
+    grep -q "4 micro-batches of 8" "$work/log" || fail "--accumulate did not apply when resuming: $(cat "$work/log")"
+    same "$work/one.ckpt" "$work/resumed.ckpt"
+    ;;
+  mpi-equal)
+    # 2 ranks with global batch 32 (16 each) follow 1 rank with batch 32: 40 Adam updates in dispatches of 8.
+    synth
+    train --epochs 2 --seed 3 --threads 1 --steps-per-dispatch 8 --checkpoint "$work/one.ckpt" >"$work/log1" 2>&1 ||
+      fail "1 rank failed: $(cat "$work/log1")"
+    out=$(mpi_train 2 --epochs 2 --seed 3 --steps-per-dispatch 8 --checkpoint "$work/two.ckpt" \
+      --metrics "$work/two.jsonl" 2>&1) || fail "2 ranks failed: $out"
+    grep -q "data parallel: 2 ranks (MPI), 1 micro-batch of 16 per rank" <<<"$out" || fail "no rank line: $out"
+    [[ $(grep -c '^done:' <<<"$out") -eq 1 ]] || fail "rank 0 alone should print: $out"
+    [[ $(grep -c '"type":"epoch"' "$work/two.jsonl") -eq 2 ]] || fail "rank 0 alone should write metrics"
+    grep -q "allreduce: 40 calls" <<<"$out" || fail "one allreduce per update expected: $out"
+    same "$work/one.ckpt" "$work/two.ckpt"
+    # The reduced metrics and the test set agree to the printed digits.
+    l1=$(sed -n 's/^done: .*\(test accuracy .*\)$/\1/p' "$work/log1")
+    l2=$(sed -n 's/^done: .*\(test accuracy .*\)$/\1/p' <<<"$out")
+    [[ -n $l1 && $l1 == "$l2" ]] || fail "final test figures differ: '$l1' vs '$l2'"
+    # 2 ranks x 2 micro-batches of 8.
+    mpi_train 2 --epochs 2 --seed 3 --accumulate 2 --checkpoint "$work/four.ckpt" >"$work/log4" 2>&1 ||
+      fail "2 ranks x 2 micro-batches failed: $(cat "$work/log4")"
+    same "$work/one.ckpt" "$work/four.ckpt"
+    expect 2 "--batch: 32 is not a multiple of ranks x accumulate = 2 x 3" -- mpi_train 2 --accumulate 3
+    ;;
+  mpi-resume)
+    # A checkpoint resumes on any rank count that divides the batch: 2 -> 1 and 1 -> 2 ranks.
+    synth
+    train --epochs 2 --seed 6 --threads 1 --no-eval --checkpoint "$work/whole.ckpt" >/dev/null 2>&1 || fail "run failed"
+    mpi_train 2 --epochs 1 --seed 6 --no-eval --checkpoint "$work/half2.ckpt" >"$work/log" 2>&1 ||
+      fail "2 ranks failed: $(cat "$work/log")"
+    "$ktr" train --data "$work/data" --epochs 2 --resume "$work/half2.ckpt" --threads 1 --no-eval \
+      --checkpoint "$work/resumed1.ckpt" >"$work/log" 2>&1 || fail "resume on 1 rank failed: $(cat "$work/log")"
+    same "$work/whole.ckpt" "$work/resumed1.ckpt"
+    train --epochs 1 --seed 6 --threads 1 --no-eval --checkpoint "$work/half1.ckpt" >/dev/null 2>&1 || fail "half run failed"
+    "${mpirun[@]}" -np 2 "$ktr" train --data "$work/data" --epochs 2 --resume "$work/half1.ckpt" --threads 1 --no-eval \
+      --checkpoint "$work/resumed2.ckpt" >"$work/log" 2>&1 || fail "resume on 2 ranks failed: $(cat "$work/log")"
+    grep -q "resumed at step 20" "$work/log" || fail "did not resume at step 20: $(cat "$work/log")"
+    same "$work/whole.ckpt" "$work/resumed2.ckpt"
+    ;;
+  mpi-failure)
+    # One rank fails (missing data, a bad flag) while the other goes on into the first collective: the whole job
+    # ends within seconds, with the failing rank's message, never a hang.
+    synth
+    common=(--model "in=28x28x1 flatten dense:32:relu dense:10" --batch 32 --threads 1 --epochs 50)
+    for bad in "--data $work/nowhere" "--data $work/data --bogus 1" "--data $work/data --accumulate 5"; do
+      start=$(date +%s)
+      # shellcheck disable=SC2086
+      out=$(timeout 60 "${mpirun[@]}" -np 1 "$ktr" train --data "$work/data" "${common[@]}" : \
+        -np 1 "$ktr" train "${common[@]}" $bad 2>&1)
+      rc=$?
+      elapsed=$(($(date +%s) - start))
+      [[ $rc -ne 0 && $rc -ne 124 ]] || fail "'$bad' on rank 1: exit $rc (124: a hang); output: $out"
+      ((elapsed < 30)) || fail "'$bad' on rank 1: the job took ${elapsed}s to end"
+      grep -qE "no such directory|--bogus: unknown flag|--batch: 32 is not a multiple of ranks x accumulate = 2 x 5" <<<"$out" || fail "'$bad': the rank's message is missing: $out"
+      echo "'$bad' on rank 1: exit $rc after ${elapsed}s"
+    done
     ;;
   *) fail "unknown case" ;;
 esac

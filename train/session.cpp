@@ -5,6 +5,7 @@
 #include "../core/error.hpp"
 #include "checkpoint.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -47,12 +48,20 @@ std::vector<float> download(DeviceView<float*> const& v) {
   return out;
 }
 
-Session::Session(RunConfig const& config, int max_k)
+std::int64_t micro_batch(RunConfig const& config, int ranks) {
+  std::int64_t const parts = std::int64_t(std::max(ranks, 1)) * std::max(config.accumulate, 1);
+  return config.batch % parts == 0 ? config.batch / parts : 0;
+}
+
+Session::Session(RunConfig const& config, int max_k, Communicator const& comm)
     : config_(config),
-      model_(config.model, config.batch),
-      state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task) {
+      // sized for the micro-batch (TrainState reports a batch that does not divide)
+      model_(config.model, micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
+      state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
+             Parallelism{comm, config.accumulate, DataLayout::replicated}) {
   ExecSpace const space;
   model_.init(space, config.seed);
+  comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
   space.fence();  // training may run on another instance (stream), which does not wait for this one
 }
 
@@ -71,6 +80,8 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
               {"clip_norm", exact(o.clip_norm)},
               {"schedule", o.schedule.str()},
               {"batch", std::to_string(config_.batch)},
+              {"accumulate", std::to_string(config_.accumulate)},
+              {"ranks", std::to_string(state_.parallel.comm.size())},  // for information: any divisor resumes
               {"seed", std::to_string(config_.seed)},
               {"task", config_.task == Task::regression ? "regression" : "classification"},
               {"normalize", config_.normalize},
@@ -95,16 +106,19 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
   write_checkpoint(path, c);
 }
 
-std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan) {
+std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, int ranks) {
   auto const& o = config.optimizer;
   std::int64_t const moments = o.kind != OptimizerConfig::Kind::sgd ? 2 : (o.momentum > 0 ? 1 : 0);
   std::int64_t const sample = plan.input.size();
   char const* what = "run size";
-  std::int64_t floats = checked_mul(plan.arena_floats, 2 + moments, what);  // parameters, gradients, moments
+  std::int64_t const sums = config.accumulate > 1 ? 1 : 0;  // the micro-batches' gradient sum
+  // parameters, gradients, moments
+  std::int64_t floats = checked_mul(plan.arena_floats, 2 + moments + sums, what);
   floats = checked_add(floats, plan.workspace_floats, what);
-  // the batch (B, ...) and its targets, and the evaluator's batch of up to 1000
+  // the micro-batch (b, ...) and its targets, and the evaluator's batch of up to 1000
   std::int64_t const per_sample = checked_add(sample, config.task == Task::regression ? plan.classes : 1, what);
-  floats = checked_add(floats, checked_mul(config.batch, per_sample, what), what);
+  std::int64_t const micro = std::max<std::int64_t>(micro_batch(config, ranks), 1);
+  floats = checked_add(floats, checked_mul(micro, per_sample, what), what);
   floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), per_sample, what), what);
   if (config.norm.per_feature()) floats = checked_add(floats, 2 * sample, what);
   return checked_mul(floats, 4, what);
@@ -126,6 +140,8 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
     o.clip_norm = float(number(c, "clip_norm", path));
     o.schedule = Schedule::parse(c.get("schedule"));
     config.batch = std::int64_t(number(c, "batch", path));
+    // Checkpoints before gradient accumulation did not record it: one micro-batch per update.
+    config.accumulate = c.has("accumulate") ? int(number(c, "accumulate", path)) : 1;
     config.seed = std::stoull(c.get("seed"));
     // Version 1 did not record the mode; its scale and shift are what counts.
     config.normalize = c.has("normalize") ? c.get("normalize") : "recorded";
@@ -151,11 +167,14 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
     throw Error(path + ": header field 'seed' is not a number");
   }
   KTR_REQUIRE(config.batch > 0, path, "header field 'batch' must be positive");
+  KTR_REQUIRE(config.accumulate >= 1 && config.accumulate <= config.batch, path,
+              "header field 'accumulate' must be in [1, batch]");
   return config;
 }
 
-std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const& path, int max_k) {
-  auto session = std::make_unique<Session>(run_config(c, path), max_k);
+std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const& path, int max_k,
+                                          Communicator const& comm, RunConfig const* config) {
+  auto session = std::make_unique<Session>(config ? *config : run_config(c, path), max_k, comm);
   auto& model = session->model_;
   auto state = session->state_.optimizer.state();
   std::size_t const transform = session->config_.norm.per_feature() ? 2 : 0;
@@ -183,8 +202,8 @@ TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch)
   return m;
 }
 
-std::unique_ptr<Session> Session::restore(std::string const& path, int max_k) {
-  return restore(read_checkpoint(path), path, max_k);
+std::unique_ptr<Session> Session::restore(std::string const& path, int max_k, Communicator const& comm) {
+  return restore(read_checkpoint(path), path, max_k, comm);
 }
 
 }  // namespace ktr

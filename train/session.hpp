@@ -13,7 +13,8 @@ namespace ktr {
 struct RunConfig {
   std::string model = Model::mlp();
   OptimizerConfig optimizer;
-  std::int64_t batch = 256;
+  std::int64_t batch = 256;  ///< samples per optimiser update, over all ranks
+  int accumulate = 1;        ///< micro-batches averaged per update (optax.MultiSteps); checkpoint key, default 1
   std::uint64_t seed = 0;
   Task task = Task::classification;    ///< softmax cross-entropy on labels, or mean squared error on values
   std::string normalize = "standard";  ///< how `norm` was chosen: standard (training-set statistics), unit, none
@@ -22,14 +23,21 @@ struct RunConfig {
 
 class Session {
  public:
-  /// Builds the model and its state, parameters initialised on the device from config.seed.
-  Session(RunConfig const& config, int max_k);
-  /// Rebuilds a session from a checkpoint (model description, optimiser, step, seed) with room for max_k.
-  static std::unique_ptr<Session> restore(std::string const& path, int max_k);
-  /// The same from a checkpoint already read from `path` (validate its run_config() before allocating).
-  static std::unique_ptr<Session> restore(Checkpoint const& ckpt, std::string const& path, int max_k);
+  /// Builds the model and its state, parameters initialised on the device from config.seed and broadcast from
+  /// rank 0 of `comm` (every rank of a data-parallel run constructs its Session; the data is replicated).
+  Session(RunConfig const& config, int max_k, Communicator const& comm = Communicator());
+  /// Rebuilds a session from a checkpoint (model description, optimiser, step, seed) with room for max_k. Any
+  /// rank count that divides the batch (with the accumulation) resumes the same run.
+  static std::unique_ptr<Session> restore(std::string const& path, int max_k,
+                                          Communicator const& comm = Communicator());
+  /// The same from a checkpoint already read from `path` (validate its run_config() before allocating), with
+  /// `config` (run_config(ckpt) with any allowed changes, such as accumulate) in place of the checkpoint's.
+  static std::unique_ptr<Session> restore(Checkpoint const& ckpt, std::string const& path, int max_k,
+                                          Communicator const& comm = Communicator(),
+                                          RunConfig const* config = nullptr);
   /// Writes parameters, optimiser state, step and configuration atomically to `path`, after waiting for `space`
   /// (the instance that ran the training). Refuses (ktr::Error, file untouched) to save non-finite values.
+  /// Data-parallel runs keep identical state on every rank: one rank (the CLI: rank 0) saves.
   void save(ExecSpace const& space, std::string const& path) const;
 
   RunConfig const& config() const { return config_; }
@@ -54,9 +62,13 @@ struct TrainedModel {
 };
 TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch);
 
-/// Bytes of device memory a Session for `config` holds (model arena, gradients, optimiser state, workspace, batch
-/// buffers, evaluation batch), from the host-side plan of its model; checked arithmetic.
-std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan);
+/// Bytes of device memory a Session for `config` holds on one of `ranks` ranks (model arena, gradients, optimiser
+/// state, workspace, micro-batch buffers, evaluation batch), from the host-side plan of its model (planned for
+/// the micro-batch); checked arithmetic.
+std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, int ranks = 1);
+
+/// Samples of one rank's micro-batch: config.batch / (ranks * config.accumulate), or 0 if that is not whole.
+std::int64_t micro_batch(RunConfig const& config, int ranks);
 
 /// A device buffer copied to the host (blocking; checkpoints and tests).
 std::vector<float> download(DeviceView<float*> const& v);

@@ -4,6 +4,7 @@
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "../core/loss.hpp"
+#include "../core/ops.hpp"
 
 #include <limits>
 #include <tuple>
@@ -30,23 +31,61 @@ bool ProgramKey::operator<(ProgramKey const& o) const {
          std::tie(o.model, o.params, o.grads, o.features, o.targets, o.count, o.feature_stride, o.k, o.precision);
 }
 
+namespace {
+
+// The micro-batch of one rank: batch / (ranks * accumulate), checked before anything is allocated.
+std::int64_t micro_batch_of(Model const& model, std::int64_t batch, Parallelism const& p) {
+  KTR_REQUIRE(p.accumulate >= 1, "--accumulate", "must be at least 1");
+  std::int64_t const parts = std::int64_t(p.comm.size()) * p.accumulate;
+  KTR_REQUIRE(batch > 0 && batch % parts == 0, "--batch",
+              std::to_string(batch) + " is not a multiple of ranks x accumulate = " +
+                  std::to_string(p.comm.size()) + " x " + std::to_string(p.accumulate));
+  std::int64_t const micro = batch / parts;
+  KTR_REQUIRE(
+      micro <= model.max_batch(), "--batch",
+      "the micro-batch " + std::to_string(micro) + " must be in [1, " + std::to_string(model.max_batch()) + "]");
+  return micro;
+}
+
+// sum = (first ? 0 : sum) + alpha * g over the gradient arena.
+void accumulate_gradients(ExecSpace const& space, DeviceView<float*> const& sum, DeviceView<float const*> const& g,
+                          float alpha, bool first) {
+  float* KOKKOS_RESTRICT const s = sum.data();
+  float const* KOKKOS_RESTRICT const x = g.data();
+  chunked_for(
+      "ktr::train::accumulate_gradients", space, std::int64_t(sum.extent(0)),
+      KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+        if (first) {
+          for (std::int64_t i = begin; i < end; ++i) s[i] = alpha * x[i];
+        } else {
+          for (std::int64_t i = begin; i < end; ++i) s[i] += alpha * x[i];
+        }
+      });
+}
+
+}  // namespace
+
 TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
-                       Normalization norm_, int max_k_, Task task_)
+                       Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
     : optimizer(opt, model.arena().size()),
       step("ktr::train::step"),
       batch(batch_),
+      parallel(std::move(parallel_)),
+      micro_batch(micro_batch_of(model, batch_, parallel)),
       seed(seed_),
       norm(norm_),
       max_k(max_k_),
       task(task_),
-      x("ktr::train::x", model.input_shape(batch_)),
-      y("ktr::train::y", task_ == Task::classification ? std::size_t(batch_) : 0),
-      values(task_ == Task::regression ? Tensor("ktr::train::values", Shape{batch_, model.output_width()})
+      x("ktr::train::x", model.input_shape(micro_batch)),
+      y("ktr::train::y", task_ == Task::classification ? std::size_t(micro_batch) : 0),
+      values(task_ == Task::regression ? Tensor("ktr::train::values", Shape{micro_batch, model.output_width()})
                                        : Tensor()),
-      loss("ktr::train::loss", std::size_t(max_k_)),
-      correct("ktr::train::correct", std::size_t(max_k_)) {
-  KTR_REQUIRE(batch_ > 0 && batch_ <= model.max_batch(), "--batch",
-              "must be in [1, " + std::to_string(model.max_batch()) + "]");
+      grad_sum(parallel.accumulate > 1
+                   ? DeviceView<float*>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::train::grad_sum"),
+                                        std::size_t(model.arena().size()))
+                   : DeviceView<float*>()),
+      loss("ktr::train::loss", std::size_t(max_k_) * std::size_t(parallel.accumulate)),
+      correct("ktr::train::correct", std::size_t(max_k_) * std::size_t(parallel.accumulate)) {
   KTR_REQUIRE(max_k_ > 0, "--steps-per-dispatch", "must be positive");
 }
 
@@ -55,19 +94,35 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   KTR_REQUIRE(data.task() == state.task, "ktr::train_steps",
               state.task == Task::regression ? "the run is a regression, the data has class labels"
                                              : "the run is a classification, the data has regression targets");
-  BatchCursor const cursor{state.step, 0, state.seed, state.batch};
+  Communicator const& comm = state.parallel.comm;
+  int const ranks = comm.size(), rank = comm.rank(), n = state.parallel.accumulate;
+  bool const sharded = state.parallel.layout == DataLayout::sharded;
+  std::int64_t const b = state.micro_batch;
+  // Replicated data: every rank shuffles the whole dataset alike and takes its rows of the global batch. Sharded:
+  // a permutation of the rank's own shard, from which it takes its n micro-batches.
+  std::uint64_t const seed = sharded ? state.seed + 0x9E3779B97F4A7C15ull * std::uint64_t(rank) : state.seed;
+  std::int64_t const stride = sharded ? b * n : state.batch;
+  float const share = 1.0f / float(ranks * n);  // each micro-batch's mean gradient, weighted to the global mean
   Batch const batch{state.x, state.y, state.values};
   auto const& arena = model.arena();
+  DeviceView<float*> const grads = n > 1 ? state.grad_sum : arena.grads();  // what the update reads
   for (int i = 0; i < k; ++i) {
-    gather_batch(space, data, cursor, state.norm, batch);  // x (B, ...), labels (B) or values (B, T)
-    Tensor const out = model.forward(space, state.x);      // (B, classes) or (B, T)
-    LossOutput const metrics{state.loss, state.correct, i, false};
-    if (state.task == Task::classification)
-      softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
-    else
-      mean_squared_error(space, out, state.values, model.dlogits(), metrics);
-    model.backward(space);
-    state.optimizer.update(space, arena.params(), arena.grads(), state.step);  // step += 1 on the device
+    for (int j = 0; j < n; ++j) {
+      std::int64_t const row = (sharded ? j : std::int64_t(j) * ranks + rank) * b;
+      BatchCursor const cursor{state.step, 0, seed, b, stride, row};
+      gather_batch(space, data, cursor, state.norm, batch);  // x (b, ...), labels (b) or values (b, T)
+      Tensor const out = model.forward(space, state.x);      // (b, classes) or (b, T)
+      LossOutput const metrics{state.loss, state.correct, i * n + j, false};
+      if (state.task == Task::classification)
+        softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
+      else
+        mean_squared_error(space, out, state.values, model.dlogits(), metrics);
+      model.backward(space);
+      if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
+    }
+    if (n == 1 && ranks > 1) scale(space, share, grads);
+    comm.allreduce_sum(space, grads);                                  // no-op on one rank
+    state.optimizer.update(space, arena.params(), grads, state.step);  // step += 1 on the device
   }
 }
 
@@ -88,7 +143,8 @@ char const* dispatch_path_name(DispatchPath path) {
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
   auto run_plain = [&] { train_steps(space, state, model, data, k); };
   DispatchPath path = DispatchPath::plain;
-  if (!CapturedProgram::can_capture(space)) {
+  // A collective that waits for the host (MPI without NCCL) cannot be captured: such runs stay plain.
+  if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
     auto& program = state.programs[ProgramKey(model, data, k)];
@@ -117,14 +173,29 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
 }
 
 StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k) {
-  StepMetrics m;
+  Communicator const& comm = state.parallel.comm;
+  std::size_t const n = std::size_t(state.parallel.accumulate), slots = std::size_t(k) * n;
+  std::vector<float> loss(slots);
+  std::vector<std::int32_t> correct(slots);
   space.fence();
+  auto range = std::make_pair<std::size_t, std::size_t>(0, std::size_t(slots));
+  Kokkos::deep_copy(HostView<float*>(loss.data(), slots), Kokkos::subview(state.loss, range));
+  Kokkos::deep_copy(HostView<std::int32_t*>(correct.data(), slots), Kokkos::subview(state.correct, range));
+  StepMetrics m;
+  if (n == 1 && comm.size() == 1) {  // one micro-batch on one rank: the values themselves
+    m.loss = std::move(loss), m.correct = std::move(correct);
+    return m;
+  }
+  // Per update: loss sums and correct counts over micro-batches, then over ranks (one collective).
+  std::vector<double> sums(2 * std::size_t(k), 0.0);
+  for (std::size_t i = 0; i < std::size_t(k); ++i)
+    for (std::size_t j = 0; j < n; ++j) sums[i] += loss[i * n + j], sums[std::size_t(k) + i] += correct[i * n + j];
+  comm.sum(sums);
+  double const parts = double(n) * double(comm.size());  // micro-batches of equal size: the mean of their means
   m.loss.resize(std::size_t(k));
   m.correct.resize(std::size_t(k));
-  auto range = std::make_pair<std::size_t, std::size_t>(0, std::size_t(k));
-  Kokkos::deep_copy(HostView<float*>(m.loss.data(), m.loss.size()), Kokkos::subview(state.loss, range));
-  Kokkos::deep_copy(HostView<std::int32_t*>(m.correct.data(), m.correct.size()),
-                    Kokkos::subview(state.correct, range));
+  for (std::size_t i = 0; i < std::size_t(k); ++i)
+    m.loss[i] = float(sums[i] / parts), m.correct[i] = std::int32_t(sums[std::size_t(k) + i]);
   return m;
 }
 

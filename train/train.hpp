@@ -1,17 +1,25 @@
 // The training loop: K complete optimiser steps per dispatch with no host synchronisation between them.
 //
 //   for k in 0..K-1:                       (all enqueued on one execution space instance)
-//     gather_batch(step)   -> x (B, ...), targets: labels (B) or values (B, T)
-//     out = model.forward(x)
-//     loss[k], correct[k], dout = softmax_cross_entropy(out, labels) or mean_squared_error(out, values)
-//     model.backward()     -> gradient arena
+//     for j in 0..N-1:                     (N = accumulate micro-batches per update; usually 1)
+//       gather_batch(step, j, rank) -> x (b, ...), targets: labels (b) or values (b, T);  b = B / (R N)
+//       out = model.forward(x)
+//       loss[k,j], correct[k,j], dout = softmax_cross_entropy(out, labels) or mean_squared_error(out, values)
+//       model.backward()   -> gradient arena (N > 1: summed into a second arena-sized buffer, times 1 / (R N))
+//     comm.allreduce_sum(gradients)        (R ranks: the one collective of the step; a no-op on one rank)
 //     optimizer.update()   -> parameter arena, moments, step += 1
-//   read loss[0..K), correct[0..K) back once
+//   read loss[0..K), correct[0..K) back once (averaged over micro-batches and ranks)
+//
+// Data parallelism (R ranks of a Communicator): with replicated data every rank holds the whole dataset and takes
+// rows [(j R + r) b, (j R + r + 1) b) of each global batch from the same permutation, so R ranks with global batch
+// B follow the trajectory of one rank with batch B (up to summation order); with sharded data each rank takes
+// its micro-batches from a permutation of its own shard.
 //
 // On CUDA (and HIP with Kokkos Kernels 4.x) the K-step program is captured once per (model, data, K, precision)
 // on the caller's stream and replayed; elsewhere, and on the null stream, the same kernels run as a loop.
 #pragma once
 
+#include "../backends/collective.hpp"
 #include "../backends/graph.hpp"
 #include "../data/dataset.hpp"
 #include "../models/model.hpp"
@@ -38,25 +46,43 @@ struct ProgramKey {
   bool operator<(ProgramKey const& o) const;
 };
 
+/// Where each rank's training data comes from.
+enum class DataLayout {
+  replicated,  ///< every rank holds the whole dataset and takes its rows of each global batch
+  sharded,     ///< every rank holds only its own shard (its own views) and shuffles it with its own permutation
+};
+
+/// How an optimiser update is spread: over the ranks of a communicator and over micro-batches.
+struct Parallelism {
+  Communicator comm;   ///< one rank by default
+  int accumulate = 1;  ///< micro-batches whose mean gradient makes one update (optax.MultiSteps)
+  DataLayout layout = DataLayout::replicated;
+};
+
 /// Everything a run keeps on the device besides the model: optimiser state, step counter, batch buffers and
 /// per-step metric arrays of length max_k. Allocated once.
 struct TrainState {
+  /// `batch` is the samples per optimiser update over all ranks; each rank's micro-batch is
+  /// batch / (ranks * accumulate), which must be a whole number no larger than the model's max_batch.
   TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch, std::uint64_t seed,
-             Normalization norm, int max_k, Task task = Task::classification);
+             Normalization norm, int max_k, Task task = Task::classification, Parallelism parallel = {});
 
   Optimizer optimizer;
   Kokkos::View<std::int64_t, MemSpace> step;  ///< optimiser steps taken (device), also the data position
   std::int64_t host_step = 0;                 ///< the host's copy, advanced by K per dispatch
-  std::int64_t batch;
+  std::int64_t batch;                         ///< samples per update, over all ranks and micro-batches
+  Parallelism parallel;
+  std::int64_t micro_batch;  ///< samples of one rank's micro-batch: batch / (ranks * accumulate)
   std::uint64_t seed;
   Normalization norm;
   int max_k;
   Task task;
-  Tensor x;                           ///< (B, H, W, C) or (B, D)
-  DeviceView<std::int32_t*> y;        ///< (B) class labels (classification)
-  Tensor values;                      ///< (B, T) targets (regression)
-  DeviceView<float*> loss;            ///< (max_k) mean loss of each step of the last dispatch
-  DeviceView<std::int32_t*> correct;  ///< (max_k) correct predictions of each step of the last dispatch
+  Tensor x;                     ///< (b, H, W, C) or (b, D), b = micro_batch
+  DeviceView<std::int32_t*> y;  ///< (b) class labels (classification)
+  Tensor values;                ///< (b, T) targets (regression)
+  DeviceView<float*> grad_sum;  ///< (arena) the update's gradient, summed over micro-batches (accumulate > 1)
+  DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
+  DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
   std::map<ProgramKey, std::unique_ptr<CapturedProgram>> programs;  ///< captured K-step programs
   std::string capture_error;  ///< why the last failed capture failed ("" if none did)
 };
@@ -73,8 +99,9 @@ enum class DispatchPath {
 };
 char const* dispatch_path_name(DispatchPath path);
 
-/// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend and the
-/// instance can capture (recording it on the first such dispatch, after running it plainly), else train_steps.
+/// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend, the
+/// instance and the communicator can capture (recording it on the first such dispatch, after running it plainly;
+/// MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps.
 /// Advances state.host_step. Asynchronous.
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
@@ -98,7 +125,8 @@ struct StepMetrics {
   std::vector<std::int32_t> correct;
 };
 /// Reads the K metrics of the last dispatch back (waits for `space`, the instance that ran it; one transfer
-/// each).
+/// each): per update, the mean loss over its micro-batches and ranks and the correct count of the whole global
+/// batch (summed over ranks: a collective, so every rank calls it).
 StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k);
 
 /// Loss and accuracy (classification) or mean squared error (regression: loss = MSE, accuracy NaN) over a whole
