@@ -7,6 +7,8 @@
 #include <ktr/core/error.hpp>
 #include <ktr/train/session.hpp>
 
+#include "small_data.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,19 +32,8 @@ using ktr::Session;
 std::string const kMlp = "in=8x8x1 flatten dense:32:relu dense:10";
 std::string const kCnn = "in=8x8x1 conv3x3:4:relu avgpool2 flatten dense:10";
 
-// 10 classes of 8x8 images: class c brightens row c % 8 and column c / 2.
 ktr::DeviceDataset small_dataset(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::uint8_t> px(static_cast<std::size_t>(n * 64)), lb(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    int const c = int(rng() % 10);
-    lb[std::size_t(i)] = std::uint8_t(c);
-    for (int p = 0; p < 64; ++p) {
-      int const v = int(rng() % 60) + ((p / 8 == c % 8) ? 150 : 0) + ((p % 8 == c / 2) ? 90 : 0);
-      px[std::size_t(i * 64 + p)] = std::uint8_t(std::min(v, 255));
-    }
-  }
-  return ktr::make_device_dataset(px, lb, n, 8, 8, 1, 10, "capture-test");
+  return ktr::test::small_dataset(n, seed, "capture-test");
 }
 
 RunConfig config(std::string const& model) {

@@ -5,6 +5,8 @@
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/session.hpp>
 
+#include "small_data.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,20 +19,8 @@ namespace {
 using ktr::RunConfig;
 using ktr::Session;
 
-// A small learnable set: 10 classes, 8x8 images, class c brightens row c % 8 and column c / 2.
 ktr::DeviceDataset small_dataset(std::int64_t n, std::uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::uint8_t> px(static_cast<std::size_t>(n * 64)), lb(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    int const c = int(rng() % 10);
-    lb[std::size_t(i)] = std::uint8_t(c);
-    for (int p = 0; p < 64; ++p) {
-      int const row = p / 8, col = p % 8;
-      int v = int(rng() % 60) + ((row == c % 8) ? 150 : 0) + ((col == c / 2) ? 90 : 0);
-      px[std::size_t(i * 64 + p)] = std::uint8_t(std::min(v, 255));
-    }
-  }
-  return ktr::make_device_dataset(px, lb, n, 8, 8, 1, 10, "small");
+  return ktr::test::small_dataset(n, seed, "small");
 }
 
 RunConfig small_config(std::string model = "in=8x8x1 flatten dense:32:relu dense:10") {
