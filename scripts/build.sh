@@ -20,7 +20,11 @@ root=$(scripts/bootstrap.sh "$deps" | tail -n1)
 root=${root#KTR_KOKKOS_ROOT=}
 build=build/$flavour
 case $flavour in
-  cuda) extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper") ;;
+  # The toolkit's own nvcc, not whatever wrapper the machine puts first on PATH (a base image may ship a
+  # /usr/local/bin/nvcc script that no package owns): CMake records the path it finds.
+  cuda) cuda_home=$(realpath "${CUDA_HOME:-/usr/local/cuda}")
+        export PATH="$cuda_home/bin:$PATH"
+        extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper" -DCUDAToolkit_ROOT="$cuda_home") ;;
   hip) extra+=(-DCMAKE_CXX_COMPILER=hipcc) ;;
 esac
 # A different Kokkos (new recipe, Kokkos_ROOT) invalidates the cached package paths: start the cache afresh.
