@@ -1,4 +1,4 @@
-// `ktr bench kernels|pipeline`: the benchmarks of bench/, from the command line.
+// `ktr bench kernels|pipeline|profile`: the benchmarks of bench/, from the command line.
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "bench/bench.hpp"
@@ -45,12 +45,29 @@ int bench(int argc, char* argv[]) {
       ->check(one_of({"fp32", "tf32"}))
       ->capture_default_str();
   pipeline->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  auto* profile = app.add_subcommand("profile", "where a training step's time goes, kernel by kernel");
+  bench::ProfileOptions po;
+  profile->add_option("--models", po.models, "models to run")->capture_default_str();
+  profile->add_option("--steps", po.steps, "profiled steps per model (a multiple of --k)")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  profile->add_option("--k", po.k, "steps per dispatch")->check(integer_in(1, 1 << 16))->capture_default_str();
+  profile->add_option("--mlp-batch", po.mlp_batch, "MLP batch")
+      ->check(integer_in(1, 1 << 16))
+      ->capture_default_str();
+  profile->add_option("--cnn-batch", po.cnn_batch, "CNN batch")
+      ->check(integer_in(1, 1 << 16))
+      ->capture_default_str();
+  profile->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
   std::string const which = argc > 2 ? argv[2] : "";
-  if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline")
-    throw FlagError("unknown benchmark '" + which + "' (kernels or pipeline)");
+  if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile")
+    throw FlagError("unknown benchmark '" + which + "' (kernels, pipeline or profile)");
   if (!parse(app, argc, argv, 2)) return 0;
+  if (profile->parsed() && po.steps % po.k != 0)
+    throw FlagError("--steps: must be a multiple of --k (" + std::to_string(po.k) + ")");
   Runtime runtime(threads);
   if (pipeline->parsed()) return bench::run_pipeline(ExecSpace(), o);
+  if (profile->parsed()) return bench::run_profile(ExecSpace(), po);
   return bench::run_kernels(ExecSpace(), quick);
 }
 

@@ -16,6 +16,7 @@
 
 #include <map>
 #include <mutex>
+#include <string>
 #endif
 
 // OpenBLAS's own entry points, looked up weakly: present when the host BLAS is OpenBLAS, null otherwise.
@@ -128,6 +129,27 @@ class CublasRegistry {
 };
 #endif
 
+// A Kokkos profiling region named with the gemm's shape (M x N x K and the transposes), for tools that listen
+// (ktr bench profile, Kokkos Tools); nothing is built when none does.
+class ShapeRegion {
+ public:
+  ShapeRegion(bool trans_a, bool trans_b, ConstMatrix const& a, Matrix const& c)
+      : on_(Kokkos::Profiling::profileLibraryLoaded()) {
+    if (!on_) return;
+    auto const k = trans_a ? a.extent(0) : a.extent(1);
+    Kokkos::Profiling::pushRegion("ktr::gemm " + std::to_string(c.extent(0)) + "x" + std::to_string(c.extent(1)) +
+                                  "x" + std::to_string(k) + " " + (trans_a ? "T" : "N") + (trans_b ? "T" : "N"));
+  }
+  ~ShapeRegion() {
+    if (on_) Kokkos::Profiling::popRegion();
+  }
+  ShapeRegion(ShapeRegion const&) = delete;
+  ShapeRegion& operator=(ShapeRegion const&) = delete;
+
+ private:
+  bool on_;
+};
+
 }  // namespace
 
 std::int64_t gemm_calls() { return g_gemm_calls.load(); }
@@ -137,6 +159,7 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
   check_shapes(trans_a, trans_b, a, b, c);
   g_gemm_calls.fetch_add(1, std::memory_order_relaxed);
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
+  ShapeRegion const region(trans_a, trans_b, a, c);
 #if defined(KOKKOS_ENABLE_CUDA)
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
   int const m = static_cast<int>(c.extent(0)), n = static_cast<int>(c.extent(1));

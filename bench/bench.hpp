@@ -1,4 +1,4 @@
-// Benchmarks behind `ktr bench kernels` and `ktr bench pipeline` (also used by the micro-benchmarks).
+// Benchmarks behind `ktr bench kernels`, `pipeline` and `profile` (also used by the micro-benchmarks).
 #pragma once
 
 #include <ktr/data/dataset.hpp>
@@ -32,5 +32,14 @@ struct PipelineOptions {
 };
 /// The pipeline comparison: naive, resident, multistep-K, graph-K.
 int run_pipeline(ExecSpace const& space, PipelineOptions const& options);
+
+struct ProfileOptions {
+  std::string models = "mlp,cnn";
+  std::int64_t steps = 64;  // a multiple of k
+  int k = 16;               // steps per dispatch
+  std::int64_t mlp_batch = 256, cnn_batch = 32;
+};
+/// Where a training step's time goes, kernel by kernel (KernelTimer), beside the unprofiled step.
+int run_profile(ExecSpace const& space, ProfileOptions const& options);
 
 }  // namespace ktr::bench

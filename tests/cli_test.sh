@@ -56,6 +56,9 @@ case $case_name in
     expect 0 "Usage: ktr bench .*SUBCOMMAND" -- "$ktr" bench --help
     expect 0 "Usage: ktr bench kernels" -- "$ktr" bench kernels --help
     expect 0 "Usage: ktr bench pipeline" -- "$ktr" bench pipeline --help
+    expect 0 "ktr::gemm 8x512x784 NN" -- "$ktr" bench profile --models mlp --steps 2 --k 1 --mlp-batch 8
+    expect 0 "ktr::conv2d::direct_forward" -- "$ktr" bench profile --models cnn --steps 2 --k 2 --cnn-batch 2
+    expect 2 "--steps: must be a multiple of --k" -- "$ktr" bench profile --steps 3 --k 2
     expect 0 "Usage: ktr synth" -- "$ktr" synth --help
     expect 0 "usage: ktr info" -- "$ktr" info --help
     expect 0 "usage: ktr <command>" -- "$ktr" --help
