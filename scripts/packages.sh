@@ -12,7 +12,23 @@ ktr_packages() {
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
     fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev" ;;
+    # scripts/bench-blas.sh: the host BLAS candidates, both OpenMP builds (they share ktr's thread pool)
+    blas-compare) echo "libopenblas-openmp-dev libblis-openmp-dev" ;;
     serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
-    *) echo "packages.sh: unknown flavour '$1' (openmp|openmp-mpi|serial-debian|cuda|hip|fuzz)" >&2; return 2 ;;
+    *) echo "packages.sh: unknown flavour '$1' (openmp|openmp-mpi|serial-debian|cuda|hip|fuzz|blas-compare)" >&2; return 2 ;;
   esac
+}
+
+# Installs a flavour's packages that are missing (apt waits up to 10 minutes for another apt to finish).
+ktr_install_packages() {
+  local pkgs missing=() p
+  pkgs=$(ktr_packages "$1") || return 2
+  for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  ((${#missing[@]})) || return 0
+  echo "[packages] apt: installing ${missing[*]}" >&2
+  local sudo=; [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q "${missing[@]}" >/dev/null
 }
