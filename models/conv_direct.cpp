@@ -201,15 +201,20 @@ void with_pool(ConvDims const& d, Body const& body) {
   d.pool == 2 ? with_channels<2, W, NV>(d, body) : with_channels<1, W, NV>(d, body);
 }
 
-// Runs body.template operator()<P, W, NV, CC>() with the pool factor, the widest channel tile (NV packs of W, NV
-// up to 2 if Wide) that divides F, and the channel count when it is 1.
-template <bool Wide, class Body>
+// Runs body.template operator()<P, W, NV, CC>() with the pool factor, a channel tile of NV packs of W (W the
+// host's widest pack, host_pack_width, where it divides F, else 8, else 1; NV * W up to Tile) and the channel
+// count when it is 1.
+template <int Tile, class Body>
 void dispatch(ConvDims const& d, Body const& body) {
   KTR_REQUIRE(d.channels <= conv_direct_max_channels, "ktr::conv2d::direct",
               "at most " + std::to_string(conv_direct_max_channels) + " input channels");
   KTR_REQUIRE(d.pool == 1 || d.pool == 2, "ktr::conv2d::direct", "pool must be 1 or 2");
-  if (Wide && d.features % 16 == 0)
-    with_pool<8, Wide ? 2 : 1>(d, body);
+  constexpr int V = host_pack_width;
+  if constexpr (Tile > V) {
+    if (d.features % Tile == 0) return with_pool<V, Tile / V>(d, body);
+  }
+  if (d.features % V == 0)
+    with_pool<V, 1>(d, body);
   else if (d.features % 8 == 0)
     with_pool<8, 1>(d, body);
   else
@@ -243,14 +248,16 @@ struct Backward {
 
 void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                          bool relu, float* y) {
-  dispatch<true>(d, Forward{space, d, x, w, b, relu, y});
+  // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
+  dispatch<2 * host_pack_width>(d, Forward{space, d, x, w, b, relu, y});
 }
 
 void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
                           float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
   if (dz != nullptr) zero_dropped(space, d, dz);
-  dispatch<true>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  // 16 channels at a time: a block's d loss / d z (4 P^2 x 16 floats) stays in registers.
+  dispatch<16>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
   Kokkos::parallel_for(

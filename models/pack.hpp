@@ -5,14 +5,17 @@
 // array to registers), so for host code built by GCC or Clang Pack<8> is a generic vector type of the compiler
 // (a vector_size attribute, not an instruction-set intrinsic: it lowers to whatever the target has). Device code
 // (CUDA, HIP) always gets the plain array, which lives in registers there; the host pass of a CUDA/HIP build gets
-// the vector type (its functions are still marked host + device, as the lambdas that call them are).
+// the vector type (its functions are still marked host + device, as the lambdas that call them are). Where the
+// build targets AVX-512, Pack<16> is one such vector too (host_pack_width says which is widest).
 #pragma once
 
 #include <Kokkos_Core.hpp>
 
+#include <type_traits>
+
 namespace ktr::impl {
 
-template <int W>
+template <int W, class Enable = void>
 struct Pack {
   float v[W];
   static KOKKOS_INLINE_FUNCTION Pack load(float const* p) {
@@ -54,9 +57,23 @@ struct Pack {
 };
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-template <>
-struct Pack<8> {
-  typedef float V __attribute__((vector_size(32)));
+#define KTR_PACK_VECTOR_TYPES 1
+#endif
+
+/// The widest pack the host's vector registers hold: 16 floats where a host-only build targets AVX-512
+/// (Kokkos_ARCH_SKX and later), else 8 (AVX2). GPU builds keep 8 in both compiler passes, so that the host and
+/// device passes instantiate the same kernels.
+#if defined(KTR_PACK_VECTOR_TYPES) && defined(__AVX512F__) && !defined(KOKKOS_ENABLE_CUDA) && \
+    !defined(KOKKOS_ENABLE_HIP)
+constexpr int host_pack_width = 16;
+#else
+constexpr int host_pack_width = 8;
+#endif
+
+#if defined(KTR_PACK_VECTOR_TYPES)
+template <int W>
+struct Pack<W, std::enable_if_t<W == 8 || W == 16>> {
+  typedef float V __attribute__((vector_size(4 * W)));
   V v;
   static KOKKOS_INLINE_FUNCTION Pack load(float const* p) {
     Pack r;

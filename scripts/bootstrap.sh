@@ -64,9 +64,15 @@ src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
 case $flavour in openmp) recipe=3 ;; cuda) recipe=2 ;; *) recipe=1 ;; esac
 # Host code is built for this machine's vector ISA through Kokkos's own architecture option (ktr inherits
-# Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2). The cache key names it.
+# Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2); AVX-512 (F, CD, BW, DQ,
+# VL) -> Kokkos_ARCH_SKX (-march=skylake-avx512), where ktr's direct kernels use 16-float packs. The cache key
+# names it.
+has_flags() { local f; for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
 host_arch=generic
-if [[ $flavour == openmp ]] && grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then host_arch=hsw; fi
+if [[ $flavour == openmp ]]; then
+  if has_flags avx512f avx512cd avx512bw avx512dq avx512vl; then host_arch=skx
+  elif has_flags avx2 fma; then host_arch=hsw; fi
+fi
 prefix="$cache/$src_key-$flavour-$host_arch-r$recipe"
 if [[ ${KTR_NO_APT:-0} == 1 ]]; then
   missing=()
@@ -127,6 +133,7 @@ case $flavour in
   openmp)
     kokkos_opts+=(-DKokkos_ENABLE_OPENMP=ON)
     [[ $host_arch == hsw ]] && kokkos_opts+=(-DKokkos_ARCH_HSW=ON)
+    [[ $host_arch == skx ]] && kokkos_opts+=(-DKokkos_ARCH_SKX=ON)
     ;;
   cuda)
     cuda_home=${CUDA_HOME:-/usr/local/cuda}
