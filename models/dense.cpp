@@ -1,8 +1,10 @@
 // Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way (forward: bias + ReLU;
-// backward: ReLU gradient + bias gradient, so the step has no bias-gradient gemm).
+// backward: ReLU gradient + bias gradient, so the step has no bias-gradient gemm). A layer with few outputs on a
+// host (a classifier head) runs the narrow kernels of dense_narrow.hpp instead of its gemms.
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
+#include "dense_narrow.hpp"
 #include "layers.hpp"
 
 namespace ktr {
@@ -87,7 +89,17 @@ std::vector<ParamSpec> Dense::param_specs(Shape const& in) const {
           ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
 }
 
+std::int64_t Dense::scratch_size(Shape const& in) const {
+  return impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_) : 0;
+}
+
 void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+  std::int64_t const batch = x.shape()[0], in = x.shape().inner();
+  if (impl::dense_narrow(features_)) {  // few outputs on a host: the kernel transposed once, no gemm
+    impl::dense_narrow_transpose(space, in, features_, w_.data(), scratch_.data());
+    impl::dense_narrow_forward(space, batch, in, features_, x.data(), scratch_.data(), b_.data(), relu_, y.data());
+    return;
+  }
   // (B, out) = (B, in) (in, out)
   gemm(space, false, false, 1.0f, x.matrix(), w_.matrix(), 0.0f, y.matrix());
   impl::bias_act_forward(space, y.matrix(), b_.view(), relu_);
@@ -96,6 +108,13 @@ void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
 void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                      Tensor const& dx) {
   impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), relu_);
+  if (impl::dense_narrow(features_)) {  // the transposed kernel is still in scratch from the forward
+    std::int64_t const batch = x.shape()[0], in = x.shape().inner();
+    impl::dense_narrow_kernel_grad(space, batch, in, features_, x.data(), dy.data(), dw_.data());
+    if (dx.size() > 0)
+      impl::dense_narrow_input_grad(space, batch, in, features_, dy.data(), scratch_.data(), dx.data());
+    return;
+  }
   gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, dw_.matrix());  // (in, out) = (B, in)^T (B, out)
   if (dx.size() > 0) gemm(space, false, true, 1.0f, dy.matrix(), w_.matrix(), 0.0f, dx.matrix());  // (B, in)
 }

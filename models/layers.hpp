@@ -67,9 +67,15 @@ class Dense : public KernelBiasLayer {
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
+  /// The transposed kernel, where the narrow kernels run (models/dense_narrow.hpp), else nothing.
+  std::int64_t scratch_size(Shape const& in) const override;
+  void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override;
+
+ private:
+  DeviceView<float*> scratch_;
 };
 
 /// How a Conv2D computes: `direct` (one pass over the input, vectorised over output channels, for few input

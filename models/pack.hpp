@@ -36,8 +36,20 @@ struct Pack {
   KOKKOS_INLINE_FUNCTION void fma(float x, Pack const& w) {
     for (int i = 0; i < W; ++i) v[i] += x * w.v[i];
   }
+  /// this += a * b, element-wise
+  KOKKOS_INLINE_FUNCTION void fma(Pack const& a, Pack const& b) {
+    for (int i = 0; i < W; ++i) v[i] += a.v[i] * b.v[i];
+  }
   KOKKOS_INLINE_FUNCTION void add(Pack const& a) {
     for (int i = 0; i < W; ++i) v[i] += a.v[i];
+  }
+  /// The sum of the elements, pairwise (the same order for every W-wide type).
+  KOKKOS_INLINE_FUNCTION float sum() const {
+    float t[W];
+    for (int i = 0; i < W; ++i) t[i] = v[i];
+    for (int h = W / 2; h > 0; h /= 2)
+      for (int i = 0; i < h; ++i) t[i] += t[i + h];
+    return t[0];
   }
   /// this += max(a, 0)
   KOKKOS_INLINE_FUNCTION void add_relu(Pack const& a) {
@@ -84,7 +96,15 @@ struct Pack<W, std::enable_if_t<W == 8 || W == 16>> {
   static KOKKOS_INLINE_FUNCTION Pack fill(float x) { return Pack{V{} + x}; }
   KOKKOS_INLINE_FUNCTION void store(float* p) const { __builtin_memcpy(p, &v, sizeof(V)); }
   KOKKOS_INLINE_FUNCTION void fma(float x, Pack const& w) { v += x * w.v; }
+  KOKKOS_INLINE_FUNCTION void fma(Pack const& a, Pack const& b) { v += a.v * b.v; }
   KOKKOS_INLINE_FUNCTION void add(Pack const& a) { v += a.v; }
+  KOKKOS_INLINE_FUNCTION float sum() const {
+    float t[W];
+    __builtin_memcpy(t, &v, sizeof(V));
+    for (int h = W / 2; h > 0; h /= 2)
+      for (int i = 0; i < h; ++i) t[i] += t[i + h];
+    return t[0];
+  }
   KOKKOS_INLINE_FUNCTION void add_relu(Pack const& a) { v += a.v > 0.0f ? a.v : V{}; }
   KOKKOS_INLINE_FUNCTION Pack scaled(float s) const { return Pack{s * v}; }
   static KOKKOS_INLINE_FUNCTION Pack where_positive(Pack const& z, Pack const& a) {

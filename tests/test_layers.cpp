@@ -85,6 +85,24 @@ TEST(Layers, DenseLinearOnImagesFlattens) {
       2);
 }
 
+// Few outputs take the narrow kernels on a host (no gemm): 1, 10 and 16 outputs, over an input long enough for
+// whole vector packs, a whole 4-pack tile of the input gradient and scalar tails; 17 outputs take the gemms.
+TEST(Layers, DenseNarrowAndWideForwardAndGradients) {
+  for (auto [features_, relu_] :
+       {std::tuple{1, false}, std::tuple{10, true}, std::tuple{16, false}, std::tuple{17, true}}) {
+    int const features = features_;
+    bool const relu = relu_;
+    ktr::Dense layer(features, relu);
+    EXPECT_EQ(layer.scratch_size(Shape{3, 75}) > 0, ktr::device_is_host && features <= 16) << features;
+    check_layer(
+        layer, Shape{3, 75},
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          return ktr::test::dense_ref(x, p[0], p[1], 3, 75, features, relu);
+        },
+        11);
+  }
+}
+
 TEST(Layers, Conv2DSameReluForwardAndGradients) {
   ktr::Conv2D layer(3, true);
   check_layer(

@@ -1,0 +1,144 @@
+// Dense layers with few outputs, without BLAS: see dense_narrow.hpp.
+#include "dense_narrow.hpp"
+
+#include "pack.hpp"
+
+#include <type_traits>
+
+namespace ktr::impl {
+
+namespace {
+
+constexpr int V = host_pack_width;
+using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+
+template <int NB>
+void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
+                  float const* wt, float const* b, bool relu, float* y) {
+  Kokkos::parallel_for(
+      "ktr::dense::narrow_forward", Range(space, 0, B), KOKKOS_LAMBDA(std::int64_t r) {
+        float const* xr = x + r * K;
+        Pack<V> acc[NB];
+        for (int n = 0; n < NB; ++n) acc[n] = Pack<V>::zero();
+        std::int64_t k = 0;
+        for (; k + V <= K; k += V) {
+          Pack<V> const xv = Pack<V>::load(xr + k);
+          for (int n = 0; n < NB; ++n) acc[n].fma(xv, Pack<V>::load(wt + n * K + k));
+        }
+        float tail[NB];
+        for (int n = 0; n < NB; ++n) tail[n] = 0.0f;
+        for (; k < K; ++k)
+          for (int n = 0; n < NB; ++n) tail[n] += xr[k] * wt[n * K + k];
+        for (int n = 0; n < NB; ++n)
+          if (n < N) {
+            float const v = b[n] + (acc[n].sum() + tail[n]);
+            y[r * N + n] = (relu && v < 0.0f) ? 0.0f : v;
+          }
+      });
+}
+
+template <int NB>
+void kernel_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
+                      float const* dy, float* dw) {
+  Kokkos::parallel_for(
+      "ktr::dense::narrow_kernel_grad", Range(space, 0, (K + V - 1) / V), KOKKOS_LAMBDA(std::int64_t p) {
+        std::int64_t const k0 = p * V;
+        int const m = K - k0 < V ? int(K - k0) : V;
+        Pack<V> acc[NB];
+        for (int n = 0; n < NB; ++n) acc[n] = Pack<V>::zero();
+        for (std::int64_t r = 0; r < B; ++r) {
+          Pack<V> xv;
+          if (m == V) {
+            xv = Pack<V>::load(x + r * K + k0);
+          } else {
+            float part[V];
+            for (int i = 0; i < V; ++i) part[i] = i < m ? x[r * K + k0 + i] : 0.0f;
+            xv = Pack<V>::load(part);
+          }
+          for (int n = 0; n < NB; ++n) acc[n].fma(n < N ? dy[r * N + n] : 0.0f, xv);
+        }
+        float out[NB][V];
+        for (int n = 0; n < NB; ++n) acc[n].store(out[n]);
+        for (int i = 0; i < m; ++i)
+          for (int n = 0; n < NB; ++n)
+            if (n < N) dw[(k0 + i) * N + n] = out[n][i];
+      });
+}
+
+template <int NB>
+void input_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* dy,
+                     float const* wt, float* dx) {
+  constexpr int T = 4;  // packs of k per iteration: independent accumulators
+  std::int64_t const tiles = (K + T * V - 1) / (T * V);
+  Kokkos::parallel_for(
+      "ktr::dense::narrow_input_grad", MDRange<2>(space, {0, 0}, {B, tiles}),
+      KOKKOS_LAMBDA(std::int64_t r, std::int64_t t) {
+        std::int64_t const k0 = t * T * V;
+        float g[NB];
+        for (int n = 0; n < NB; ++n) g[n] = n < N ? dy[r * N + n] : 0.0f;
+        if (k0 + T * V <= K) {
+          Pack<V> acc[T];
+          for (int u = 0; u < T; ++u) acc[u] = Pack<V>::zero();
+          for (int n = 0; n < NB; ++n)
+            for (int u = 0; u < T; ++u) acc[u].fma(g[n], Pack<V>::load(wt + n * K + k0 + u * V));
+          for (int u = 0; u < T; ++u) acc[u].store(dx + r * K + k0 + u * V);
+        } else {
+          for (std::int64_t k = k0; k < K; ++k) {
+            float s = 0.0f;
+            for (int n = 0; n < NB; ++n) s += g[n] * wt[n * K + k];
+            dx[r * K + k] = s;
+          }
+        }
+      });
+}
+
+// Runs f(std::integral_constant<int, NB>) with NB = n rounded up to 4.
+template <class F>
+void with_rows(std::int64_t n, F const& f) {
+  if (n <= 4)
+    f(std::integral_constant<int, 4>{});
+  else if (n <= 8)
+    f(std::integral_constant<int, 8>{});
+  else if (n <= 12)
+    f(std::integral_constant<int, 12>{});
+  else
+    f(std::integral_constant<int, 16>{});
+}
+
+std::int64_t padded_rows(std::int64_t n) { return (n + 3) / 4 * 4; }
+
+}  // namespace
+
+bool dense_narrow(std::int64_t features) { return device_is_host && features <= dense_narrow_max_features; }
+
+std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t features) {
+  return padded_rows(features) * in_features;
+}
+
+void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t N, float const* w, float* wt) {
+  constexpr std::int64_t chunk = 64;  // rows of w per iteration, read contiguously
+  std::int64_t const NB = padded_rows(N);
+  Kokkos::parallel_for(
+      "ktr::dense::narrow_transpose", Range(space, 0, (K + chunk - 1) / chunk), KOKKOS_LAMBDA(std::int64_t c) {
+        std::int64_t const k1 = (c + 1) * chunk < K ? (c + 1) * chunk : K;
+        for (std::int64_t k = c * chunk; k < k1; ++k)
+          for (std::int64_t n = 0; n < NB; ++n) wt[n * K + k] = n < N ? w[k * N + n] : 0.0f;
+      });
+}
+
+void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
+                          float const* wt, float const* b, bool relu, float* y) {
+  with_rows(N, [&](auto nb) { forward_impl<decltype(nb)::value>(space, B, K, N, x, wt, b, relu, y); });
+}
+
+void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
+                              float const* x, float const* dy, float* dw) {
+  with_rows(N, [&](auto nb) { kernel_grad_impl<decltype(nb)::value>(space, B, K, N, x, dy, dw); });
+}
+
+void dense_narrow_input_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
+                             float const* dy, float const* wt, float* dx) {
+  with_rows(N, [&](auto nb) { input_grad_impl<decltype(nb)::value>(space, B, K, N, dy, wt, dx); });
+}
+
+}  // namespace ktr::impl
