@@ -12,28 +12,46 @@ namespace {
 constexpr int V = host_pack_width;
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
+// Rows in groups of G; within a group the input runs in chunks of KC columns, each chunk of wt (NB x KC floats)
+// staying in L1 while the group's rows stream past it (per row, wt would stream from L2 at every row).
 template <int NB>
 void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
                   float const* wt, float const* b, bool relu, float* y) {
+  constexpr int G = 4;
+  constexpr std::int64_t KC = 256;
   Kokkos::parallel_for(
-      "ktr::dense::narrow_forward", Range(space, 0, B), KOKKOS_LAMBDA(std::int64_t r) {
-        float const* xr = x + r * K;
-        Pack<V> acc[NB];
-        for (int n = 0; n < NB; ++n) acc[n] = Pack<V>::zero();
-        std::int64_t k = 0;
-        for (; k + V <= K; k += V) {
-          Pack<V> const xv = Pack<V>::load(xr + k);
-          for (int n = 0; n < NB; ++n) acc[n].fma(xv, Pack<V>::load(wt + n * K + k));
-        }
-        float tail[NB];
-        for (int n = 0; n < NB; ++n) tail[n] = 0.0f;
-        for (; k < K; ++k)
-          for (int n = 0; n < NB; ++n) tail[n] += xr[k] * wt[n * K + k];
-        for (int n = 0; n < NB; ++n)
-          if (n < N) {
-            float const v = b[n] + (acc[n].sum() + tail[n]);
-            y[r * N + n] = (relu && v < 0.0f) ? 0.0f : v;
+      "ktr::dense::narrow_forward", Range(space, 0, (B + G - 1) / G), KOKKOS_LAMBDA(std::int64_t group) {
+        std::int64_t const r0 = group * G;
+        int const rows = B - r0 < G ? int(B - r0) : G;
+        std::int64_t const kv = K / V * V;  // columns in whole packs
+        Pack<V> part[G][NB];
+        for (int i = 0; i < G; ++i)
+          for (int n = 0; n < NB; ++n) part[i][n] = Pack<V>::zero();
+        for (std::int64_t k0 = 0; k0 < kv; k0 += KC) {
+          std::int64_t const k1 = k0 + KC < kv ? k0 + KC : kv;
+          for (int i = 0; i < rows; ++i) {
+            float const* xr = x + (r0 + i) * K;
+            Pack<V> acc[NB];
+            for (int n = 0; n < NB; ++n) acc[n] = part[i][n];
+            for (std::int64_t k = k0; k < k1; k += V) {
+              Pack<V> const xv = Pack<V>::load(xr + k);
+              for (int n = 0; n < NB; ++n) acc[n].fma(xv, Pack<V>::load(wt + n * K + k));
+            }
+            for (int n = 0; n < NB; ++n) part[i][n] = acc[n];
           }
+        }
+        for (int i = 0; i < rows; ++i) {
+          std::int64_t const r = r0 + i;
+          float tail[NB];
+          for (int n = 0; n < NB; ++n) tail[n] = 0.0f;
+          for (std::int64_t k = kv; k < K; ++k)
+            for (int n = 0; n < NB; ++n) tail[n] += x[r * K + k] * wt[n * K + k];
+          for (int n = 0; n < NB; ++n)
+            if (n < N) {
+              float const v = b[n] + (part[i][n].sum() + tail[n]);
+              y[r * N + n] = (relu && v < 0.0f) ? 0.0f : v;
+            }
+        }
       });
 }
 
@@ -71,8 +89,9 @@ void input_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std
   constexpr int T = 4;  // packs of k per iteration: independent accumulators
   std::int64_t const tiles = (K + T * V - 1) / (T * V);
   Kokkos::parallel_for(
-      "ktr::dense::narrow_input_grad", MDRange<2>(space, {0, 0}, {B, tiles}),
-      KOKKOS_LAMBDA(std::int64_t r, std::int64_t t) {
+      // Rows fastest: consecutive iterations of a thread reuse the tile of wt (NB x T packs) from L1.
+      "ktr::dense::narrow_input_grad", MDRange<2>(space, {0, 0}, {tiles, B}),
+      KOKKOS_LAMBDA(std::int64_t t, std::int64_t r) {
         std::int64_t const k0 = t * T * V;
         float g[NB];
         for (int n = 0; n < NB; ++n) g[n] = n < N ? dy[r * N + n] : 0.0f;
@@ -121,8 +140,13 @@ void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t
   Kokkos::parallel_for(
       "ktr::dense::narrow_transpose", Range(space, 0, (K + chunk - 1) / chunk), KOKKOS_LAMBDA(std::int64_t c) {
         std::int64_t const k1 = (c + 1) * chunk < K ? (c + 1) * chunk : K;
-        for (std::int64_t k = c * chunk; k < k1; ++k)
-          for (std::int64_t n = 0; n < NB; ++n) wt[n * K + k] = n < N ? w[k * N + n] : 0.0f;
+        for (std::int64_t n = 0; n < NB; ++n) {
+          float* KOKKOS_RESTRICT const row = wt + n * K;
+          if (n < N)
+            for (std::int64_t k = c * chunk; k < k1; ++k) row[k] = w[k * N + n];
+          else
+            for (std::int64_t k = c * chunk; k < k1; ++k) row[k] = 0.0f;
+        }
       });
 }
 

@@ -6,7 +6,7 @@
 // wt (NB, K), NB = N rounded up to 4 with zero rows, and each product is a streaming loop over K in vector packs
 // (models/pack.hpp) with NB accumulators in registers:
 //
-//   forward       y[r, n] = act(b[n] + sum_k x[r, k] wt[n, k])       one row per iteration, bias and ReLU fused
+//   forward       y[r, n] = act(b[n] + sum_k x[r, k] wt[n, k])       4 rows per iteration, bias and ReLU fused
 //   kernel grad   dw[k, n] = sum_r x[r, k] dy[r, n]                   one pack of k per iteration, rows in order
 //   input grad    dx[r, k] = sum_n dy[r, n] wt[n, k]                  a row and 4 packs of k per iteration
 //
