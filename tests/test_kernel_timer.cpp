@@ -15,17 +15,18 @@ ktr::KernelTimer::Entry find(std::vector<ktr::KernelTimer::Entry> const& v, std:
   return {};
 }
 
+// A labelled kernel (outside the test body: CUDA's extended lambdas may not live in a test's private member).
+void add_one(char const* label, ktr::DeviceView<float*> const& a) {
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ktr::ExecSpace>(0, a.extent(0)), KOKKOS_LAMBDA(int j) { a(j) += 1.0f; });
+}
+
 TEST(KernelTimer, TimesKernelsAndRegionsByLabelOutermostOnly) {
   ktr::DeviceView<float*> a("a", 1 << 16);
   ktr::KernelTimer timer;
-  for (int i = 0; i < 3; ++i)
-    Kokkos::parallel_for(
-        "ktr::test::fill", Kokkos::RangePolicy<ktr::ExecSpace>(0, a.extent(0)),
-        KOKKOS_LAMBDA(int j) { a(j) = float(j); });
+  for (int i = 0; i < 3; ++i) add_one("ktr::test::fill", a);
   Kokkos::Profiling::pushRegion("ktr::test::region");
-  Kokkos::parallel_for(
-      "ktr::test::inner", Kokkos::RangePolicy<ktr::ExecSpace>(0, a.extent(0)),
-      KOKKOS_LAMBDA(int j) { a(j) += 1.0f; });
+  add_one("ktr::test::inner", a);
   Kokkos::Profiling::popRegion();
   auto const v = timer.entries();
   ASSERT_EQ(v.size(), 2u);  // the inner kernel is the region's time, not an entry of its own
