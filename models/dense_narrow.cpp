@@ -55,31 +55,45 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
       });
 }
 
+// U packs of k per iteration (two where the vector registers hold 2 NB accumulators: AVX-512); the rows run in
+// blocks of RB whose dy is first copied into a zero-padded (RB, NB) tile, so the inner loop has no bounds tests.
 template <int NB>
 void kernel_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
                       float const* dy, float* dw) {
+  constexpr int U = V == 16 ? 2 : 1;
+  constexpr int RB = 32;
   Kokkos::parallel_for(
-      "ktr::dense::narrow_kernel_grad", Range(space, 0, (K + V - 1) / V), KOKKOS_LAMBDA(std::int64_t p) {
-        std::int64_t const k0 = p * V;
-        int const m = K - k0 < V ? int(K - k0) : V;
-        Pack<V> acc[NB];
-        for (int n = 0; n < NB; ++n) acc[n] = Pack<V>::zero();
-        for (std::int64_t r = 0; r < B; ++r) {
-          Pack<V> xv;
-          if (m == V) {
-            xv = Pack<V>::load(x + r * K + k0);
-          } else {
-            float part[V];
-            for (int i = 0; i < V; ++i) part[i] = i < m ? x[r * K + k0 + i] : 0.0f;
-            xv = Pack<V>::load(part);
+      "ktr::dense::narrow_kernel_grad", Range(space, 0, (K + U * V - 1) / (U * V)), KOKKOS_LAMBDA(std::int64_t p) {
+        std::int64_t const k0 = p * U * V;
+        int const m = K - k0 < U * V ? int(K - k0) : U * V;  // columns of this iteration
+        Pack<V> acc[U][NB];
+        for (int u = 0; u < U; ++u)
+          for (int n = 0; n < NB; ++n) acc[u][n] = Pack<V>::zero();
+        float g[RB][NB];
+        for (std::int64_t r0 = 0; r0 < B; r0 += RB) {
+          int const rows = B - r0 < RB ? int(B - r0) : RB;
+          for (int i = 0; i < rows; ++i)
+            for (int n = 0; n < NB; ++n) g[i][n] = n < N ? dy[(r0 + i) * N + n] : 0.0f;
+          for (int i = 0; i < rows; ++i) {
+            float const* xr = x + (r0 + i) * K + k0;
+            Pack<V> xv[U];
+            if (m == U * V) {
+              for (int u = 0; u < U; ++u) xv[u] = Pack<V>::load(xr + u * V);
+            } else {
+              float part[U * V];
+              for (int j = 0; j < U * V; ++j) part[j] = j < m ? xr[j] : 0.0f;
+              for (int u = 0; u < U; ++u) xv[u] = Pack<V>::load(part + u * V);
+            }
+            for (int n = 0; n < NB; ++n)
+              for (int u = 0; u < U; ++u) acc[u][n].fma(g[i][n], xv[u]);
           }
-          for (int n = 0; n < NB; ++n) acc[n].fma(n < N ? dy[r * N + n] : 0.0f, xv);
         }
-        float out[NB][V];
-        for (int n = 0; n < NB; ++n) acc[n].store(out[n]);
-        for (int i = 0; i < m; ++i)
-          for (int n = 0; n < NB; ++n)
-            if (n < N) dw[(k0 + i) * N + n] = out[n][i];
+        float out[U * V];
+        for (int n = 0; n < NB; ++n) {
+          if (n >= N) break;
+          for (int u = 0; u < U; ++u) acc[u][n].store(out + u * V);
+          for (int j = 0; j < m; ++j) dw[(k0 + j) * N + n] = out[j];
+        }
       });
 }
 

@@ -7,7 +7,7 @@
 // (models/pack.hpp) with NB accumulators in registers:
 //
 //   forward       y[r, n] = act(b[n] + sum_k x[r, k] wt[n, k])       4 rows per iteration, bias and ReLU fused
-//   kernel grad   dw[k, n] = sum_r x[r, k] dy[r, n]                   one pack of k per iteration, rows in order
+//   kernel grad   dw[k, n] = sum_r x[r, k] dy[r, n]                   1-2 packs of k per iteration, rows in order
 //   input grad    dx[r, k] = sum_n dy[r, n] wt[n, k]                  a row and 4 packs of k per iteration
 //
 // Every output is written by one iteration and summed in a fixed order: the results do not depend on the thread
