@@ -19,16 +19,16 @@ std::string device_description() {
   char buf[256];
 #if defined(KOKKOS_ENABLE_CUDA)
   int dev = 0;
-  cudaGetDevice(&dev);
+  (void)cudaGetDevice(&dev);
   cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, dev);
+  (void)cudaGetDeviceProperties(&prop, dev);
   std::snprintf(buf, sizeof buf, "%s (device %d, sm_%d%d, %.1f GiB)", prop.name, dev, prop.major, prop.minor,
                 prop.totalGlobalMem / 1073741824.0);
 #elif defined(KOKKOS_ENABLE_HIP)
   int dev = 0;
-  hipGetDevice(&dev);
+  (void)hipGetDevice(&dev);
   hipDeviceProp_t prop{};
-  hipGetDeviceProperties(&prop, dev);
+  (void)hipGetDeviceProperties(&prop, dev);
   std::snprintf(buf, sizeof buf, "%s (device %d, %s, %.1f GiB)", prop.name, dev, prop.gcnArchName,
                 prop.totalGlobalMem / 1073741824.0);
 #else

@@ -90,8 +90,8 @@ std::string CapturedProgram::unsupported_reason() { return ""; }
 bool CapturedProgram::can_capture(ExecSpace const& space) { return rt::stream_of(space) != nullptr; }
 
 CapturedProgram::~CapturedProgram() {
-  if (exec_) rt::exec_destroy(static_cast<rt::GraphExec>(exec_));
-  if (graph_) rt::graph_destroy(static_cast<rt::Graph>(graph_));
+  if (exec_) (void)rt::exec_destroy(static_cast<rt::GraphExec>(exec_));
+  if (graph_) (void)rt::graph_destroy(static_cast<rt::Graph>(graph_));
 }
 
 bool CapturedProgram::capture(ExecSpace const& space, std::function<void()> const& enqueue) {
