@@ -44,15 +44,17 @@ KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::i
   }
 }
 
-// z[q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for the P x P
-// pixels q (row-major) and the NV packs u of W channels from f0.
-template <int P, int W, int NV, int CC>
-KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P, CC> const& p, float const* w, float const* bias,
-                                       std::int64_t f0, Pack<W> (&z)[P * P][NV]) {
+// z[j][q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q of patch j + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for JB
+// patches j side by side (each weight pack loaded once for all of them), their P x P pixels q (row-major) and the
+// NV packs u of W channels from f0.
+template <int P, int W, int NV, int CC, int JB>
+KOKKOS_INLINE_FUNCTION void conv_blocks(ConvDims const& d, Patch<P, CC> const* p, float const* w,
+                                        float const* bias, std::int64_t f0, Pack<W> (*z)[P * P][NV]) {
   std::int64_t const C = CC > 0 ? CC : d.channels;
   for (int u = 0; u < NV; ++u) {
     Pack<W> const b = Pack<W>::load(bias + f0 + u * W);
-    for (int q = 0; q < P * P; ++q) z[q][u] = b;
+    for (int j = 0; j < JB; ++j)
+      for (int q = 0; q < P * P; ++q) z[j][q][u] = b;
   }
   for (int kh = 0; kh < 3; ++kh)
     for (int kw = 0; kw < 3; ++kw)
@@ -60,16 +62,19 @@ KOKKOS_INLINE_FUNCTION void conv_block(ConvDims const& d, Patch<P, CC> const& p,
         float const* wk = w + ((kh * 3 + kw) * C + c) * d.features + f0;
         Pack<W> wv[NV];
         for (int u = 0; u < NV; ++u) wv[u] = Pack<W>::load(wk + u * W);
-        for (int q = 0; q < P * P; ++q) {
-          float const xv = p.v[(q / P + kh) * (P + 2) + q % P + kw][c];
-          for (int u = 0; u < NV; ++u) z[q][u].fma(xv, wv[u]);
-        }
+        for (int j = 0; j < JB; ++j)
+          for (int q = 0; q < P * P; ++q) {
+            float const xv = p[j].v[(q / P + kh) * (P + 2) + q % P + kw][c];
+            for (int u = 0; u < NV; ++u) z[j][q][u].fma(xv, wv[u]);
+          }
       }
 }
 
 template <int P, int W, int NV, int CC>
 void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                   bool relu, float* y) {
+  // Two outputs side by side where the registers hold both's accumulators (2 P^2 NV packs of 16 floats).
+  constexpr int JB = NV * W > 16 ? 2 : 1;
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), F = d.features;
   float const scale = 1.0f / float(P * P);
   Kokkos::parallel_for(
@@ -77,17 +82,20 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, d.batch * Ho),
       KOKKOS_LAMBDA(std::int64_t row) {
         std::int64_t const n = row / Ho, i = row % Ho;
-        for (std::int64_t j = 0; j < Wo; ++j) {
-          Patch<P, CC> p;
-          load_patch(d, x, n, i * P, j * P, p);
-          float* out = y + (row * Wo + j) * F;
+        for (std::int64_t j0 = 0; j0 < Wo; j0 += JB) {
+          int const nj = j0 + JB <= Wo ? JB : int(Wo - j0);
+          Patch<P, CC> p[JB];
+          for (int jj = 0; jj < JB; ++jj) load_patch(d, x, n, i * P, (jj < nj ? j0 + jj : j0) * P, p[jj]);
           for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
-            Pack<W> z[P * P][NV];
-            conv_block(d, p, w, b, f0, z);
-            for (int u = 0; u < NV; ++u) {
-              Pack<W> s = Pack<W>::zero();
-              for (int q = 0; q < P * P; ++q) relu ? s.add_relu(z[q][u]) : s.add(z[q][u]);
-              s.scaled(scale).store(out + f0 + u * W);
+            Pack<W> z[JB][P * P][NV];
+            conv_blocks<P, W, NV, CC, JB>(d, p, w, b, f0, z);
+            for (int jj = 0; jj < nj; ++jj) {
+              float* out = y + (row * Wo + j0 + jj) * F;
+              for (int u = 0; u < NV; ++u) {
+                Pack<W> s = Pack<W>::zero();
+                for (int q = 0; q < P * P; ++q) relu ? s.add_relu(z[jj][q][u]) : s.add(z[jj][q][u]);
+                s.scaled(scale).store(out + f0 + u * W);
+              }
             }
           }
         }
@@ -100,7 +108,7 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
 template <int P, int W, int NV, int CC>
 void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                    bool relu, float const* dy, float* partials, float* dz) {
-  constexpr int block = 4;
+  constexpr int block = NV * W > 16 ? 2 : 4;  // block * P^2 * NV accumulator packs in registers
   std::int64_t const H = d.height, Wd = d.width, C = CC > 0 ? CC : d.channels, F = d.features;
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), ps = d.partial_size();
   std::int64_t const rows = conv_direct_rows_per_chunk(d), per_image = (Ho + rows - 1) / rows;
@@ -127,7 +135,7 @@ void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, fl
               for (int jj = 0; jj < nj; ++jj) {
                 std::int64_t const j = j0 + jj;
                 load_patch(d, x, n, i * P, j * P, p[jj]);
-                conv_block(d, p[jj], w, b, f0, g[jj]);
+                conv_blocks<P, W, NV, CC, 1>(d, &p[jj], w, b, f0, &g[jj]);
                 float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
                 for (int u = 0; u < NV; ++u) {
                   Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
@@ -257,7 +265,7 @@ void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const
                           float* dz) {
   if (dz != nullptr) zero_dropped(space, d, dz);
   // 16 channels at a time: a block's d loss / d z (4 P^2 x 16 floats) stays in registers.
-  dispatch<16>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  dispatch<2 * host_pack_width>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
   Kokkos::parallel_for(
