@@ -264,7 +264,8 @@ void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const
                           float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
   if (dz != nullptr) zero_dropped(space, d, dz);
-  // 16 channels at a time: a block's d loss / d z (4 P^2 x 16 floats) stays in registers.
+  // Two packs per pixel as well; backward_impl takes blocks of 2 positions when they are 16-float packs, so a
+  // block's d loss / d z (block x P^2 x 2 packs) stays in registers.
   dispatch<2 * host_pack_width>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
