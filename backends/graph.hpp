@@ -29,7 +29,7 @@ class DeviceStream {
   ExecSpace const& space() const { return space_; }
 
  private:
-  void* stream_ = nullptr;
+  [[maybe_unused]] void* stream_ = nullptr;  // unused where the backend has no streams of its own
   ExecSpace space_;
 };
 
@@ -59,7 +59,7 @@ class CapturedProgram {
   std::string const& error() const { return error_; }
 
  private:
-  void* graph_ = nullptr;
+  [[maybe_unused]] void* graph_ = nullptr;  // unused where the backend cannot capture
   void* exec_ = nullptr;
   std::string error_;
 };
