@@ -11,6 +11,17 @@
 
 namespace ktr::cli {
 
+namespace {
+
+// The models a step benchmark runs and their batches (pipeline, profile).
+void model_options(CLI::App* sub, std::string& models, std::int64_t& mlp_batch, std::int64_t& cnn_batch) {
+  sub->add_option("--models", models, "models to run")->capture_default_str();
+  sub->add_option("--mlp-batch", mlp_batch, "MLP batch")->check(integer_in(1, 1 << 16))->capture_default_str();
+  sub->add_option("--cnn-batch", cnn_batch, "CNN batch")->check(integer_in(1, 1 << 16))->capture_default_str();
+}
+
+}  // namespace
+
 int bench(int argc, char* argv[]) {
   CLI::App app{"Benchmarks, each beside the same run's machine limits.", "ktr bench"};
   app.require_subcommand(1);
@@ -25,7 +36,6 @@ int bench(int argc, char* argv[]) {
   auto* pipeline =
       app.add_subcommand("pipeline", "naive vs resident vs multistep-K vs graph-K training steps, samples/s");
   bench::PipelineOptions o;
-  pipeline->add_option("--models", o.models, "models to run")->capture_default_str();
   pipeline->add_option("--steps", o.steps, "timed steps per variant and round (a multiple of every K)")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
@@ -35,29 +45,18 @@ int bench(int argc, char* argv[]) {
   pipeline->add_option("--k", o.ks, "steps per dispatch to compare")->capture_default_str();
   pipeline->add_option("--json", o.json, "write the results as JSON");
   pipeline->add_option("--plot", o.plot, "write a gnuplot PNG");
-  pipeline->add_option("--mlp-batch", o.mlp_batch, "MLP batch")
-      ->check(integer_in(1, 1 << 16))
-      ->capture_default_str();
-  pipeline->add_option("--cnn-batch", o.cnn_batch, "CNN batch")
-      ->check(integer_in(1, 1 << 16))
-      ->capture_default_str();
+  model_options(pipeline, o.models, o.mlp_batch, o.cnn_batch);
   pipeline->add_option("--precision", o.precision, "fp32, or tf32 (CUDA)")
       ->check(one_of({"fp32", "tf32"}))
       ->capture_default_str();
   pipeline->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
   auto* profile = app.add_subcommand("profile", "where a training step's time goes, kernel by kernel");
   bench::ProfileOptions po;
-  profile->add_option("--models", po.models, "models to run")->capture_default_str();
   profile->add_option("--steps", po.steps, "profiled steps per model (a multiple of --k)")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
   profile->add_option("--k", po.k, "steps per dispatch")->check(integer_in(1, 1 << 16))->capture_default_str();
-  profile->add_option("--mlp-batch", po.mlp_batch, "MLP batch")
-      ->check(integer_in(1, 1 << 16))
-      ->capture_default_str();
-  profile->add_option("--cnn-batch", po.cnn_batch, "CNN batch")
-      ->check(integer_in(1, 1 << 16))
-      ->capture_default_str();
+  model_options(profile, po.models, po.mlp_batch, po.cnn_batch);
   profile->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
   std::string const which = argc > 2 ? argv[2] : "";
   if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile")

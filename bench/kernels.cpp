@@ -16,21 +16,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
-#include <random>
 
 namespace ktr::bench {
 
-namespace {
-
-DeviceDataset random_dataset(std::int64_t n) {
-  std::mt19937 rng(1);
-  std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
-  for (auto& p : px) p = std::uint8_t(rng());
-  for (auto& l : lb) l = std::uint8_t(rng() % 10);
-  return make_device_dataset(px, lb, n, 28, 28, 1, 10, "random");
-}
-
-}  // namespace
+namespace {}  // namespace
 
 double gather_gbps(ExecSpace const& space, DeviceDataset const& data, std::int64_t batch) {
   BatchCursor cursor{Kokkos::View<std::int64_t, MemSpace>("ktr::bench::step"), 0, 1, batch};
@@ -92,7 +81,7 @@ int run_kernels(ExecSpace const& space, bool quick) {
   std::int64_t const n = quick ? 128 : 2048;
   auto sgemm = [&space, n, quick] { return sgemm_gflops(space, n, quick ? 1 : 3, 1); };
   LaunchCost const launch = launch_cost(space, quick ? 200 : 2000);
-  DeviceDataset const data = random_dataset(quick ? 600 : 60000);
+  DeviceDataset const data = random_dataset(quick ? 600 : 60000, 1);
   std::vector<Row> rows;
   // Memory-bound kernels beside a device copy of the same buffer: for the gather, a copy of the float batch it
   // produces; for the optimiser, a copy as large as the arena traffic. GB/s count bytes read plus bytes written,

@@ -8,8 +8,22 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <random>
 
 namespace ktr::bench {
+
+RandomImages random_images(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  RandomImages r{std::vector<std::uint8_t>(std::size_t(n * 784)), std::vector<std::uint8_t>(std::size_t(n))};
+  for (auto& p : r.pixels) p = std::uint8_t(rng());
+  for (auto& l : r.labels) l = std::uint8_t(rng() % 10);
+  return r;
+}
+
+DeviceDataset random_dataset(std::int64_t n, std::uint32_t seed) {
+  RandomImages const r = random_images(n, seed);
+  return make_device_dataset(r.pixels, r.labels, n, 28, 28, 1, 10, "random");
+}
 
 double median_seconds(ExecSpace const& space, std::function<void()> const& body, int reps, int warmup) {
   for (int i = 0; i < warmup; ++i) body();

@@ -3,12 +3,23 @@
 #pragma once
 
 #include <ktr/core/types.hpp>
+#include <ktr/data/dataset.hpp>
+
+#include <cstdint>
 
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace ktr::bench {
+
+/// n random 28x28x1 uint8 images and labels in [0, 10), the same for the same seed.
+struct RandomImages {
+  std::vector<std::uint8_t> pixels, labels;
+};
+RandomImages random_images(std::int64_t n, std::uint32_t seed);
+/// random_images(n, seed) on the device.
+DeviceDataset random_dataset(std::int64_t n, std::uint32_t seed);
 
 /// Median seconds of `reps` runs of `body` (each fenced), after `warmup` untimed runs.
 double median_seconds(ExecSpace const& space, std::function<void()> const& body, int reps, int warmup = 2);

@@ -8,10 +8,9 @@
 #include <ktr/optim/optimizer.hpp>
 #include <ktr/train/runtime.hpp>
 #include "bench/bench.hpp"
+#include "bench/measure.hpp"
 
 #include <benchmark/benchmark.h>
-
-#include <random>
 
 namespace {
 
@@ -156,11 +155,7 @@ BENCHMARK(BM_PoolBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
 
 void BM_Gather(benchmark::State& state) {
   std::int64_t const b = state.range(0), n = 4096;
-  std::mt19937 rng(1);
-  std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
-  for (auto& p : px) p = std::uint8_t(rng());
-  for (auto& l : lb) l = std::uint8_t(rng() % 10);
-  auto data = ktr::make_device_dataset(px, lb, n, 28, 28, 1, 10, "random");
+  auto data = ktr::bench::random_dataset(n, 1);
   ExecSpace space;
   ktr::BatchCursor cursor{Kokkos::View<std::int64_t, ktr::MemSpace>("step"), 0, 1, b};
   Tensor x("x", data.batch_shape(b));

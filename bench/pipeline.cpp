@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <random>
 #include <sstream>
 
 namespace ktr::bench {
@@ -161,11 +160,8 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   KTR_REQUIRE(o.rounds > 0, "--rounds", "must be positive");
   set_matmul_precision(parse_matmul_precision(o.precision));
   std::int64_t const n = 60000;
-  std::mt19937 rng(7);
-  std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
-  for (auto& p : px) p = std::uint8_t(rng());
-  for (auto& l : lb) l = std::uint8_t(rng() % 10);
-  DeviceDataset const data = make_device_dataset(px, lb, n, 28, 28, 1, 10, "random");
+  RandomImages const images = random_images(n, 7);
+  DeviceDataset const data = make_device_dataset(images.pixels, images.labels, n, 28, 28, 1, 10, "random");
 
   double const sgemm = sgemm_gflops(space, 2048);
   LaunchCost const launch = launch_cost(space);
@@ -206,7 +202,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
       Session* session = variants.back().session.get();
       variants.back().run = [session, run](std::int64_t steps) { run(*session, steps); };
     };
-    naive = std::make_unique<NaiveStepper>(px, lb, n, config.batch, config.seed);
+    naive = std::make_unique<NaiveStepper>(images.pixels, images.labels, n, config.batch, config.seed);
     add("naive", 1, [&](Session& s, std::int64_t steps) {
       for (std::int64_t i = 0; i < steps; ++i) naive->step(space, s, naive_step++);
     });

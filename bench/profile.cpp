@@ -11,27 +11,13 @@
 #include "bench/bench.hpp"
 #include "bench/measure.hpp"
 
-#include <algorithm>
-#include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <random>
 #include <sstream>
 
 namespace ktr::bench {
 
 namespace {
-
-double seconds_of(ExecSpace const& space, Session& s, DeviceDataset const& data, int k, std::int64_t steps) {
-  space.fence();
-  auto const t0 = std::chrono::steady_clock::now();
-  for (std::int64_t i = 0; i < steps / k; ++i) {
-    train_steps(space, s.state(), s.model(), data, k);
-    read_metrics(space, s.state(), k);
-  }
-  space.fence();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // FLOPs of a gemm from the label ktr::gemm gives its region ("ktr::gemm MxNxK ..."), else 0.
 double gemm_flops(std::string const& label) {
@@ -44,12 +30,7 @@ double gemm_flops(std::string const& label) {
 
 int run_profile(ExecSpace const& space, ProfileOptions const& o) {
   KTR_REQUIRE(o.k > 0 && o.steps % o.k == 0, "--steps", "must be a multiple of --k (" + std::to_string(o.k) + ")");
-  std::int64_t const n = 8192;
-  std::mt19937 rng(7);
-  std::vector<std::uint8_t> px(std::size_t(n * 784)), lb(static_cast<std::size_t>(n));
-  for (auto& p : px) p = std::uint8_t(rng());
-  for (auto& l : lb) l = std::uint8_t(rng() % 10);
-  DeviceDataset const data = make_device_dataset(px, lb, n, 28, 28, 1, 10, "random");
+  DeviceDataset const data = random_dataset(8192, 7);
   double const sgemm = sgemm_gflops(space, 2048);
   std::printf("%s\n", version_line().c_str());
   std::printf("gemm: %s; large sgemm %s GFLOP/s (same run)\n", gemm_backend().c_str(), num(sgemm).c_str());
@@ -66,17 +47,19 @@ int run_profile(ExecSpace const& space, ProfileOptions const& o) {
     config.model = model == "mlp" ? Model::mlp() : Model::simple_cnn();
     config.batch = model == "mlp" ? o.mlp_batch : o.cnn_batch;
     Session s(config, o.k);
-    seconds_of(space, s, data, o.k, 2 * o.k);  // warm-up
-    std::vector<double> plain;
-    for (int r = 0; r < 3; ++r) plain.push_back(seconds_of(space, s, data, o.k, o.steps));
-    std::sort(plain.begin(), plain.end());
-    double const step = plain[1] / double(o.steps);
-    double const flops = s.model().train_flops(config.batch);  // forward + backward, per step
+    auto const run = [&] {  // o.steps steps in dispatches of K, one read-back each
+      for (std::int64_t i = 0; i < o.steps / o.k; ++i) {
+        train_steps(space, s.state(), s.model(), data, o.k);
+        read_metrics(space, s.state(), o.k);
+      }
+    };
+    double const step = median_seconds(space, run, 3, 1) / double(o.steps);  // after one warm-up run
+    double const flops = s.model().train_flops(config.batch);                // forward + backward, per step
     double profiled = 0;
     std::vector<KernelTimer::Entry> entries;
     {
       KernelTimer timer;
-      profiled = seconds_of(space, s, data, o.k, o.steps) / double(o.steps);
+      profiled = median_seconds(space, run, 1, 0) / double(o.steps);
       entries = timer.entries();
     }
     double inside = 0;

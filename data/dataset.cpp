@@ -311,14 +311,24 @@ void gather_with(char const* label, ExecSpace const& space, DeviceDataset const&
                              data.values.data() && out.values.size() > 0};
   if constexpr (device_is_host) {
     // Samples are scattered over the dataset, so each is a cold read: while one is converted, the next one's
-    // cache lines are requested (a contiguous sample is a run of lines that the prefetch covers).
+    // cache lines are requested (a contiguous sample is a run of lines that the prefetch covers). Runs of
+    // `chunk` samples per iteration, so that each sample's index is computed once.
+    constexpr std::int64_t chunk = 8;
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, batch),
-        KOKKOS_LAMBDA(std::int64_t b) {
-          std::int64_t const src = index_of(b);
-          if (b + 1 < batch) rd.prefetch(index_of(b + 1));
-          rd.read(src, x + b * sample);
-          targets(b, src);
+        label,
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (batch + chunk - 1) / chunk),
+        KOKKOS_LAMBDA(std::int64_t c) {
+          std::int64_t const b0 = c * chunk, m = batch - b0 < chunk ? batch - b0 : chunk;
+          std::int64_t src[chunk];
+          for (std::int64_t i = 0; i < m; ++i) {
+            src[i] = index_of(b0 + i);
+            if (i == 0) rd.prefetch(src[0]);  // while the others' indices are computed
+          }
+          for (std::int64_t i = 0; i < m; ++i) {
+            if (i + 1 < m) rd.prefetch(src[i + 1]);
+            rd.read(src[i], x + (b0 + i) * sample);
+            targets(b0 + i, src[i]);
+          }
         });
   } else {
     Kokkos::parallel_for(
