@@ -2,6 +2,7 @@
 #include "bench/measure.hpp"
 
 #include <ktr/backends/gemm.hpp>
+#include <ktr/core/error.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/core/tensor.hpp>
 
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <sstream>
 
 namespace ktr::bench {
 
@@ -18,6 +20,24 @@ RandomImages random_images(std::int64_t n, std::uint32_t seed) {
   for (auto& p : r.pixels) p = std::uint8_t(rng());
   for (auto& l : r.labels) l = std::uint8_t(rng() % 10);
   return r;
+}
+
+std::vector<std::string> model_names(std::string const& list) {
+  std::vector<std::string> names;
+  std::stringstream ss(list);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    KTR_REQUIRE(name == "mlp" || name == "cnn", "--models", "unknown model '" + name + "' (mlp, cnn)");
+    names.push_back(name);
+  }
+  return names;
+}
+
+RunConfig model_config(std::string const& name, std::int64_t mlp_batch, std::int64_t cnn_batch) {
+  RunConfig config;
+  config.model = name == "mlp" ? Model::mlp() : Model::simple_cnn();
+  config.batch = name == "mlp" ? mlp_batch : cnn_batch;
+  return config;
 }
 
 DeviceDataset random_dataset(std::int64_t n, std::uint32_t seed) {

@@ -4,6 +4,7 @@
 
 #include <ktr/core/types.hpp>
 #include <ktr/data/dataset.hpp>
+#include <ktr/train/session.hpp>
 
 #include <cstdint>
 
@@ -20,6 +21,11 @@ struct RandomImages {
 RandomImages random_images(std::int64_t n, std::uint32_t seed);
 /// random_images(n, seed) on the device.
 DeviceDataset random_dataset(std::int64_t n, std::uint32_t seed);
+
+/// The models of a comma-separated list ("mlp,cnn"); refuses other names, naming --models.
+std::vector<std::string> model_names(std::string const& list);
+/// A run of the named model (mlp or cnn) at its batch.
+RunConfig model_config(std::string const& name, std::int64_t mlp_batch, std::int64_t cnn_batch);
 
 /// Median seconds of `reps` runs of `body` (each fenced), after `warmup` untimed runs.
 double median_seconds(ExecSpace const& space, std::function<void()> const& body, int reps, int warmup = 2);

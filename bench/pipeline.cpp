@@ -176,13 +176,8 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
 
   std::vector<Result> results;
   std::string json_models;
-  std::stringstream models(o.models);
-  std::string model;
-  while (std::getline(models, model, ',')) {
-    KTR_REQUIRE(model == "mlp" || model == "cnn", "--models", "unknown model '" + model + "' (mlp, cnn)");
-    RunConfig config;
-    config.model = model == "mlp" ? Model::mlp() : Model::simple_cnn();
-    config.batch = model == "mlp" ? o.mlp_batch : o.cnn_batch;
+  for (std::string const& model : model_names(o.models)) {
+    RunConfig const config = model_config(model, o.mlp_batch, o.cnn_batch);
     int const max_k = *std::max_element(ks.begin(), ks.end());
     // Every variant gets its own session, is warmed up, then all are timed in interleaved rounds (round r times
     // each variant in turn), so drift on a noisy machine hits them alike; the median round is reported.

@@ -13,7 +13,6 @@
 
 #include <cinttypes>
 #include <cstdio>
-#include <sstream>
 
 namespace ktr::bench {
 
@@ -39,13 +38,8 @@ int run_profile(ExecSpace const& space, ProfileOptions const& o) {
       "gemm fenced and timed\n",
       (long long)o.steps, o.k);
 
-  std::stringstream models(o.models);
-  std::string model;
-  while (std::getline(models, model, ',')) {
-    KTR_REQUIRE(model == "mlp" || model == "cnn", "--models", "unknown model '" + model + "' (mlp, cnn)");
-    RunConfig config;
-    config.model = model == "mlp" ? Model::mlp() : Model::simple_cnn();
-    config.batch = model == "mlp" ? o.mlp_batch : o.cnn_batch;
+  for (std::string const& model : model_names(o.models)) {
+    RunConfig const config = model_config(model, o.mlp_batch, o.cnn_batch);
     Session s(config, o.k);
     auto const run = [&] {  // o.steps steps in dispatches of K, one read-back each
       for (std::int64_t i = 0; i < o.steps / o.k; ++i) {
