@@ -63,7 +63,7 @@ int run(int argc, char* argv[]) {
   } catch (DivergenceError const& e) {
     std::fprintf(stderr, "ktr %s: %s\n", cmd.c_str(), e.what());
     return 3;
-  } catch (FlagError const& e) {
+  } catch (UsageError const& e) {  // a flag, or a setting from the environment (OMP_NUM_THREADS, ...)
     std::fprintf(stderr, "ktr %s: %s (see: ktr %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
     return 2;
   } catch (Error const& e) {

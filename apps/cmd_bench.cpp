@@ -26,13 +26,13 @@ int bench(int argc, char* argv[]) {
   CLI::App app{"Benchmarks, each beside the same run's machine limits.", "ktr bench"};
   app.require_subcommand(1);
   int threads = -1;
-  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  app.add_option("--threads", threads, "host threads")->check(thread_count());
   auto* kernels = app.add_subcommand(
       "kernels",
       "each kernel of a training step beside the limit it should approach (sgemm, copies), interleaved");
   bool quick = false;
   kernels->add_flag("--quick", quick, "tiny sizes (a smoke run)");
-  kernels->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  kernels->add_option("--threads", threads, "host threads")->check(thread_count());
   auto* pipeline =
       app.add_subcommand("pipeline", "naive vs resident vs multistep-K vs graph-K training steps, samples/s");
   bench::PipelineOptions o;
@@ -49,7 +49,7 @@ int bench(int argc, char* argv[]) {
   pipeline->add_option("--precision", o.precision, "fp32, or tf32 (CUDA)")
       ->check(one_of({"fp32", "tf32"}))
       ->capture_default_str();
-  pipeline->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  pipeline->add_option("--threads", threads, "host threads")->check(thread_count());
   auto* profile = app.add_subcommand("profile", "where a training step's time goes, kernel by kernel");
   bench::ProfileOptions po;
   profile->add_option("--steps", po.steps, "profiled steps per model (a multiple of --k)")
@@ -57,7 +57,7 @@ int bench(int argc, char* argv[]) {
       ->capture_default_str();
   profile->add_option("--k", po.k, "steps per dispatch")->check(integer_in(1, 1 << 16))->capture_default_str();
   model_options(profile, po.models, po.mlp_batch, po.cnn_batch);
-  profile->add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  profile->add_option("--threads", threads, "host threads")->check(thread_count());
   std::string const which = argc > 2 ? argv[2] : "";
   if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile")
     throw FlagError("unknown benchmark '" + which + "' (kernels, pipeline or profile)");

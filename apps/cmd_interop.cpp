@@ -3,6 +3,7 @@
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 
+#include <ktr/models/description.hpp>
 #include <ktr/train/interop.hpp>
 #include <ktr/train/runtime.hpp>
 
@@ -10,17 +11,6 @@
 #include <optional>
 
 namespace ktr::cli {
-
-namespace {
-
-std::string model_arg(std::string const& name) {
-  if (name == "mlp") return Model::mlp();
-  if (name == "cnn") return Model::simple_cnn();
-  if (name.rfind("in=", 0) == 0) return name;
-  throw FlagError("--model: unknown model '" + name + "' (mlp, cnn, or a description starting with in=)");
-}
-
-}  // namespace
 
 int export_weights_cmd(int argc, char* argv[]) {
   CLI::App app{
@@ -34,8 +24,9 @@ int export_weights_cmd(int argc, char* argv[]) {
   app.add_option("--checkpoint", ckpt, "the checkpoint")->required();
   app.add_option("--out", out, "FILE.safetensors (an existing file is replaced only if it is a safetensors file)")
       ->required();
-  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  app.add_option("--threads", threads, "host threads")->check(thread_count());
   if (!parse(app, argc, argv, 2)) return 0;
+  check_safetensors_target(out, "--out");  // before any work
   Runtime runtime(threads);
   TrainedModel m = load_trained_model(ckpt, 1);
   SafeTensors const st = export_weights(*m.model, download(m.model->arena().params()), m.config);
@@ -45,16 +36,31 @@ int export_weights_cmd(int argc, char* argv[]) {
   return 0;
 }
 
+namespace {
+
+// A setting the file records and the command line may also give: the file's value unless the flag is given; a flag
+// that disagrees with the file is refused, naming both.
+std::string from_file_or_flag(std::string const& flag, std::string const& given, std::string const& recorded,
+                              std::string const& weights, std::string const& fallback) {
+  if (given.empty()) return recorded.empty() ? fallback : recorded;
+  if (!recorded.empty() && given != recorded)
+    throw FlagError(flag + ": '" + given + "' disagrees with " + weights + ", which records '" + recorded + "'");
+  return given;
+}
+
+}  // namespace
+
 int import_weights_cmd(int argc, char* argv[]) {
   CLI::App app{
       "Builds a checkpoint (step 0, fresh optimiser state) from Flax-named float32 safetensors, ready for "
       "ktr eval, inference or fine-tuning (ktr train --resume); refuses missing, unexpected or misshapen "
-      "tensors.",
+      "tensors. The model, task and input transform a file exported by ktr records are taken from it.",
       "ktr import"};
   std::string model, weights, out, normalize = "unit", task;
   std::int64_t batch = 256;
   int threads = -1;
-  app.add_option("--model", model, "mlp, cnn or a description")->required();
+  app.add_option("--model", model,
+                 "mlp, cnn or a description (default: the file's ktr.model; a different one is refused)");
   app.add_option("--weights", weights, "FILE.safetensors")->required();
   app.add_option("--out", out, "the checkpoint to write")->required();
   app.add_option("--normalize", normalize,
@@ -62,26 +68,45 @@ int import_weights_cmd(int argc, char* argv[]) {
       ->check(one_of({"unit", "none"}))
       ->capture_default_str();
   app.add_option("--task", task,
-                 "classification or regression (default: the file's ktr.task, else classification)")
+                 "classification or regression (default: the file's ktr.task, else classification; a different "
+                 "one is refused)")
       ->check(one_of({"classification", "regression"}));
   app.add_option("--batch", batch, "the batch a fine-tuning run (ktr train --resume) will use")
       ->check(integer_in(1, 1 << 24))
       ->capture_default_str();
-  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  app.add_option("--threads", threads, "host threads")->check(thread_count());
   if (!parse(app, argc, argv, 2)) return 0;
+  Runtime runtime(threads);  // first: it outlives every device view below (config.norm may hold some)
   RunConfig config;
-  config.model = model_arg(model);
+  if (!model.empty()) config.model = model_flag(model);  // a bad description is refused before anything else
   config.batch = batch;
-  Model::plan(config.model, config.batch);  // a bad description is refused before anything else
-  check_checkpoint_target(out, "--out");
+  check_checkpoint_output(out, "--out");
   SafeTensors const st = read_safetensors(weights);
-  Runtime runtime(threads);
+  auto const recorded = [&](char const* key) {
+    auto it = st.metadata.find(key);
+    return it == st.metadata.end() ? std::string() : it->second;
+  };
+  std::string file_model = recorded("ktr.model");
+  if (!file_model.empty()) {
+    try {
+      file_model = parse_description(file_model).text();
+    } catch (Error const& e) {
+      throw Error(weights + ": metadata ktr.model: " + e.what());
+    }
+  }
+  if (model.empty() && file_model.empty())
+    throw FlagError("--model: " + weights + " records no ktr.model; name the model (mlp, cnn or a description)");
+  config.model = from_file_or_flag("--model", model.empty() ? "" : parse_description(config.model).text(),
+                                   file_model, weights, "");
+  Model::plan(config.model, config.batch);
   std::optional<Session> session;
   {
     Model const probe(config.model, 1);
     ImportedWeights w = import_weights(probe, st, weights);
-    std::string const chosen = !task.empty() ? task : !w.task.empty() ? w.task : "classification";
+    std::string const chosen = from_file_or_flag("--task", task, w.task, weights, "classification");
     config.task = chosen == "regression" ? Task::regression : Task::classification;
+    if (w.has_transform && given(app, "--normalize"))
+      throw FlagError("--normalize: " + weights + " records its input transform (ktr.normalize_scale)");
     config.normalize = w.has_transform ? "recorded" : normalize;
     config.norm = w.has_transform ? w.norm : normalize == "none" ? Normalization::identity() : Normalization{};
     session.emplace(config, 1);

@@ -6,6 +6,7 @@
 #include <ktr/backends/graph.hpp>
 #include <ktr/ktr_config.hpp>
 
+#include <ktr/core/file.hpp>
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
@@ -35,13 +36,6 @@ char const* const kExitStatus =
     "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
     "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)";
 
-std::string model_description(std::string const& name) {
-  if (name == "mlp") return Model::mlp();
-  if (name == "cnn") return Model::simple_cnn();
-  if (name.rfind("in=", 0) == 0) return name;
-  throw FlagError("--model: unknown model '" + name + "' (mlp, cnn, or a description starting with in=)");
-}
-
 // Metrics records: JSON through nlohmann::json, which writes a non-finite number (NaN, infinity) as null (JSON has
 // no such numbers), so every line of a metrics file is valid JSON.
 using Json = nlohmann::ordered_json;
@@ -53,7 +47,7 @@ class MetricsFile {
  public:
   MetricsFile(std::string path, bool append) : path_(std::move(path)) {
     if (path_.empty()) return;
-    if (!append) refuse_foreign(path_);
+    check(path_, append);
     file_ = std::fopen(path_.c_str(), append ? "a" : "w");
     if (!file_) throw Error("--metrics " + path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
   }
@@ -66,6 +60,12 @@ class MetricsFile {
     if (!file_) return;
     if (std::fprintf(file_, "%s\n", record.dump().c_str()) < 0 || std::fflush(file_) != 0)
       throw Error("--metrics " + path_ + ": write failed (" + std::strerror(errno) + ")");
+  }
+
+  // Before any work: an existing file a fresh run would replace is ours, and a file can be written at `path`.
+  static void check(std::string const& path, bool append) {
+    if (!append) refuse_foreign(path);
+    check_output_path(path, "--metrics");
   }
 
  private:
@@ -204,7 +204,7 @@ int train(int argc, char* argv[]) {
                  "JSON lines: one per dispatch, one per epoch, a summary (appended to when resuming; non-finite "
                  "values are written as null)");
   app.add_option("--threads", threads, "host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)")
-      ->check(integer_in(1, 4096));
+      ->check(thread_count());
   app.add_flag("--no-eval", no_eval, "skip the per-epoch held-out evaluation");
   app.add_option("--accumulate", accumulate,
                  "average N micro-batches' gradients per update; each rank's micro-batch is B / (ranks x N), a "
@@ -236,7 +236,7 @@ int train(int argc, char* argv[]) {
   if (!lead && !std::freopen("/dev/null", "w", stdout))
     throw Error("cannot silence rank " + std::to_string(comm.rank()));
   RunConfig config;
-  config.model = model_name.empty() ? "" : model_description(model_name);
+  config.model = model_name.empty() ? "" : model_flag(model_name);
   config.batch = given(app, "--batch") ? batch : model_name == "cnn" ? 32 : 256;
   config.seed = std::uint64_t(seed);
   config.accumulate = accumulate;
@@ -255,7 +255,9 @@ int train(int argc, char* argv[]) {
   config.normalize = normalize;
   MatmulPrecision const precision = parse_matmul_precision(precision_name);
   bool const do_eval = !no_eval;
-  if (!ckpt_path.empty()) check_checkpoint_target(ckpt_path, "--checkpoint");
+  // Every output is checked before any work: a run never trains for an epoch to fail on its first write.
+  if (!ckpt_path.empty()) check_checkpoint_output(ckpt_path, "--checkpoint");
+  if (!metrics_path.empty() && lead) MetricsFile::check(metrics_path, !resume.empty());
   Checkpoint resumed;
   if (!resume.empty()) resumed = read_checkpoint(resume);
   // Several ranks on a GPU node: one device each, by node-local rank.
@@ -288,9 +290,9 @@ int train(int argc, char* argv[]) {
   RunConfig const& cfg = session->config();
   Model& model = session->model();
   TrainState& state = session->state();
-  KTR_REQUIRE(
-      state.host_step <= total, "--epochs",
-      "the checkpoint is already at step " + std::to_string(state.host_step) + " > " + std::to_string(total));
+  if (state.host_step > total)
+    throw FlagError("--epochs: " + std::to_string(epochs) + " epochs are " + std::to_string(total) +
+                    " steps, the checkpoint is already at step " + std::to_string(state.host_step));
 
   std::printf("%s\n", version_line().c_str());
   std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data.source.c_str(),
@@ -447,7 +449,7 @@ int eval(int argc, char* argv[]) {
       ->check(one_of({"t10k", "train"}))
       ->capture_default_str();
   app.add_option("--batch", batch, "evaluation batch")->check(integer_in(1, 1 << 24))->capture_default_str();
-  app.add_option("--threads", threads, "host threads")->check(integer_in(1, 4096));
+  app.add_option("--threads", threads, "host threads")->check(thread_count());
   DataOptions data_options;
   add_data_options(app, data_options);
   if (!parse(app, argc, argv, 2)) return 0;

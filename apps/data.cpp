@@ -1,6 +1,7 @@
 // Loading the command line's data: IDX directories and .npy arrays end in the same device datasets.
 #include "apps/data.hpp"
 
+#include <ktr/core/parse.hpp>
 #include <ktr/core/permutation.hpp>
 #include <ktr/data/npy.hpp>
 #include <ktr/ktr_config.hpp>
@@ -47,6 +48,12 @@ DeviceDataset load_idx(std::string const& dir, std::string const& split) {
   return load_idx_dataset(dir, split);
 }
 
+std::string shape_text(std::vector<std::int64_t> const& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
 // Features and targets as read from a pair of .npy files, checked against each other.
 struct Arrays {
   NpyArray x, y;
@@ -56,13 +63,19 @@ struct Arrays {
 
 Arrays read_arrays(std::string const& x_path, std::string const& y_path) {
   Arrays a{read_npy(x_path), read_npy(y_path), x_path, y_path};
-  KTR_REQUIRE(a.x.kind == 'f', x_path, "features must be float32 or float64, the file holds '" + a.x.descr + "'");
+  KTR_REQUIRE(a.x.kind == 'f', x_path,
+              "features must be float32 or float64, the file holds '" + escaped(a.x.descr) + "'");
   KTR_REQUIRE(a.x.shape.size() == 2 || a.x.shape.size() == 4, x_path,
               "features must be (N, D) or (N, H, W, C), the file holds " + std::to_string(a.x.shape.size()) +
                   " dimensions");
   KTR_REQUIRE(a.x.shape[0] > 0, x_path, "no samples");
   KTR_REQUIRE(a.y.shape.size() == 1 || (a.y.shape.size() == 2 && !a.y.is_integer()), y_path,
               "targets must be (N) integer labels, or (N) or (N, T) float values");
+  for (std::size_t i = 1; i < a.x.shape.size(); ++i)
+    KTR_REQUIRE(a.x.shape[i] > 0, x_path,
+                "features of shape " + shape_text(a.x.shape) + " hold no value per sample");
+  KTR_REQUIRE(a.y.shape.size() == 1 || a.y.shape[1] > 0, y_path,
+              "targets of shape " + shape_text(a.y.shape) + " hold no value per sample");
   KTR_REQUIRE(a.y.shape[0] == a.x.shape[0], y_path,
               "holds " + std::to_string(a.y.shape[0]) + " targets, " + x_path + " holds " +
                   std::to_string(a.x.shape[0]) + " samples");

@@ -1,6 +1,9 @@
 // Validators with messages that name the value and the accepted range, and the parse-error policy.
 #include "apps/flags.hpp"
 
+#include <ktr/models/model.hpp>
+#include <ktr/train/runtime.hpp>
+
 #include <cmath>
 #include <cstdio>
 
@@ -44,6 +47,8 @@ CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
       "in " + range);
 }
 
+CLI::Validator thread_count() { return integer_in(1, max_host_threads() > 0 ? max_host_threads() : 4096); }
+
 CLI::Validator one_of(std::vector<std::string> words) {
   std::string list;
   for (auto const& w : words) list += (list.empty() ? "" : ", ") + w;
@@ -54,6 +59,19 @@ CLI::Validator one_of(std::vector<std::string> words) {
         return "must be one of " + list + ", got '" + text + "'";
       },
       "one of " + list);
+}
+
+std::string model_flag(std::string const& value) {
+  if (value == "mlp") return Model::mlp();
+  if (value == "cnn") return Model::simple_cnn();
+  if (value.rfind("in=", 0) != 0)
+    throw FlagError("--model: unknown model '" + value + "' (mlp, cnn, or a description starting with in=)");
+  try {
+    Model::plan(value, 1);
+  } catch (Error const& e) {
+    throw FlagError(std::string("--model: ") + e.what());
+  }
+  return value;
 }
 
 bool parse(CLI::App& app, int argc, char* argv[], int first) {

@@ -14,16 +14,22 @@
 namespace ktr::cli {
 
 /// A bad flag or value: the command exits with status 2 and a pointer to its --help.
-struct FlagError : Error {
-  using Error::Error;
+struct FlagError : UsageError {
+  using UsageError::UsageError;
 };
 
 /// A number in [lo, hi]: "'abc' is not a number in [1e-12, 1000]".
 CLI::Validator number_in(double lo, double hi);
 /// An integer in [lo, hi]: "'0' is not an integer in [1, 100000]".
 CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);
+/// A host thread count: [1, the host backend's limit] (Kokkos OpenMP: 512), else [1, 4096].
+CLI::Validator thread_count();
 /// One of a few words: "must be one of standard, unit, none, got 'zscore'".
 CLI::Validator one_of(std::vector<std::string> words);
+
+/// The model description a --model value names (mlp, cnn, or a description starting with in=), parsed and planned
+/// for one sample: an unknown name or a malformed description is a FlagError naming --model.
+std::string model_flag(std::string const& value);
 
 /// Parses argv[first..argc) (argv[first - 1] names the command). Returns false when --help was printed (the
 /// command then returns 0); throws FlagError with CLI11's message (which names the flag) on a usage error.

@@ -2,6 +2,8 @@
 // uses the communicator it is handed), and turns a failure on any rank into the end of the whole job.
 #include "apps/cli.hpp"
 
+#include <ktr/train/runtime.hpp>
+
 #if defined(KTR_ENABLE_MPI)
 #include <mpi.h>
 
@@ -9,6 +11,7 @@
 #endif
 
 int main(int argc, char* argv[]) {
+  ktr::adopt_host_wait_policy(argv);  // may execute ktr again with GOMP_SPINCOUNT set, before anything else
 #if defined(KTR_ENABLE_MPI)
   MPI_Init(&argc, &argv);
   int const rc = ktr::cli::run(argc, argv);  // prints its error, on whichever rank it happened

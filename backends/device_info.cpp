@@ -15,6 +15,49 @@
 
 namespace ktr {
 
+std::string gpu_architecture() {
+  std::string kokkos;
+#if defined(KOKKOS_ARCH_HOPPER90)
+  kokkos = "sm_90 (Kokkos_ARCH_HOPPER90)";
+#elif defined(KOKKOS_ARCH_AMPERE86)
+  kokkos = "sm_86 (Kokkos_ARCH_AMPERE86)";
+#elif defined(KOKKOS_ARCH_AMPERE80)
+  kokkos = "sm_80 (Kokkos_ARCH_AMPERE80)";
+#elif defined(KOKKOS_ARCH_VOLTA70)
+  kokkos = "sm_70 (Kokkos_ARCH_VOLTA70)";
+#elif defined(KOKKOS_ARCH_VEGA90A)
+  kokkos = "gfx90a (Kokkos_ARCH_VEGA90A)";
+#elif defined(KOKKOS_ARCH_VEGA908)
+  kokkos = "gfx908 (Kokkos_ARCH_VEGA908)";
+#elif defined(KOKKOS_ARCH_VEGA906)
+  kokkos = "gfx906 (Kokkos_ARCH_VEGA906)";
+#endif
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  std::string s = kokkos.empty() ? std::string("Kokkos names none") : kokkos;
+#if defined(__CUDA_ARCH_LIST__)
+#define KTR_STRINGIFY2(x) #x
+#define KTR_STRINGIFY(x) KTR_STRINGIFY2(x)
+  s += ", device code for compute capability " KTR_STRINGIFY(__CUDA_ARCH_LIST__) " (nvcc's __CUDA_ARCH_LIST__)";
+#endif
+  return s;
+#else
+  (void)kokkos;
+  return "none (host-only build)";
+#endif
+}
+
+std::string host_architecture() {
+#if defined(KOKKOS_ARCH_AVX512XEON)
+  return "SKX (AVX-512, Kokkos_ARCH_SKX)";
+#elif defined(KOKKOS_ARCH_AVX2)
+  return "HSW (AVX2 + FMA, Kokkos_ARCH_HSW)";
+#elif defined(__x86_64__)
+  return "generic x86-64 (no Kokkos host architecture named)";
+#else
+  return "generic (no Kokkos host architecture named)";
+#endif
+}
+
 std::string device_description() {
   char buf[256];
 #if defined(KOKKOS_ENABLE_CUDA)

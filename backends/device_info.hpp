@@ -13,6 +13,13 @@ std::string device_description();
 /// (MemAvailable) elsewhere; -1 if unknown.
 std::int64_t device_memory_available();
 
+/// The GPU architectures this build carries device code for, e.g. "sm_90 (Kokkos_ARCH_HOPPER90)", or
+/// "none (host-only build)".
+std::string gpu_architecture();
+
+/// The host architecture Kokkos was built for, e.g. "SKX (AVX-512)", or "generic x86-64" where none was named.
+std::string host_architecture();
+
 /// The Kokkos backends this build enables, e.g. "Serial OpenMP".
 std::string enabled_backends();
 

@@ -199,6 +199,15 @@ std::string gemm_backend() {
 #endif
 }
 
+std::string host_blas() {
+  if (openblas_get_config) return std::string(openblas_get_config()) + " (openblas_get_config)";
+#if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
+  return "a BLAS through Kokkos Kernels' TPL (not OpenBLAS)";
+#else
+  return "none found";
+#endif
+}
+
 void set_host_blas_threads(int threads) {
   if (openblas_set_num_threads && threads > 0) openblas_set_num_threads(threads);
 }

@@ -35,6 +35,9 @@ bool gemm_handles_per_stream();
 /// Gives the host BLAS (if it is OpenBLAS) `threads` threads, so that it matches Kokkos's host concurrency.
 void set_host_blas_threads(int threads);
 
+/// The host BLAS linked into this process, e.g. "OpenBLAS 0.3.21 ... (openblas_get_config)", or "none found".
+std::string host_blas();
+
 /// The arithmetic of gemm's multiplications. FP32 is the default and what every reference test checks; TF32
 /// (10-bit mantissa products, FP32 accumulation on NVIDIA tensor cores) is opt-in, for comparisons with
 /// frameworks that use it by default.

@@ -57,6 +57,18 @@ inline void initialize(int num_threads, int device_id) {
 #endif
 }
 
+/// The most host threads Kokkos's OpenMP backend can hold: its thread pool is a fixed array of 512
+/// (Kokkos::Impl::OpenMPExec::MAX_THREAD_COUNT in 3.4, OpenMPTraits::MAX_THREAD_COUNT in 4.x); asking for more
+/// overruns it (a segmentation fault in the pool's set-up). 0 where the host backend has no such limit.
+#if defined(KOKKOS_ENABLE_OPENMP)
+inline constexpr int max_host_threads = 512;
+#if KOKKOS_VERSION < 40000
+static_assert(Kokkos::Impl::OpenMPExec::MAX_THREAD_COUNT == max_host_threads, "Kokkos's OpenMP pool size changed");
+#endif
+#else
+inline constexpr int max_host_threads = 0;
+#endif
+
 /// Fences one execution space instance; the label reaches Kokkos Tools where the version supports it.
 template <class ExecSpace>
 void fence(ExecSpace const& space, std::string const& label) {

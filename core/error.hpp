@@ -17,6 +17,13 @@ class DivergenceError : public Error {
   using Error::Error;
 };
 
+/// A bad setting handed to ktr by its user (a flag, an environment variable, an option of the API): the CLI's exit
+/// code 2. The message names the setting, the value and what is accepted.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// Throws ktr::Error("<what>: <why>") unless `ok`. A macro so that the message is only built on failure: checks
 /// sit on the training loop's path, which must not allocate.
 #define KTR_REQUIRE(ok, what, why)                                   \

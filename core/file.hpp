@@ -1,10 +1,13 @@
 // Reading a whole regular file for the file-format parsers (.npy, safetensors): the file must be a regular file
-// (not a device or a pipe, which could be endless), and nothing is allocated beyond its size. No Kokkos here.
+// (not a device or a pipe, which could be endless), and nothing is allocated beyond its size. Checking up front
+// that an output can be written where it is asked for. No Kokkos here.
 #pragma once
 
 #include "error.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -24,6 +27,30 @@ inline std::string read_regular_file(std::string const& path) {
   in.read(&bytes[0], std::streamsize(bytes.size()));
   bytes.resize(std::size_t(in.gcount()));
   return bytes;
+}
+
+/// Throws ktr::Error("<what> <path>: <reason>") unless a file can be written at `path` the way ktr writes files (a
+/// temporary name in the same folder, renamed into place): `path` is not a folder, and a file can be created in
+/// its folder (which exists, is a folder, is writable and not on a read-only file system). Creates and removes a
+/// probe file "<path>.tmp.<pid>"; leaves an existing file at `path` alone (whether it may be replaced is the
+/// writer's check).
+inline void check_output_path(std::string const& path, std::string const& what) {
+  std::string const where = what + " " + path;
+  KTR_REQUIRE(!path.empty() && path.back() != '/', where, "names a folder, not a file");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) KTR_REQUIRE(!S_ISDIR(st.st_mode), where, "is a folder, not a file");
+  std::string const probe = path + ".tmp." + std::to_string(::getpid());
+  int const fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int const err = errno;
+    std::size_t const slash = path.find_last_of('/');
+    std::string const folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    throw Error(where + ": cannot write a file there (" + std::strerror(err) +
+                (err == ENOENT || err == ENOTDIR ? ": the folder " + folder + " does not exist" : std::string()) +
+                ")");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace ktr

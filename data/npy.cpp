@@ -4,6 +4,7 @@
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
 #include "../core/file.hpp"
+#include "../core/parse.hpp"
 
 #include <sys/stat.h>
 
@@ -177,7 +178,7 @@ NpyArray parse_npy(std::string const& name, std::string const& bytes) {
     } else if (key == "shape" && !seen_shape) {
       a.shape = p.tuple(), seen_shape = true;
     } else {
-      p.fail("unexpected or repeated key '" + key + "'");
+      p.fail("unexpected or repeated key '" + escaped(key) + "'");
     }
     if (!p.accept(',')) {
       p.expect('}');
@@ -189,16 +190,16 @@ NpyArray parse_npy(std::string const& name, std::string const& bytes) {
   KTR_REQUIRE(!fortran, name, "Fortran-ordered arrays are not supported (save with np.ascontiguousarray)");
   std::string const& d = a.descr;
   KTR_REQUIRE(d.size() >= 3 && (d[0] == '<' || d[0] == '|' || d[0] == '='), name,
-              "dtype '" + d + "' is not supported" + (d.size() && d[0] == '>' ? " (big-endian)" : ""));
+              "dtype '" + escaped(d) + "' is not supported" + (d.size() && d[0] == '>' ? " (big-endian)" : ""));
   a.kind = d[1];
   std::string const size_text = d.substr(2);
   KTR_REQUIRE(size_text == "1" || size_text == "2" || size_text == "4" || size_text == "8", name,
-              "dtype '" + d + "' is not supported");
+              "dtype '" + escaped(d) + "' is not supported");
   a.itemsize = std::stoi(size_text);
   bool const ok =
       (a.kind == 'f' && a.itemsize >= 2) || a.kind == 'i' || a.kind == 'u' || (a.kind == 'b' && a.itemsize == 1);
-  KTR_REQUIRE(ok, name, "dtype '" + d + "' is not supported (numbers only: float, int, uint, bool)");
-  KTR_REQUIRE(a.itemsize == 1 || d[0] != '|', name, "dtype '" + d + "' has no byte order");
+  KTR_REQUIRE(ok, name, "dtype '" + escaped(d) + "' is not supported (numbers only: float, int, uint, bool)");
+  KTR_REQUIRE(a.itemsize == 1 || d[0] != '|', name, "dtype '" + escaped(d) + "' has no byte order");
   std::int64_t n = 1;
   for (auto e : a.shape) n = checked_mul(n, e, name.c_str());
   std::int64_t const payload = checked_mul(n, a.itemsize, name.c_str());

@@ -1,6 +1,8 @@
 // The optimiser kernels: a one-thread advance of the device scalars, then one fused update over the arena.
 #include "optimizer.hpp"
 
+#include <cmath>
+
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 
@@ -40,10 +42,15 @@ char const* OptimizerConfig::kind_name(Kind kind) {
 
 Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size)
     : config_(config), scalars_("ktr::optim::scalars", 4), grad_norm_sq_("ktr::optim::grad_norm_sq") {
-  KTR_REQUIRE(config.lr > 0, "--lr", "the learning rate must be positive");
+  // Library checks name the setting, not a command-line flag: the values may come from a checkpoint or an API.
+  KTR_REQUIRE(std::isfinite(config.lr) && config.lr > 0, "ktr::Optimizer", "lr must be a finite number > 0");
   KTR_REQUIRE(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
               "b1 and b2 must be in [0, 1)");
-  KTR_REQUIRE(config.momentum >= 0 && config.momentum < 1, "--momentum", "must be in [0, 1)");
+  KTR_REQUIRE(config.momentum >= 0 && config.momentum < 1, "ktr::Optimizer", "momentum must be in [0, 1)");
+  KTR_REQUIRE(std::isfinite(config.eps) && config.eps > 0, "ktr::Optimizer", "eps must be a finite number > 0");
+  KTR_REQUIRE(std::isfinite(config.weight_decay) && config.weight_decay >= 0 && std::isfinite(config.clip_norm) &&
+                  config.clip_norm >= 0,
+              "ktr::Optimizer", "weight_decay and clip_norm must be finite numbers >= 0");
   bool const adam = config.kind != OptimizerConfig::Kind::sgd;
   if (adam || config.momentum > 0) m_ = DeviceView<float*>("ktr::optim::m", std::size_t(size));
   if (adam) v_ = DeviceView<float*>("ktr::optim::v", std::size_t(size));

@@ -2,6 +2,7 @@
 #include "checkpoint.hpp"
 
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 
 #include <zlib.h>
 
@@ -113,6 +114,11 @@ void check_checkpoint_target(std::string const& path, std::string const& what) {
   }
   if (!S_ISREG(st.st_mode) || !has_magic(path))
     throw Error(what + " " + path + ": exists and is not a ktr checkpoint; refusing to replace it");
+}
+
+void check_checkpoint_output(std::string const& path, std::string const& what) {
+  check_output_path(path, what);  // first: "is a folder" says more than "is not a ktr checkpoint"
+  check_checkpoint_target(path, what);
 }
 
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {

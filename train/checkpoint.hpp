@@ -44,5 +44,8 @@ Checkpoint parse_checkpoint(std::string const& name, std::string const& bytes);
 /// Throws ktr::Error("<what> <path>: ...") unless `path` may receive a checkpoint: it does not exist, or it is a
 /// ktr checkpoint (which a run may replace). Called before training, so a run never ends in a refused save.
 void check_checkpoint_target(std::string const& path, std::string const& what);
+/// check_checkpoint_target, and a file can be written at `path` (its folder exists and is writable): what a
+/// command checks before any work, so that a run never trains for an epoch to fail on its first save.
+void check_checkpoint_output(std::string const& path, std::string const& what);
 
 }  // namespace ktr

@@ -2,9 +2,11 @@
 #include "interop.hpp"
 
 #include "../core/error.hpp"
+#include "../core/parse.hpp"
 
 #include <ktr/ktr_config.hpp>
 
+#include <cmath>
 #include <cstdio>
 
 namespace ktr {
@@ -25,6 +27,24 @@ std::string shape_str(std::vector<std::int64_t> const& s) {
 
 std::vector<std::int64_t> dims(Shape const& s) {
   return std::vector<std::int64_t>(s.dims.begin(), s.dims.begin() + s.rank);
+}
+
+// Metadata numbers are read strictly: the whole string, finite ("nan", "1e999", "0.5x" are refused, naming the
+// key).
+double metadata_number(std::string const& text, char const* key, std::string const& path, double fallback) {
+  if (text.empty()) return fallback;
+  double v = 0;
+  KTR_REQUIRE(parse_number(text, -3.4e38, 3.4e38, v), path,
+              std::string("metadata ") + key + " is '" + escaped(text) + "', not a finite float32 number");
+  return v;
+}
+
+// Nothing non-finite enters a model: not from a checkpoint, not from an imported file.
+void require_finite(std::vector<float> const& values, std::string const& what, std::string const& path) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    KTR_REQUIRE(
+        std::isfinite(values[i]), path,
+        what + " holds a non-finite value (" + std::to_string(values[i]) + " at index " + std::to_string(i) + ")");
 }
 
 bool arena_has(Arena const& arena, std::string const& name) {
@@ -53,8 +73,8 @@ SafeTensors export_weights(Model const& model, std::vector<float> const& params,
   st.metadata["ktr.normalize_scale"] = exact(config.norm.scale);
   st.metadata["ktr.normalize_shift"] = exact(config.norm.shift);
   if (config.norm.per_feature()) {
-    std::vector<std::int64_t> const sample(dims(model.input_shape(1)).begin() + 1,
-                                           dims(model.input_shape(1)).end());
+    std::vector<std::int64_t> const input = dims(model.input_shape(1));  // (1, ...): one sample
+    std::vector<std::int64_t> const sample(input.begin() + 1, input.end());
     for (auto const& [name, view] :
          {std::pair<char const*, DeviceView<float*>>{"ktr.input_scale", config.norm.feature_scale},
           {"ktr.input_shift", config.norm.feature_shift}}) {
@@ -78,10 +98,11 @@ ImportedWeights import_weights(Model const& model, SafeTensors const& st, std::s
     KTR_REQUIRE(it != st.tensors.end(), path,
                 "no tensor '" + spec.name + "' " + shape_str(dims(spec.shape)) + ", which the model needs");
     SafeTensor const& t = it->second;
-    KTR_REQUIRE(t.dtype == "F32", path, "tensor '" + spec.name + "' is " + t.dtype + ", ktr reads F32");
+    KTR_REQUIRE(t.dtype == "F32", path, "tensor '" + spec.name + "' is " + escaped(t.dtype) + ", ktr reads F32");
     KTR_REQUIRE(t.shape == dims(spec.shape), path,
                 "tensor '" + spec.name + "' is " + shape_str(t.shape) + ", the model needs " +
                     shape_str(dims(spec.shape)));
+    require_finite(t.values, "tensor '" + spec.name + "'", path);
     std::copy(t.values.begin(), t.values.end(), w.params.begin() + arena.offset(i));
     ++used;
   }
@@ -92,26 +113,31 @@ ImportedWeights import_weights(Model const& model, SafeTensors const& st, std::s
     KTR_REQUIRE(it->second.dtype == "F32" && std::int64_t(it->second.values.size()) == sample, path,
                 std::string("tensor '") + name + "' must be F32 with one value per input feature (" +
                     std::to_string(sample) + ")");
+    require_finite(it->second.values, std::string("tensor '") + name + "'", path);
     ++used;
   }
   for (auto const& [name, t] : st.tensors)
     KTR_REQUIRE(name.rfind("ktr.", 0) == 0 || arena_has(arena, name), path,
-                "tensor '" + name + "' is not a parameter of " + model.description());
+                "tensor '" + escaped(name) + "' is not a parameter of " + model.description());
   (void)used;
   auto meta = [&](char const* key) {
     auto it = st.metadata.find(key);
     return it == st.metadata.end() ? std::string() : it->second;
   };
-  w.task = meta("ktr.task");
-  if (!meta("ktr.normalize_scale").empty() || st.tensors.count("ktr.input_scale")) {
+  std::string const task = meta("ktr.task");
+  KTR_REQUIRE(task.empty() || task == "classification" || task == "regression", path,
+              "metadata ktr.task is '" + escaped(task) + "', not classification or regression");
+  w.task = task;
+  w.model = meta("ktr.model");
+  if (!meta("ktr.normalize_scale").empty() || !meta("ktr.normalize_shift").empty() ||
+      st.tensors.count("ktr.input_scale")) {
     w.has_transform = true;
-    try {
-      if (!meta("ktr.normalize_scale").empty()) w.norm.scale = std::stof(meta("ktr.normalize_scale"));
-      if (!meta("ktr.normalize_shift").empty()) w.norm.shift = std::stof(meta("ktr.normalize_shift"));
-    } catch (std::exception const&) {
-      throw Error(path + ": metadata ktr.normalize_scale / ktr.normalize_shift are not numbers");
-    }
-    if (st.tensors.count("ktr.input_scale") && st.tensors.count("ktr.input_shift")) {
+    w.norm.scale = float(metadata_number(meta("ktr.normalize_scale"), "ktr.normalize_scale", path, 1.0));
+    w.norm.shift = float(metadata_number(meta("ktr.normalize_shift"), "ktr.normalize_shift", path, 0.0));
+    KTR_REQUIRE(w.norm.scale != 0.0f, path, "metadata ktr.normalize_scale is 0: every input would be the same");
+    KTR_REQUIRE(st.tensors.count("ktr.input_scale") == st.tensors.count("ktr.input_shift"), path,
+                "the tensors ktr.input_scale and ktr.input_shift go together");
+    if (st.tensors.count("ktr.input_scale")) {
       auto const& scale = st.tensors.at("ktr.input_scale").values;
       auto const& shift = st.tensors.at("ktr.input_shift").values;
       w.norm.scale = 1.0f, w.norm.shift = 0.0f;

@@ -25,7 +25,8 @@ struct ImportedWeights {
   std::vector<float> params;
   bool has_transform = false;  ///< the file records an input transform
   Normalization norm;
-  std::string task;  ///< from the metadata, or ""
+  std::string task;   ///< from the metadata (classification or regression), or ""
+  std::string model;  ///< the model description the file records (ktr.model), or ""
 };
 ImportedWeights import_weights(Model const& model, SafeTensors const& st, std::string const& path);
 

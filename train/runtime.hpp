@@ -7,6 +7,9 @@
 namespace ktr {
 
 /// Initialises Kokkos for its lifetime (unless Kokkos is already initialised by the embedding application).
+/// A host thread count beyond what the host backend holds (max_host_threads()) is refused with ktr::UsageError
+/// naming where it came from (the argument, --kokkos-threads / --kokkos-num-threads, KOKKOS_NUM_THREADS or
+/// OMP_NUM_THREADS, in Kokkos's order of precedence) before Kokkos is touched.
 class Runtime {
  public:
   /// `threads` <= 0 and `device` < 0 keep Kokkos's defaults (which honour OMP_NUM_THREADS).
@@ -20,6 +23,23 @@ class Runtime {
  private:
   bool owns_ = false;
 };
+
+/// GOMP_SPINCOUNT that ktr's own programs run with when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT:
+/// an OpenMP thread waiting for the next kernel spins this many iterations (about a quarter of a millisecond on
+/// the machines measured) before it sleeps, where libgomp's default (300000, milliseconds) keeps two processes on
+/// the same cores stealing each other's time (10x slower each, instead of 2x; scripts/bench-sharing.sh).
+inline constexpr char const* kHostSpinCount = "10000";
+
+/// For a program that owns its process (the ktr CLI, the test and benchmark mains): call first in main(), before
+/// MPI_Init and before any thread starts. Where the host backend is GNU OpenMP (libgomp) and neither
+/// OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets GOMP_SPINCOUNT=kHostSpinCount and executes the program again
+/// in place (libgomp reads its settings once, when it is loaded, so setting them later changes nothing); returns
+/// in every other case, and if the re-execution fails. The user's own setting always stands. An application that
+/// embeds ktr chooses its own (the README's "Sharing cores").
+void adopt_host_wait_policy(char* argv[]);
+
+/// The most host threads this build's host backend can run (Kokkos OpenMP: 512); 0 if it sets no limit.
+int max_host_threads();
 
 /// Multi-line description: ktr and Kokkos versions, backends, device, threads, BLAS.
 std::string runtime_info();

@@ -4,6 +4,7 @@
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
 #include "../core/file.hpp"
+#include "../core/parse.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -59,12 +60,12 @@ SafeTensors parse_safetensors(std::string const& name, std::string const& bytes)
     if (key == "__metadata__") {
       KTR_REQUIRE(value.is_object(), name, "__metadata__ must be an object of strings");
       for (auto const& [k, v] : value.items()) {
-        KTR_REQUIRE(v.is_string(), name, "metadata '" + k + "' is not a string");
+        KTR_REQUIRE(v.is_string(), name, "metadata '" + escaped(k) + "' is not a string");
         st.metadata[k] = v.get<std::string>();
       }
       continue;
     }
-    std::string const what = name + ": tensor '" + key + "'";
+    std::string const what = name + ": tensor '" + escaped(key) + "'";
     KTR_REQUIRE(
         value.is_object() && value.contains("dtype") && value.contains("shape") && value.contains("data_offsets"),
         what, "needs dtype, shape and data_offsets");
@@ -111,6 +112,14 @@ SafeTensors parse_safetensors(std::string const& name, std::string const& bytes)
 }
 
 SafeTensors read_safetensors(std::string const& path) { return parse_safetensors(path, read_regular_file(path)); }
+
+void check_safetensors_target(std::string const& path, std::string const& what) {
+  check_output_path(path, what);
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0)
+    KTR_REQUIRE(S_ISREG(existing.st_mode) && is_safetensors(path), (what.empty() ? "" : what + " ") + path,
+                "exists and is not a safetensors file; refusing to replace it");
+}
 
 void write_safetensors(std::string const& path, SafeTensors const& st) {
   struct stat existing {};

@@ -31,6 +31,10 @@ struct SafeTensors {
 /// Parses safetensors bytes (`name` stands for the file in messages).
 SafeTensors parse_safetensors(std::string const& name, std::string const& bytes);
 SafeTensors read_safetensors(std::string const& path);
+/// Throws ktr::Error("<what> <path>: ...") unless `path` may receive a safetensors file: a file can be written
+/// there, and an existing file is itself safetensors. Called before any work, so a command never ends in a refused
+/// write.
+void check_safetensors_target(std::string const& path, std::string const& what);
 /// Writes F32 tensors (in name order) and string metadata atomically.
 void write_safetensors(std::string const& path, SafeTensors const& st);
 

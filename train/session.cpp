@@ -3,9 +3,11 @@
 
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
+#include "../core/parse.hpp"
 #include "checkpoint.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 
@@ -19,12 +21,37 @@ std::string exact(double v) {
   return buf;
 }
 
-double number(Checkpoint const& c, std::string const& key, std::string const& path) {
-  try {
-    return std::stod(c.get(key));
-  } catch (std::exception const&) {
-    throw Error(path + ": header field '" + key + "' is missing or not a number");
-  }
+// A header number, read strictly (the whole field, finite, within [lo, hi]), naming the field otherwise.
+double number(Checkpoint const& c, std::string const& key, std::string const& path, double lo = -3.4e38,
+              double hi = 3.4e38) {
+  double v = 0;
+  if (!c.has(key) || !parse_number(c.get(key), lo, hi, v))
+    throw Error(path + ": header field '" + key + "' is " +
+                (c.has(key) ? "'" + escaped(c.get(key)) + "'" : "missing") + ", not a finite number in [" +
+                exact(lo) + ", " + exact(hi) + "]");
+  return v;
+}
+
+// A header integer, read strictly (decimal digits only, within [lo, hi]).
+std::int64_t integer(Checkpoint const& c, std::string const& key, std::string const& path, std::int64_t lo,
+                     std::int64_t hi) {
+  std::int64_t v = 0;
+  if (!c.has(key) || !parse_integer(c.get(key), lo, hi, v))
+    throw Error(path + ": header field '" + key + "' is " +
+                (c.has(key) ? "'" + escaped(c.get(key)) + "'" : "missing") + ", not an integer in [" +
+                std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return v;
+}
+
+// The seed: a decimal uint64.
+std::uint64_t seed_of(Checkpoint const& c, std::string const& path) {
+  std::string const text = c.has("seed") ? c.get("seed") : "";
+  bool ok = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  std::uint64_t const v = ok ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!ok || errno == ERANGE)
+    throw Error(path + ": header field 'seed' is '" + escaped(text) + "', not an integer in [0, 2^64)");
+  return v;
 }
 
 void upload(DeviceView<float*> const& v, std::vector<float> const& values, std::string const& what) {
@@ -126,29 +153,33 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
 
 RunConfig run_config(Checkpoint const& c, std::string const& path) {
   RunConfig config;
+  constexpr double tiny =
+      1.1754943508222875e-38;  // the smallest normal float: a "positive" field is at least this
+  constexpr double below_one = 0.99999999999999989;
   try {
     config.model = c.get("model");
     auto& o = config.optimizer;
     o.kind = OptimizerConfig::parse_kind(c.get("optimizer"));
-    o.lr = float(number(c, "lr", path));
-    o.momentum = float(number(c, "momentum", path));
+    o.lr = float(number(c, "lr", path, tiny, 1e6));
+    o.momentum = float(number(c, "momentum", path, 0, below_one));
     o.nesterov = c.get("nesterov") == "1";
-    o.b1 = float(number(c, "b1", path));
-    o.b2 = float(number(c, "b2", path));
-    o.eps = float(number(c, "eps", path));
-    o.weight_decay = float(number(c, "weight_decay", path));
-    o.clip_norm = float(number(c, "clip_norm", path));
+    o.b1 = float(number(c, "b1", path, 0, below_one));
+    o.b2 = float(number(c, "b2", path, 0, below_one));
+    o.eps = float(number(c, "eps", path, tiny, 1));
+    o.weight_decay = float(number(c, "weight_decay", path, 0, 1e6));
+    o.clip_norm = float(number(c, "clip_norm", path, 0, 3.4e38));
     o.schedule = Schedule::parse(c.get("schedule"));
-    config.batch = std::int64_t(number(c, "batch", path));
+    config.batch = integer(c, "batch", path, 1, std::int64_t(1) << 40);
     // Checkpoints before gradient accumulation did not record it: one micro-batch per update.
-    config.accumulate = c.has("accumulate") ? int(number(c, "accumulate", path)) : 1;
-    config.seed = std::stoull(c.get("seed"));
+    config.accumulate = c.has("accumulate") ? int(integer(c, "accumulate", path, 1, config.batch)) : 1;
+    config.seed = seed_of(c, path);
     // Version 1 did not record the mode; its scale and shift are what counts.
     config.normalize = c.has("normalize") ? c.get("normalize") : "recorded";
     config.norm.scale = float(number(c, "norm_scale", path));
     config.norm.shift = float(number(c, "norm_shift", path));
+    KTR_REQUIRE(config.norm.scale != 0.0f, path, "header field 'norm_scale' is 0: every input would be the same");
     std::string const task = c.has("task") ? c.get("task") : "classification";
-    KTR_REQUIRE(task == "classification" || task == "regression", path, "unknown task '" + task + "'");
+    KTR_REQUIRE(task == "classification" || task == "regression", path, "unknown task '" + escaped(task) + "'");
     config.task = task == "regression" ? Task::regression : Task::classification;
     if (c.has("input_transform") && c.get("input_transform") == "per_feature") {
       // The last two buffers: one scale and one shift per feature.
@@ -156,19 +187,21 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
       auto const& scale = c.buffers[c.buffers.size() - 2];
       auto const& shift = c.buffers.back();
       KTR_REQUIRE(!scale.empty() && scale.size() == shift.size(), path, "malformed per-feature input transform");
+      KTR_REQUIRE(all_finite(scale) && all_finite(shift), path, "the per-feature input transform is not finite");
       config.norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", scale.size());
       config.norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", shift.size());
       upload(config.norm.feature_scale, scale, path + ": input transform");
       upload(config.norm.feature_shift, shift, path + ": input transform");
     }
   } catch (Error const& e) {
-    throw Error(path + ": " + e.what());
-  } catch (std::exception const&) {
-    throw Error(path + ": header field 'seed' is not a number");
+    std::string const what = e.what();
+    throw Error(what.rfind(path + ": ", 0) == 0 ? what : path + ": " + what);
+  } catch (std::exception const& e) {
+    throw Error(path + ": malformed header (" + e.what() + ")");
   }
-  KTR_REQUIRE(config.batch > 0, path, "header field 'batch' must be positive");
-  KTR_REQUIRE(config.accumulate >= 1 && config.accumulate <= config.batch, path,
-              "header field 'accumulate' must be in [1, batch]");
+  // Nothing non-finite is ever saved, and nothing non-finite is loaded either (a forged or damaged file).
+  for (auto const& b : c.buffers)
+    KTR_REQUIRE(all_finite(b), path, "holds non-finite parameters or optimiser state");
   return config;
 }
 
@@ -183,10 +216,9 @@ std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const
                   std::to_string(1 + state.size() + transform));
   upload(model.arena().params(), c.buffers[0], path + ": parameters");
   for (std::size_t i = 0; i < state.size(); ++i) upload(state[i], c.buffers[1 + i], path + ": optimiser state");
-  double const step = number(c, "step", path);
-  KTR_REQUIRE(step >= 0 && step < 9e15, path, "header field 'step' is out of range");
-  Kokkos::deep_copy(session->state_.step, std::int64_t(step));
-  session->state_.host_step = std::int64_t(step);
+  std::int64_t const step = integer(c, "step", path, 0, std::int64_t(9e15));
+  Kokkos::deep_copy(session->state_.step, step);
+  session->state_.host_step = step;
   return session;
 }
 
@@ -198,7 +230,7 @@ TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch)
   m.model = std::make_unique<Model>(m.config.model, max_batch);
   KTR_REQUIRE(!c.buffers.empty(), path, "holds no parameters");
   upload(m.model->arena().params(), c.buffers[0], path + ": parameters");
-  m.step = std::int64_t(number(c, "step", path));
+  m.step = integer(c, "step", path, 0, std::int64_t(9e15));
   return m;
 }
 

@@ -1,0 +1,224 @@
+// Hostile input, round 2: numbers read from files are parsed strictly and must be finite and in range (naming the
+// key, never a flag the user did not give), strings from files are printed escaped, a per-feature input transform
+// exports, and outputs are checked before any work.
+#include <ktr/core/error.hpp>
+#include <ktr/core/file.hpp>
+#include <ktr/core/parse.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/interop.hpp>
+#include <ktr/train/runtime.hpp>
+#include <ktr/train/session.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace {
+
+using ktr::Checkpoint;
+using ktr::RunConfig;
+using ktr::Session;
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (ktr::Error const& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_hostile_" + name; }
+
+bool exists(std::string const& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+TEST(Hostile, NumbersFromFilesAreParsedWholeAndFinite) {
+  double d = 0;
+  std::int64_t i = 0;
+  EXPECT_TRUE(ktr::parse_number("0.001", 0, 1, d));
+  EXPECT_EQ(d, 0.001);
+  EXPECT_TRUE(ktr::parse_number("-2.5e-3", -1, 1, d));
+  for (char const* bad : {"", "nan", "NaN", "-nan", "inf", "-inf", "1e999", "0.5x", " 1", "1 ", "0x10", "2"})
+    EXPECT_FALSE(ktr::parse_number(bad, 0, 1, d)) << "'" << bad << "'";
+  EXPECT_FALSE(ktr::parse_number(std::string("1\0"
+                                             "5",
+                                             3),
+                                 0, 10, d))
+      << "an embedded NUL";
+  EXPECT_TRUE(ktr::parse_integer("-12", -100, 100, i));
+  EXPECT_EQ(i, -12);
+  for (char const* bad : {"", "-", "1.0", "1e3", "+1", " 1", "99999999999999999999", "101", "0x1"})
+    EXPECT_FALSE(ktr::parse_integer(bad, -100, 100, i)) << "'" << bad << "'";
+}
+
+TEST(Hostile, StringsFromFilesArePrintedEscaped) {
+  EXPECT_EQ(ktr::escaped(std::string("<f\0"
+                                     "4",
+                                     4)),
+            "<f\\04");
+  EXPECT_EQ(ktr::escaped("a\nb\t\x01\xff\\"), "a\\nb\\t\\x01\\xff\\\\");
+  EXPECT_EQ(ktr::escaped("Dense_0.kernel"), "Dense_0.kernel");
+}
+
+// A checkpoint with one header field replaced (and a valid CRC: the lie reaches the field checks).
+std::string forged_error(std::string const& key, std::string const& value) {
+  std::string const path = temp_path("forged.ckpt");
+  std::remove(path.c_str());
+  RunConfig c;
+  c.model = "in=4 dense:3";
+  c.batch = 4;
+  Session(c, 1).save(ktr::ExecSpace(), path);
+  Checkpoint ckpt = ktr::read_checkpoint(path);
+  ckpt.header[key] = value;
+  ktr::write_checkpoint(path, ckpt);
+  std::string const error = error_of([&] { Session::restore(path, 1); });
+  std::remove(path.c_str());
+  return error;
+}
+
+TEST(Hostile, ForgedCheckpointFieldsAreRefusedNamingTheFieldNotAFlag) {
+  for (auto const& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"lr", "nan"},
+                                                        {"lr", "-0.1"},
+                                                        {"lr", "1e999"},
+                                                        {"lr", "0.001x"},
+                                                        {"momentum", "1"},
+                                                        {"b2", "inf"},
+                                                        {"eps", "0"},
+                                                        {"weight_decay", "-1"},
+                                                        {"clip_norm", "nan"},
+                                                        {"norm_scale", "nan"},
+                                                        {"norm_scale", "0"},
+                                                        {"norm_shift", "-inf"},
+                                                        {"batch", "1.5"},
+                                                        {"batch", "0"},
+                                                        {"accumulate", "5"},
+                                                        {"seed", "-1"},
+                                                        {"seed", "18446744073709551616"},
+                                                        {"step", "nan"},
+                                                        {"step", "-3"}}) {
+    std::string const error = forged_error(key, value);
+    EXPECT_NE(error.find("header field '" + key + "'"), std::string::npos) << key << "=" << value << ": " << error;
+    EXPECT_EQ(error.find("--"), std::string::npos) << "blames a flag: " << error;
+  }
+  EXPECT_NE(forged_error("task", std::string("regr\0ssion", 10)).find("unknown task 'regr\\0ssion'"),
+            std::string::npos);
+}
+
+TEST(Hostile, NonFiniteCheckpointBuffersAreNeverLoaded) {
+  std::string const path = temp_path("nanparams.ckpt");
+  std::remove(path.c_str());
+  RunConfig c;
+  c.model = "in=4 dense:3";
+  c.batch = 4;
+  Session(c, 1).save(ktr::ExecSpace(), path);
+  Checkpoint ckpt = ktr::read_checkpoint(path);
+  ckpt.buffers[0][1] = std::numeric_limits<float>::quiet_NaN();
+  ktr::write_checkpoint(path, ckpt);
+  EXPECT_NE(error_of([&] { Session::restore(path, 1); }).find("non-finite"), std::string::npos);
+  EXPECT_NE(error_of([&] { ktr::load_trained_model(path, 1); }).find("non-finite"), std::string::npos);
+  std::remove(path.c_str());
+}
+
+// The tensors and metadata of a small model as ktr exports them.
+ktr::SafeTensors exported(ktr::Model const& model) {
+  RunConfig cfg;
+  cfg.model = model.description();
+  cfg.norm = ktr::Normalization::standardized(0.25f, 0.5f);
+  return ktr::export_weights(model, ktr::download(model.arena().params()), cfg);
+}
+
+TEST(Hostile, ImportedMetadataMustBeFiniteNumbersNamingTheKey) {
+  ktr::Model const model("in=3 dense:2", 1);
+  model.init(ktr::ExecSpace(), 1);
+  ktr::SafeTensors const good = exported(model);
+  EXPECT_EQ(error_of([&] { ktr::import_weights(model, good, "w.safetensors"); }), "(no error)");
+  for (char const* key : {"ktr.normalize_scale", "ktr.normalize_shift"})
+    for (char const* value : {"nan", "inf", "-1e999", "0.5x", "", " 2"}) {
+      ktr::SafeTensors bad = good;
+      bad.metadata[key] = value;
+      if (std::string(value).empty()) continue;  // an empty value means "not recorded"
+      std::string const error = error_of([&] { ktr::import_weights(model, bad, "w.safetensors"); });
+      EXPECT_NE(error.find(std::string("w.safetensors: metadata ") + key), std::string::npos)
+          << key << "=" << value << ": " << error;
+    }
+  ktr::SafeTensors bad = good;
+  bad.metadata["ktr.normalize_scale"] = "0";
+  EXPECT_NE(error_of([&] { ktr::import_weights(model, bad, "w"); }).find("ktr.normalize_scale is 0"),
+            std::string::npos);
+  bad = good;
+  bad.metadata["ktr.task"] = "regression\x01";
+  EXPECT_NE(error_of([&] { ktr::import_weights(model, bad, "w"); }).find("ktr.task is 'regression\\x01'"),
+            std::string::npos);
+  bad = good;
+  bad.tensors["Dense_0.bias"].values[1] = std::numeric_limits<float>::infinity();
+  EXPECT_NE(
+      error_of([&] { ktr::import_weights(model, bad, "w"); }).find("tensor 'Dense_0.bias' holds a non-finite"),
+      std::string::npos);
+  bad = good;
+  bad.tensors[std::string("Dense_0.k\0ernel", 15)] = good.tensors.at("Dense_0.kernel");
+  EXPECT_NE(error_of([&] { ktr::import_weights(model, bad, "w"); }).find("tensor 'Dense_0.k\\0ernel' is not"),
+            std::string::npos);
+}
+
+TEST(Hostile, APerFeatureInputTransformExportsAndImportsExactly) {
+  // Export of a per-feature transform built its sample shape from two temporaries (undefined behaviour).
+  ktr::Model const model("in=2x3x1 flatten dense:2", 1);
+  model.init(ktr::ExecSpace(), 2);
+  std::vector<float> const scale{1, 2, 3, 4, 5, 6}, shift{-1, -2, -3, 0.5f, 0.25f, 0.125f};
+  RunConfig cfg;
+  cfg.model = model.description();
+  cfg.norm = ktr::Normalization::identity();
+  cfg.norm.feature_scale = ktr::DeviceView<float*>("scale", 6);
+  cfg.norm.feature_shift = ktr::DeviceView<float*>("shift", 6);
+  Kokkos::deep_copy(cfg.norm.feature_scale, ktr::HostView<const float*>(scale.data(), 6));
+  Kokkos::deep_copy(cfg.norm.feature_shift, ktr::HostView<const float*>(shift.data(), 6));
+  ktr::SafeTensors const st = ktr::export_weights(model, ktr::download(model.arena().params()), cfg);
+  ASSERT_EQ(st.tensors.count("ktr.input_scale"), 1u);
+  EXPECT_EQ(st.tensors.at("ktr.input_scale").shape, (std::vector<std::int64_t>{2, 3, 1}));
+  EXPECT_EQ(st.tensors.at("ktr.input_scale").values, scale);
+  EXPECT_EQ(st.tensors.at("ktr.input_shift").values, shift);
+  ktr::ImportedWeights const w = ktr::import_weights(model, st, "w");
+  ASSERT_TRUE(w.norm.per_feature());
+  EXPECT_EQ(ktr::download(w.norm.feature_scale), scale);
+  EXPECT_EQ(ktr::download(w.norm.feature_shift), shift);
+  EXPECT_EQ(w.model, model.description());
+}
+
+TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
+  std::string const folder = temp_path("no-such-folder");
+  EXPECT_NE(error_of([&] {
+              ktr::check_output_path(folder + "/x.ckpt", "--checkpoint");
+            }).find("--checkpoint " + folder + "/x.ckpt: cannot write a file there"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ktr::check_checkpoint_output(folder + "/x.ckpt", "--out"); }).find("does not exist"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { ktr::check_safetensors_target(folder + "/w.safetensors", "--out"); }).find("does not exist"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] { ktr::check_output_path(::testing::TempDir(), "--metrics"); }).find("folder"),
+            std::string::npos);
+  std::string const fine = temp_path("fine.ckpt");
+  std::remove(fine.c_str());
+  EXPECT_EQ(error_of([&] { ktr::check_checkpoint_output(fine, "--checkpoint"); }), "(no error)");
+  EXPECT_FALSE(exists(fine)) << "the check left a file behind";
+}
+
+TEST(Hostile, HostThreadLimitIsKokkossOwn) {
+#if defined(KOKKOS_ENABLE_OPENMP)
+  EXPECT_EQ(ktr::max_host_threads(), 512);  // Kokkos::Impl::OpenMPExec::MAX_THREAD_COUNT
+  EXPECT_LE(Kokkos::DefaultHostExecutionSpace().concurrency(), ktr::max_host_threads());
+#else
+  GTEST_SKIP() << "the host backend is " << Kokkos::DefaultHostExecutionSpace::name() << ", not OpenMP";
+#endif
+}
+
+}  // namespace
