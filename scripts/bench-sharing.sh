@@ -2,14 +2,15 @@
 # Sharing cores: samples/s of `ktr train` alone and with a second identical `ktr train` beside it on the same cores
 # (MPI ranks oversubscribed, CI's parallel tests, a simulation's other processes), for each way idle OpenMP threads
 # may wait between kernels:
-#   ktr        ktr's default (GOMP_SPINCOUNT=10000, set by ktr when the user set nothing)
+#   ktr        ktr's default (GOMP_SPINCOUNT=1000, set by ktr when the user set nothing)
 #   libgomp    libgomp's own default (GOMP_SPINCOUNT=300000: threads spin for milliseconds before sleeping)
 #   passive    OMP_WAIT_POLICY=passive (threads sleep at once)
 # and any GOMP_SPINCOUNT values given in KTR_SPINCOUNTS (e.g. "1000 30000"). Rounds are interleaved (every policy
 # alone, then side by side, round after round); medians per line, and the same run's ratios: side-by-side / alone
 # (1/2 is a fair share of 2 cores) and alone / ktr's alone.
 #   scripts/bench-sharing.sh [BUILD_DIR (default build/openmp)] [ROUNDS (default 3)]
-# Data: `ktr synth` images (MLP: 16000 samples, batch 256; SimpleCNN: 3200 samples, batch 32), 1 epoch, no eval.
+# Data: `ktr synth` images, 16000 samples (MLP batch 256, SimpleCNN batch 32), KTR_EPOCHS epochs (default 6: a
+# couple of seconds per run, well above process start-up), no evaluation.
 # Never run it beside a build or another benchmark.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,8 +20,8 @@ ktr=$build/apps/ktr
 [[ -x $ktr ]] || { echo "bench-sharing: $ktr not built (scripts/build.sh openmp)" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$ktr" synth --out "$work/mlp" --train 16000 --test 10 >/dev/null
-"$ktr" synth --out "$work/cnn" --train 3200 --test 10 >/dev/null
+epochs=${KTR_EPOCHS:-6}
+"$ktr" synth --out "$work/data" --train 16000 --test 10 >/dev/null
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT
 export OMP_PROC_BIND=false
 policies=(ktr libgomp passive)
@@ -38,7 +39,7 @@ run() {
   local batch=256
   [[ $1 == cnn ]] && batch=32
   # shellcheck disable=SC2046
-  env $(env_of "$2") "$ktr" train --data "$work/$1" --model "$1" --batch "$batch" --epochs 1 --no-eval 2>&1 |
+  env $(env_of "$2") "$ktr" train --data "$work/data" --model "$1" --batch "$batch" --epochs "$epochs" --no-eval 2>&1 |
     sed -n 's/^done: .* \([0-9]*\) samples\/s.*/\1/p' >"$3"
 }
 declare -A alone side
@@ -55,7 +56,7 @@ for ((r = 0; r < rounds; ++r)); do
   done
 done
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-echo "ktr train, 1 epoch, $(nproc) cores, $rounds interleaved rounds; medians of samples/s per process"
+echo "ktr train, $epochs epochs of 16000 samples, $(nproc) cores, $rounds interleaved rounds; medians of samples/s per process"
 printf '%-5s %-9s %-24s %10s %14s %10s %12s\n' model policy setting alone side-by-side side/alone alone/ktr
 for model in mlp cnn; do
   base=$(median <<<"${alone[$model.ktr]}")

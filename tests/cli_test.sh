@@ -338,7 +338,7 @@ case $case_name in
     expect 0 "MPI: +(yes|no).*NCCL: +(yes|no)" -- bash -c "'$ktr' info | tr '\n' ' '"
     expect 0 "GPU architecture: +none \(host-only build\)|GPU architecture: +(sm|gfx)" -- "$ktr" info
     expect 0 "host BLAS: " -- "$ktr" info
-    expect 0 "idle threads: +GOMP_SPINCOUNT=10000 \(ktr's default" -- env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$ktr" info
+    expect 0 "idle threads: +GOMP_SPINCOUNT=1000 \(ktr's default" -- env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$ktr" info
     expect 0 "idle threads: +OMP_WAIT_POLICY=active" -- env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$ktr" info
     expect 0 "idle threads: +GOMP_SPINCOUNT=5$" -- env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=5 "$ktr" info
     # ktr bench kernels --quick prints each row once.
