@@ -1,0 +1,186 @@
+// Bit-for-bit goldens: the MLP, the SimpleCNN and a regression model, each trained a few dispatches from a seed,
+// give parameter, optimiser-state and checkpoint-byte checksums that a refactor must reproduce exactly. Float
+// results depend on the build (an SKX build contracts to FMA and uses 16-float packs; a generic x86-64 build does
+// neither; thread counts split reductions), so goldens are recorded per flavour: a flavour with none recorded
+// reports itself skipped and prints the line to record (KTR_GOLDEN_PRINT=1 prints them for any flavour).
+// A change that alters results on purpose (a new initialiser, a checkpoint key) updates goldens_ and says why.
+#include <ktr/backends/device_info.hpp>
+#include <ktr/backends/kokkos_compat.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/session.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+
+namespace {
+
+using ktr::RunConfig;
+using ktr::Session;
+
+std::uint64_t fnv1a(void const* data, std::size_t bytes, std::uint64_t h = 1469598103934665603ull) {
+  auto const* p = static_cast<unsigned char const*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// What the build computes with: backend, host architecture, Kokkos, compiler, optimisation, sanitizer, threads.
+std::string flavour() {
+  std::string f = std::string(ktr::ExecSpace::name()) + "/" + ktr::host_architecture().substr(0, 3) + "/kokkos-" +
+                  ktr::compat::kokkos_version_string();
+#if defined(__clang__)
+  f += "/clang-" + std::to_string(__clang_major__);
+#elif defined(__GNUC__)
+  f += "/gcc-" + std::to_string(__GNUC__);
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+  f += "/asan";
+#endif
+#if defined(__OPTIMIZE__)
+  f += "/opt";
+#endif
+  return f + "/threads-" + std::to_string(ktr::ExecSpace().concurrency());
+}
+
+// 28x28 uint8 images with labels in 0..9, from a seed.
+ktr::DeviceDataset images(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::uint8_t> px(static_cast<std::size_t>(n * 784)), lb(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    int const c = int(rng() % 10);
+    lb[std::size_t(i)] = std::uint8_t(c);
+    for (int p = 0; p < 784; ++p)
+      px[std::size_t(i * 784 + p)] = std::uint8_t(rng() % 128 + ((p / 28) % 10 == c ? 127 : 0));
+  }
+  return ktr::make_device_dataset(px, lb, n, 28, 28, 1, 10, "golden-images");
+}
+
+// Float features (n, 6) with two targets each, a smooth function of them, from a seed.
+ktr::DeviceDataset regression(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.0f, 5.0f);
+  std::vector<float> x(static_cast<std::size_t>(n * 6)), y(static_cast<std::size_t>(n * 2));
+  for (std::int64_t i = 0; i < n; ++i) {
+    float* r = &x[std::size_t(i * 6)];
+    for (int f = 0; f < 6; ++f) r[f] = u(rng) * float(f + 1);
+    y[std::size_t(i * 2)] = r[0] * r[1] * 0.1f - r[2];
+    y[std::size_t(i * 2 + 1)] = r[3] + 0.5f * r[4] - 0.25f * r[5];
+  }
+  return ktr::make_device_dataset(x, {6}, {}, y, n, 0, "golden-regression");
+}
+
+struct Golden {
+  std::uint64_t state = 0;       ///< parameters and every optimiser buffer, bit for bit
+  std::uint64_t checkpoint = 0;  ///< the bytes Session::save writes
+  float last_loss = 0;
+};
+
+// Trains `config` for 3 dispatches of 4 steps and checksums what it holds and saves.
+Golden train(RunConfig config, ktr::DeviceDataset const& data) {
+  ktr::ExecSpace const space;
+  if (data.task() == ktr::Task::regression) config.norm = ktr::fit_normalization(space, data, "standard");
+  config.task = data.task();
+  Session session(config, 4);
+  ktr::StepMetrics m;
+  for (int d = 0; d < 3; ++d) {
+    ktr::dispatch(space, session.state(), session.model(), data, 4);
+    m = ktr::read_metrics(space, session.state(), 4);
+  }
+  Golden g;
+  g.last_loss = m.loss.back();
+  std::vector<float> const params = ktr::download(session.model().arena().params());
+  g.state = fnv1a(params.data(), params.size() * 4);
+  for (auto const& buffer : session.state().optimizer.state()) {
+    std::vector<float> const b = ktr::download(buffer);
+    g.state = fnv1a(b.data(), b.size() * 4, g.state);
+  }
+  std::string const path = ::testing::TempDir() + "ktr_golden.ckpt";
+  std::remove(path.c_str());
+  session.save(space, path);
+  std::ifstream in(path, std::ios::binary);
+  std::string const bytes((std::istreambuf_iterator<char>(in)), {});
+  g.checkpoint = fnv1a(bytes.data(), bytes.size());
+  std::remove(path.c_str());
+  return g;
+}
+
+// The three runs: the MLP with Adam and 2 micro-batches per update, the SimpleCNN with AdamW, clipping and
+// warmup, and a regression MLP on standardised float features with Nesterov SGD and a cosine schedule.
+std::map<std::string, Golden> run_all() {
+  std::map<std::string, Golden> out;
+  RunConfig mlp;
+  mlp.model = ktr::Model::mlp();
+  mlp.batch = 32;
+  mlp.accumulate = 2;
+  mlp.seed = 11;
+  out["mlp"] = train(mlp, images(256, 1));
+  RunConfig cnn;
+  cnn.model = ktr::Model::simple_cnn();
+  cnn.batch = 16;
+  cnn.seed = 12;
+  cnn.optimizer.kind = ktr::OptimizerConfig::Kind::adamw;
+  cnn.optimizer.clip_norm = 1.0f;
+  cnn.optimizer.schedule = ktr::Schedule::parse("warmup:5");
+  out["cnn"] = train(cnn, images(128, 2));
+  RunConfig reg;
+  reg.model = "in=6 dense:32:relu dense:32:relu dense:2";
+  reg.batch = 20;
+  reg.seed = 13;
+  reg.normalize = "standard";
+  reg.optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
+  reg.optimizer.lr = 0.01f;
+  reg.optimizer.momentum = 0.9f;
+  reg.optimizer.nesterov = true;
+  reg.optimizer.schedule = ktr::Schedule::parse("cosine:12");
+  out["regression"] = train(reg, regression(200, 3));
+  return out;
+}
+
+// flavour -> model -> (state, checkpoint) checksums, as printed by a run of this test.
+// Recorded from the main issue 21 started from (Intel Xeon, AVX-512, Kokkos_ARCH_SKX, Release).
+std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const goldens_ = {
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/threads-1",
+     {
+         {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
+         {"mlp", {0x8bc6ea54afe81287ull, 0xed1f4ec3dbabdea4ull}},         // last loss 0.199515
+         {"regression", {0x1e073755c7de2471ull, 0x06adbd267342751aull}},  // last loss 34.6325
+     }},
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/threads-2",
+     {
+         {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
+         {"mlp", {0xecd25ac192dd8171ull, 0x2ba7bc425927d846ull}},         // last loss 0.199515
+         {"regression", {0x1e073755c7de2471ull, 0x06adbd267342751aull}},  // last loss 34.6325
+     }},
+};
+
+TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
+  std::string const f = flavour();
+  std::map<std::string, Golden> const got = run_all();
+  bool const print = std::getenv("KTR_GOLDEN_PRINT") != nullptr;
+  std::string lines;
+  for (auto const& [model, g] : got) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "    {\"%s\", {0x%016llxull, 0x%016llxull}},  // last loss %.6g\n",
+                  model.c_str(), (unsigned long long)g.state, (unsigned long long)g.checkpoint, g.last_loss);
+    lines += buf;
+  }
+  if (print) std::printf("  {\"%s\", {\n%s  }},\n", f.c_str(), lines.c_str());
+  auto it = goldens_.find(f);
+  if (it == goldens_.end())
+    GTEST_SKIP() << "no goldens recorded for the flavour " << f << "; to record them, add to goldens_:\n  {\"" << f
+                 << "\", {\n"
+                 << lines << "  }},";
+  for (auto const& [model, g] : got) {
+    SCOPED_TRACE(model);
+    ASSERT_EQ(it->second.count(model), 1u);
+    EXPECT_EQ(g.state, it->second.at(model).first) << "parameters or optimiser state changed";
+    EXPECT_EQ(g.checkpoint, it->second.at(model).second) << "checkpoint bytes changed";
+    EXPECT_TRUE(std::isfinite(g.last_loss));
+  }
+}
+
+}  // namespace
