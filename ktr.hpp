@@ -30,3 +30,4 @@
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
 #include <ktr/train/train.hpp>
+#include <ktr/train/trainer.hpp>

@@ -10,6 +10,7 @@
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
+#include <ktr/train/trainer.hpp>
 #include <nlohmann/json.hpp>
 #include "apps/cli.hpp"
 #include "apps/data.hpp"
@@ -147,82 +148,244 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
 
 }  // namespace
 
-int train(int argc, char* argv[]) {
-  CLI::App app{"Trains a model with the whole training loop on the device.", "ktr train"};
-  std::string model_name, optimizer = "adam", schedule = "constant", normalize = "standard",
-                          precision_name = "fp32";
+namespace {
+
+// Every flag of `ktr train`, as parsed.
+struct TrainFlags {
+  std::string model_name, optimizer = "adam", schedule = "constant", normalize = "standard", precision = "fp32";
   std::string ckpt_path, resume, metrics_path;
   std::int64_t batch = 256, seed = 0, epochs = 5;
   double lr = 1e-3, momentum = 0, weight_decay = 1e-4, clip_norm = 0;
   int k = 16, threads = -1, accumulate = 1;
   bool nesterov = false, no_eval = false, time_allreduce = false;
-  app.add_option("--model", model_name,
+  DataOptions data;
+};
+
+// The flags a checkpoint records: the model, the optimiser and its schedule, the batch, the seed.
+void add_model_flags(CLI::App& app, TrainFlags& f) {
+  app.add_option("--model", f.model_name,
                  "mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description such as "
                  "'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu dense:3' (default for "
                  "arrays: in=<sample> dense:128:relu dense:128:relu dense:<classes or T>)");
-  app.add_option("--epochs", epochs, "epochs to train to (with --resume: the total, counting done ones)")
-      ->check(integer_in(1, 100000))
-      ->capture_default_str();
-  app.add_option("--batch", batch,
+  app.add_option("--batch", f.batch,
                  "samples per optimiser step (default 256, 32 for cnn, at most N for arrays); the last partial "
                  "batch of an epoch is dropped")
       ->check(integer_in(1, 1 << 24));
-  app.add_option("--optimizer", optimizer, "sgd, adam or adamw")
+  app.add_option("--optimizer", f.optimizer, "sgd, adam or adamw")
       ->check(one_of({"sgd", "adam", "adamw"}))
       ->capture_default_str();
-  app.add_option("--lr", lr, "learning rate")->check(number_in(1e-12, 1e3))->capture_default_str();
-  app.add_option("--momentum", momentum, "sgd momentum")->check(number_in(0, 0.999999))->capture_default_str();
-  app.add_flag("--nesterov", nesterov, "sgd with Nesterov momentum");
-  app.add_option("--weight-decay", weight_decay, "adamw decoupled weight decay")
+  app.add_option("--lr", f.lr, "learning rate")->check(number_in(1e-12, 1e3))->capture_default_str();
+  app.add_option("--momentum", f.momentum, "sgd momentum")->check(number_in(0, 0.999999))->capture_default_str();
+  app.add_flag("--nesterov", f.nesterov, "sgd with Nesterov momentum");
+  app.add_option("--weight-decay", f.weight_decay, "adamw decoupled weight decay")
       ->check(number_in(0, 10))
       ->capture_default_str();
-  app.add_option("--clip-norm", clip_norm, "clip gradients to this global norm (0: off)")
+  app.add_option("--clip-norm", f.clip_norm, "clip gradients to this global norm (0: off)")
       ->check(number_in(0, 1e9))
       ->capture_default_str();
-  app.add_option("--schedule", schedule, "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]")
+  app.add_option("--schedule", f.schedule, "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]")
       ->capture_default_str();
-  app.add_option("--steps-per-dispatch", k, "optimiser steps per dispatch, one metrics read-back each")
-      ->check(integer_in(1, 4096))
-      ->capture_default_str();
-  app.add_option("--seed", seed, "initialisation and shuffling seed")
+  app.add_option("--seed", f.seed, "initialisation and shuffling seed")
       ->check(integer_in(0, INT64_MAX))
       ->capture_default_str();
-  app.add_option("--normalize", normalize,
+  app.add_option("--normalize", f.normalize,
                  "standard: pixels by the training set's mean/std, float features each by its own; unit: pixels "
                  "to [0, 1]; none: inputs as given")
       ->check(one_of({"standard", "unit", "none"}))
       ->capture_default_str();
-  app.add_option("--precision", precision_name, "matmul arithmetic: fp32, or tf32 (opt-in, CUDA tensor cores)")
+}
+
+// The flags of this run alone: how long, how, where its outputs go.
+void add_run_flags(CLI::App& app, TrainFlags& f) {
+  app.add_option("--epochs", f.epochs, "epochs to train to (with --resume: the total, counting done ones)")
+      ->check(integer_in(1, 100000))
+      ->capture_default_str();
+  app.add_option("--steps-per-dispatch", f.k, "optimiser steps per dispatch, one metrics read-back each")
+      ->check(integer_in(1, 4096))
+      ->capture_default_str();
+  app.add_option("--precision", f.precision, "matmul arithmetic: fp32, or tf32 (opt-in, CUDA tensor cores)")
       ->check(one_of({"fp32", "tf32"}))
       ->capture_default_str();
-  app.add_option("--checkpoint", ckpt_path,
+  app.add_option("--checkpoint", f.ckpt_path,
                  "save here after every epoch and on Ctrl-C (an existing file is replaced only if it is a ktr "
                  "checkpoint)");
-  app.add_option("--resume", resume,
+  app.add_option("--resume", f.resume,
                  "continue from a checkpoint (model, optimiser, batch, seed, normalisation come from it)");
-  app.add_option("--metrics", metrics_path,
+  app.add_option("--metrics", f.metrics_path,
                  "JSON lines: one per dispatch, one per epoch, a summary (appended to when resuming; non-finite "
                  "values are written as null)");
-  app.add_option("--threads", threads, "host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)")
+  app.add_option("--threads", f.threads, "host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)")
       ->check(thread_count());
-  app.add_flag("--no-eval", no_eval, "skip the per-epoch held-out evaluation");
-  app.add_option("--accumulate", accumulate,
+  app.add_flag("--no-eval", f.no_eval, "skip the per-epoch held-out evaluation");
+  app.add_option("--accumulate", f.accumulate,
                  "average N micro-batches' gradients per update; each rank's micro-batch is B / (ranks x N), a "
                  "whole number")
       ->check(integer_in(1, 1 << 20))
       ->capture_default_str();
-  app.add_flag("--time-allreduce", time_allreduce,
+  app.add_flag("--time-allreduce", f.time_allreduce,
                "benchmarks: a barrier before each gradient allreduce, so that its time is reported apart from the "
                "wait for the slowest rank (adds synchronisation)");
-  DataOptions data_options;
-  add_data_options(app, data_options);
+  add_data_options(app, f.data);
   app.footer(
       std::string(kExitStatus) +
       "\ndata parallelism: mpirun -np R ktr train ... (an MPI build): every rank loads the data and takes its "
       "B / R samples of each batch; rank 0 prints, evaluates and writes metrics and checkpoints");
+}
+
+// The run the flags describe (a fresh run; a resumed one takes its configuration from the checkpoint).
+RunConfig config_from_flags(CLI::App const& app, TrainFlags const& f) {
+  RunConfig config;
+  config.model = f.model_name.empty() ? "" : model_flag(f.model_name);
+  config.batch = given(app, "--batch") ? f.batch : f.model_name == "cnn" ? 32 : 256;
+  config.seed = std::uint64_t(f.seed);
+  config.accumulate = f.accumulate;
+  auto& o = config.optimizer;
+  try {
+    o.kind = OptimizerConfig::parse_kind(f.optimizer);
+    o.schedule = Schedule::parse(f.schedule);
+  } catch (Error const& e) {
+    throw FlagError(e.what());
+  }
+  o.lr = float(f.lr);
+  o.momentum = float(f.momentum);
+  o.nesterov = f.nesterov;
+  o.weight_decay = float(f.weight_decay);
+  o.clip_norm = float(f.clip_norm);
+  config.normalize = f.normalize;
+  return config;
+}
+
+// The run's opening lines: version, data, model, optimiser, parallelism, dispatch.
+void print_header(Trainer& trainer, RunData const& data, double load_s, bool resumed, ExecSpace const& space,
+                  MatmulPrecision precision) {
+  RunConfig const& cfg = trainer.config();
+  Communicator const& comm = trainer.communicator();
+  std::printf("%s\n", version_line().c_str());
+  std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data.source.c_str(),
+              (long long)data.train.count, (long long)data.test.count,
+              (data.train.device_bytes() + data.test.device_bytes()) / 1e6, load_s);
+  std::printf("model: %s (%lld parameters)\n", cfg.model.c_str(),
+              (long long)trainer.model().arena().num_parameters());
+  std::printf("optimizer: %s lr %g schedule %s, batch %lld, %lld steps/epoch, K=%d steps per dispatch%s\n",
+              OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
+              cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)trainer.steps_per_epoch(),
+              trainer.options().steps_per_dispatch,
+              resumed ? (", resumed at step " + std::to_string(trainer.step())).c_str() : "");
+  if (comm.size() > 1 || cfg.accumulate > 1)
+    std::printf("data parallel: %d rank%s (%s), %d micro-batch%s of %lld per rank and update\n", comm.size(),
+                comm.size() > 1 ? "s" : "", comm.transport().c_str(), cfg.accumulate,
+                cfg.accumulate > 1 ? "es" : "", (long long)trainer.session().state().micro_batch);
+  std::string const dispatch_mode =
+      !CapturedProgram::can_capture(space) ? "plain loop (" + CapturedProgram::unsupported_reason() + ")"
+      : comm.host_synchronised()           ? "plain loop (the MPI allreduce waits for the host)"
+                                           : "captured K-step programs, replayed";
+  std::printf("dispatch: %s, matmul %s\n", dispatch_mode.c_str(), matmul_precision_name(precision));
+  std::fflush(stdout);
+}
+
+// The command line's side of a run: the progress line, the metrics records, Ctrl-C and SIGTERM.
+class CliHooks : public TrainerHooks {
+ public:
+  CliHooks(Trainer const& trainer, std::int64_t epochs, MetricsFile& metrics, bool evaluate)
+      : progress_(epochs * trainer.steps_per_epoch(), trainer.steps_per_epoch(), trainer.config().batch,
+                  trainer.config().task == Task::regression),
+        metrics_(metrics),
+        regression_(trainer.config().task == Task::regression),
+        evaluate_(evaluate) {
+    g_interrupted = 0;
+    previous_int_ = std::signal(SIGINT, on_sigint);    // Ctrl-C
+    previous_term_ = std::signal(SIGTERM, on_sigint);  // a batch scheduler's stop
+  }
+  ~CliHooks() override { std::signal(SIGINT, previous_int_), std::signal(SIGTERM, previous_term_); }
+  CliHooks(CliHooks const&) = delete;
+  CliHooks& operator=(CliHooks const&) = delete;
+
+  void on_dispatch(DispatchRecord const& r) override {
+    progress_.update(r.step, r.loss, r.quality, r.samples_per_s);
+    metrics_.line(Json{{"type", "dispatch"},
+                       {"step", r.step},
+                       {"epoch", r.epoch},
+                       {"loss", r.loss},
+                       {regression_ ? "rmse" : "accuracy", r.quality},
+                       {"samples_per_s", r.samples_per_s}});
+  }
+  void on_epoch(EpochRecord const& e) override {
+    progress_.epoch_line(e.epoch, e.train_loss, e.train_quality, evaluate_, e.test.loss,
+                         regression_ ? e.test.rmse() : e.test.accuracy, e.wall_s);
+    Json record{{"type", "epoch"},
+                {"epoch", e.epoch},
+                {"train_loss", e.train_loss},
+                {regression_ ? "train_rmse" : "train_accuracy", e.train_quality}};
+    add_test_metrics(record, evaluate_, regression_, e.test);
+    record["wall_s"] = e.wall_s;
+    metrics_.line(record);
+  }
+  void on_divergence(std::int64_t step, float loss) override {
+    progress_.finish();
+    metrics_.line(Json{{"type", "diverged"}, {"step", step}, {"loss", double(loss)}});
+  }
+  void on_capture_failed(std::string const& reason) override {
+    std::fprintf(stderr, "\nktr train: capturing the K-step program failed (%s): running the plain loop\n",
+                 reason.c_str());
+  }
+  bool stop_requested() override { return g_interrupted != 0; }
+  void finish() { progress_.finish(); }
+
+ private:
+  Progress progress_;
+  MetricsFile& metrics_;
+  bool regression_, evaluate_;
+  void (*previous_int_)(int) = nullptr;
+  void (*previous_term_)(int) = nullptr;
+};
+
+// The run's closing lines and summary record; the exit status.
+int finish_run(Trainer& trainer, RunSummary const& s, CliHooks& hooks, MetricsFile& metrics, bool evaluate,
+               bool time_allreduce) {
+  std::string const& ckpt_path = trainer.options().checkpoint;
+  if (s.stopped) {
+    hooks.finish();
+    std::printf("interrupted at step %lld%s\n", (long long)s.last_step,
+                ckpt_path.empty() ? " (no --checkpoint given: nothing saved)"
+                                  : (", checkpoint saved to " + ckpt_path).c_str());
+    metrics.line(Json{{"type", "interrupted"}, {"step", s.last_step}});
+    return 130;
+  }
+  Communicator const& comm = trainer.communicator();
+  if (comm.size() > 1) {  // the share of the run spent in the gradient allreduce (host-staged MPI measures it)
+    CollectiveStats const c = comm.stats();
+    std::printf("allreduce: %lld calls of %.2f MB, %.3f s (%.1f%% of the run)", (long long)c.calls,
+                c.calls ? c.bytes / double(c.calls) / 1e6 : 0.0, c.seconds,
+                s.wall_s > 0 ? 100 * c.seconds / s.wall_s : 0.0);
+    if (time_allreduce)
+      std::printf(", after waiting %.3f s (%.1f%%) for the slowest rank", c.wait_seconds,
+                  s.wall_s > 0 ? 100 * c.wait_seconds / s.wall_s : 0.0);
+    std::printf("\n");
+  }
+  bool const regression = trainer.config().task == Task::regression;
+  std::string const result =
+      !evaluate    ? ""
+      : regression ? fmt(", test mse %.6g, test rmse %.6g", s.test.loss, s.test.rmse())
+                   : fmt(", test accuracy %.2f%%, test loss %.4f", 100 * s.test.accuracy, s.test.loss);
+  std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(s.last_step - s.first_step), s.wall_s,
+              s.samples_per_s, result.c_str());
+  Json summary{
+      {"type", "summary"}, {"steps", s.last_step}, {"wall_s", s.wall_s}, {"samples_per_s", s.samples_per_s}};
+  add_test_metrics(summary, evaluate, regression, s.test);
+  metrics.line(summary);
+  return 0;
+}
+
+}  // namespace
+
+int train(int argc, char* argv[]) {
+  CLI::App app{"Trains a model with the whole training loop on the device.", "ktr train"};
+  TrainFlags f;
+  add_model_flags(app, f);
+  add_run_flags(app, f);
   if (!parse(app, argc, argv, 2)) return 0;
   // Flags first: every usage error is reported before any file is read or memory committed.
-  if (!resume.empty()) {
+  if (!f.resume.empty()) {
     for (char const* fixed : {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov",
                               "--weight-decay", "--clip-norm", "--schedule", "--seed", "--normalize"})
       if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
@@ -230,210 +393,56 @@ int train(int argc, char* argv[]) {
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
   // MPI_COMM_WORLD when the ktr binary was built with MPI (main initialised it), else one rank.
   Communicator const comm = Communicator::world();
-  comm.set_timing(time_allreduce);
+  comm.set_timing(f.time_allreduce);
   bool const lead = comm.rank() == 0;  // prints, evaluates, writes metrics and checkpoints
   // The other ranks stay quiet on stdout (their errors still reach stderr).
   if (!lead && !std::freopen("/dev/null", "w", stdout))
     throw Error("cannot silence rank " + std::to_string(comm.rank()));
-  RunConfig config;
-  config.model = model_name.empty() ? "" : model_flag(model_name);
-  config.batch = given(app, "--batch") ? batch : model_name == "cnn" ? 32 : 256;
-  config.seed = std::uint64_t(seed);
-  config.accumulate = accumulate;
-  auto& o = config.optimizer;
-  try {
-    o.kind = OptimizerConfig::parse_kind(optimizer);
-    o.schedule = Schedule::parse(schedule);
-  } catch (Error const& e) {
-    throw FlagError(e.what());
-  }
-  o.lr = float(lr);
-  o.momentum = float(momentum);
-  o.nesterov = nesterov;
-  o.weight_decay = float(weight_decay);
-  o.clip_norm = float(clip_norm);
-  config.normalize = normalize;
-  MatmulPrecision const precision = parse_matmul_precision(precision_name);
-  bool const do_eval = !no_eval;
+  RunConfig config = config_from_flags(app, f);
+  MatmulPrecision const precision = parse_matmul_precision(f.precision);
   // Every output is checked before any work: a run never trains for an epoch to fail on its first write.
-  if (!ckpt_path.empty()) check_checkpoint_output(ckpt_path, "--checkpoint");
-  if (!metrics_path.empty() && lead) MetricsFile::check(metrics_path, !resume.empty());
+  if (!f.ckpt_path.empty()) check_checkpoint_output(f.ckpt_path, "--checkpoint");
+  if (!f.metrics_path.empty() && lead) MetricsFile::check(f.metrics_path, !f.resume.empty());
   Checkpoint resumed;
-  if (!resume.empty()) resumed = read_checkpoint(resume);
+  if (!f.resume.empty()) resumed = read_checkpoint(f.resume);
   // Several ranks on a GPU node: one device each, by node-local rank.
-  runtime.emplace(threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
+  runtime.emplace(f.threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
   set_matmul_precision(precision);
-  if (!resume.empty()) {
-    int const accumulate = config.accumulate;
-    config = run_config(resumed, resume);
-    if (given(app, "--accumulate")) config.accumulate = accumulate;  // the trajectory does not depend on it
+  if (!f.resume.empty()) {
+    config = run_config(resumed, f.resume);
+    if (given(app, "--accumulate")) config.accumulate = f.accumulate;  // the trajectory does not depend on it
   }
   auto const t_load = std::chrono::steady_clock::now();
-  RunData const data = load_run_data(data_options, do_eval, config.seed);
-  DeviceDataset const& train_data = data.train;
-  DeviceDataset const& test_data = data.test;
-  bool const evaluate = do_eval && test_data.count > 0;
+  RunData const data = load_run_data(f.data, !f.no_eval, config.seed);
+  bool const evaluate = !f.no_eval && data.test.count > 0;
   double const load_s = seconds_since(t_load);
-  if (resume.empty()) {
-    config.task = train_data.task();
-    if (config.model.empty()) config.model = data.arrays ? default_model(train_data) : Model::mlp();
+  if (f.resume.empty()) {
+    config.task = data.train.task();
+    if (config.model.empty()) config.model = data.arrays ? default_model(data.train) : Model::mlp();
     if (data.arrays && !given(app, "--batch"))
-      config.batch = std::min<std::int64_t>(config.batch, train_data.count);
+      config.batch = std::min<std::int64_t>(config.batch, data.train.count);
   }
-  validate_run(config, train_data, evaluate ? &test_data : nullptr, resume.empty() ? "--model" : resume,
+  validate_run(config, data.train, evaluate ? &data.test : nullptr, f.resume.empty() ? "--model" : f.resume,
                comm.size());
-  if (resume.empty()) config.norm = fit_normalization(ExecSpace(), train_data, config.normalize);
-  std::int64_t const spe = steps_per_epoch(train_data, config.batch);
-  std::int64_t const total = epochs * spe;
-  std::unique_ptr<Session> session = resume.empty() ? std::make_unique<Session>(config, k, comm)
-                                                    : Session::restore(resumed, resume, k, comm, &config);
-  RunConfig const& cfg = session->config();
-  Model& model = session->model();
-  TrainState& state = session->state();
-  if (state.host_step > total)
-    throw FlagError("--epochs: " + std::to_string(epochs) + " epochs are " + std::to_string(total) +
-                    " steps, the checkpoint is already at step " + std::to_string(state.host_step));
-
-  std::printf("%s\n", version_line().c_str());
-  std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data.source.c_str(),
-              (long long)train_data.count, (long long)test_data.count,
-              (train_data.device_bytes() + test_data.device_bytes()) / 1e6, load_s);
-  std::printf("model: %s (%lld parameters)\n", cfg.model.c_str(), (long long)model.arena().num_parameters());
-  std::printf("optimizer: %s lr %g schedule %s, batch %lld, %lld steps/epoch, K=%d steps per dispatch%s\n",
-              OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
-              cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)spe, k,
-              resume.empty() ? "" : (", resumed at step " + std::to_string(state.host_step)).c_str());
-  if (comm.size() > 1 || cfg.accumulate > 1)
-    std::printf("data parallel: %d rank%s (%s), %d micro-batch%s of %lld per rank and update\n", comm.size(),
-                comm.size() > 1 ? "s" : "", comm.transport().c_str(), cfg.accumulate,
-                cfg.accumulate > 1 ? "es" : "", (long long)state.micro_batch);
-  std::fflush(stdout);
-
-  MetricsFile metrics(lead ? metrics_path : "", !resume.empty());
-  Evaluator evaluator(model, 1000, cfg.norm, cfg.task);
-  bool const regression = cfg.task == Task::regression;
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
   ExecSpace const& space = stream.space();
-  std::string const dispatch_mode =
-      !CapturedProgram::can_capture(space) ? "plain loop (" + CapturedProgram::unsupported_reason() + ")"
-      : comm.host_synchronised()           ? "plain loop (the MPI allreduce waits for the host)"
-                                           : "captured K-step programs, replayed";
-  std::printf("dispatch: %s, matmul %s\n", dispatch_mode.c_str(), matmul_precision_name(precision));
-  bool capture_reported = false;
-  Progress progress(total, spe, cfg.batch, regression);
-  g_interrupted = 0;
-  auto const previous_int = std::signal(SIGINT, on_sigint);    // Ctrl-C
-  auto const previous_term = std::signal(SIGTERM, on_sigint);  // a batch scheduler's stop
-  struct RestoreSignals {
-    decltype(previous_int) i, t;
-    ~RestoreSignals() { std::signal(SIGINT, i), std::signal(SIGTERM, t); }
-  } const restore_signals{previous_int, previous_term};
-  auto const t_start = std::chrono::steady_clock::now();
-  std::int64_t const first_step = state.host_step;
-  double epoch_loss = 0;
-  std::int64_t epoch_steps = 0, epoch_hits = 0;
-  EvalResult last_eval;
-  bool evaluated = false, interrupted = false;
-
-  while (state.host_step < total) {
-    std::int64_t const in_epoch = state.host_step % spe;
-    int const kk = int(std::min<std::int64_t>(k, spe - in_epoch));  // dispatches never straddle an epoch end
-    auto const t0 = std::chrono::steady_clock::now();
-    if (dispatch(space, state, model, train_data, kk) == DispatchPath::capture_failed && !capture_reported) {
-      std::fprintf(stderr, "\nktr train: capturing the K-step program failed (%s): running the plain loop\n",
-                   state.capture_error.c_str());
-      capture_reported = true;
-    }
-    StepMetrics const m = read_metrics(space, state, kk);  // the one host synchronisation of the dispatch
-    double const dt = seconds_since(t0);
-    double loss = 0;
-    std::int64_t hits = 0;
-    for (int i = 0; i < kk; ++i) {
-      float const l = m.loss[std::size_t(i)];
-      if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
-        std::int64_t const bad_step = state.host_step - kk + i + 1;
-        progress.finish();
-        metrics.line(Json{{"type", "diverged"}, {"step", bad_step}, {"loss", double(l)}});
-        throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
-                              (std::isnan(l) ? "nan" : "infinite") +
-                              (ckpt_path.empty()
-                                   ? std::string()
-                                   : "; the checkpoint " + ckpt_path + " keeps its last finite state") +
-                              " (try a lower --lr or --clip-norm)");
-      }
-      loss += l, hits += m.correct[std::size_t(i)];
-    }
-    epoch_loss += loss, epoch_steps += kk, epoch_hits += hits;
-    double const samples_per_s = kk * cfg.batch / dt;
-    // classification: accuracy; regression: the RMSE of the dispatch
-    double const quality = regression ? std::sqrt(loss / kk) : double(hits) / double(kk * cfg.batch);
-    progress.update(state.host_step, loss / kk, quality, samples_per_s);
-    metrics.line(Json{{"type", "dispatch"},
-                      {"step", state.host_step},
-                      {"epoch", (state.host_step - 1) / spe + 1},
-                      {"loss", loss / kk},
-                      {regression ? "rmse" : "accuracy", quality},
-                      {"samples_per_s", samples_per_s}});
-    if (comm.any(g_interrupted)) {  // every rank stops at the same step
-      interrupted = true;
-      break;
-    }
-    if (state.host_step % spe == 0) {
-      std::int64_t const epoch = state.host_step / spe;
-      double const wall = seconds_since(t_start);
-      if (evaluate && lead) last_eval = evaluator.run(space, model, test_data), evaluated = true;
-      double const train_loss = epoch_loss / double(epoch_steps);
-      double const train_quality =
-          regression ? std::sqrt(train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
-      progress.epoch_line(epoch, train_loss, train_quality, evaluate, last_eval.loss,
-                          regression ? last_eval.rmse() : last_eval.accuracy, wall);
-      Json record{{"type", "epoch"},
-                  {"epoch", epoch},
-                  {"train_loss", train_loss},
-                  {regression ? "train_rmse" : "train_accuracy", train_quality}};
-      add_test_metrics(record, evaluate, regression, last_eval);
-      record["wall_s"] = wall;
-      metrics.line(record);
-      epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
-      if (!ckpt_path.empty() && lead) session->save(space, ckpt_path);
-    }
-  }
-  double const wall = seconds_since(t_start);
-  double const trained = double(state.host_step - first_step) * double(cfg.batch);
-  if (interrupted) {
-    progress.finish();
-    if (!ckpt_path.empty() && lead) session->save(space, ckpt_path);
-    std::printf("interrupted at step %lld%s\n", (long long)state.host_step,
-                ckpt_path.empty() ? " (no --checkpoint given: nothing saved)"
-                                  : (", checkpoint saved to " + ckpt_path).c_str());
-    metrics.line(Json{{"type", "interrupted"}, {"step", state.host_step}});
-    return 130;
-  }
-  // A resumed run that had nothing left to do still reports the model it holds.
-  if (evaluate && !evaluated && lead) last_eval = evaluator.run(space, model, test_data);
-  if (comm.size() > 1) {  // the share of the run spent in the gradient allreduce (host-staged MPI measures it)
-    CollectiveStats const c = comm.stats();
-    std::printf("allreduce: %lld calls of %.2f MB, %.3f s (%.1f%% of the run)", (long long)c.calls,
-                c.calls ? c.bytes / double(c.calls) / 1e6 : 0.0, c.seconds,
-                wall > 0 ? 100 * c.seconds / wall : 0.0);
-    if (time_allreduce)
-      std::printf(", after waiting %.3f s (%.1f%%) for the slowest rank", c.wait_seconds,
-                  wall > 0 ? 100 * c.wait_seconds / wall : 0.0);
-    std::printf("\n");
-  }
-  std::string const result =
-      !evaluate    ? ""
-      : regression ? fmt(", test mse %.6g, test rmse %.6g", last_eval.loss, last_eval.rmse())
-                   : fmt(", test accuracy %.2f%%, test loss %.4f", 100 * last_eval.accuracy, last_eval.loss);
-  std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(state.host_step - first_step), wall,
-              wall > 0 ? trained / wall : 0.0, result.c_str());
-  Json summary{{"type", "summary"},
-               {"steps", state.host_step},
-               {"wall_s", wall},
-               {"samples_per_s", wall > 0 ? trained / wall : 0.0}};
-  add_test_metrics(summary, evaluate, regression, last_eval);
-  metrics.line(summary);
-  return 0;
+  TrainerOptions options;
+  options.steps_per_dispatch = f.k;
+  options.checkpoint = f.ckpt_path;
+  options.evaluate = !f.no_eval;
+  DeviceDataset const test = evaluate ? data.test : DeviceDataset{};
+  std::unique_ptr<Trainer> trainer =
+      f.resume.empty() ? std::make_unique<Trainer>(ExecSpace(), config, data.train, test, options, comm)
+                       : Trainer::resume(space, resumed, f.resume, config, data.train, test, options, comm);
+  if (trainer->step() > f.epochs * trainer->steps_per_epoch())
+    throw FlagError("--epochs: " + std::to_string(f.epochs) + " epochs are " +
+                    std::to_string(f.epochs * trainer->steps_per_epoch()) +
+                    " steps, the checkpoint is already at step " + std::to_string(trainer->step()));
+  print_header(*trainer, data, load_s, !f.resume.empty(), space, precision);
+  MetricsFile metrics(lead ? f.metrics_path : "", !f.resume.empty());
+  CliHooks hooks(*trainer, f.epochs, metrics, evaluate);
+  RunSummary const summary = trainer->fit(space, f.epochs, hooks);
+  return finish_run(*trainer, summary, hooks, metrics, evaluate, f.time_allreduce);
 }
 
 int eval(int argc, char* argv[]) {

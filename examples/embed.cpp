@@ -17,19 +17,15 @@ int main(int argc, char* argv[]) {
         });
     ktr::ExecSpace space;                                            // or the application's own instance (stream)
     ktr::DeviceDataset data = ktr::dataset_from_views(space, x, y);  // no copy: read in place
-    ktr::RunConfig cfg;
+    ktr::RunConfig cfg;  // the task comes from the data; the input standardisation is fitted on it, kept with it
     cfg.model = "in=4 dense:64:relu dense:1";
-    cfg.task = ktr::Task::regression;
     cfg.batch = 64;
     cfg.optimizer.lr = 3e-3f;
-    cfg.norm = ktr::fit_normalization(space, data, "standard");
-    ktr::Session session(cfg, /*max_k=*/16);
-    ktr::Evaluator eval(session.model(), 1024, cfg.norm, cfg.task);
-    double const before = eval.run(space, session.model(), data).loss;
-    for (int i = 0; i < 100; ++i)  // 100 dispatches of 16 steps, one metrics read-back each
-      ktr::dispatch(space, session.state(), session.model(), data, 16);
-    double const after = eval.run(space, session.model(), data).loss;
-    ktr::Predictor(session.model(), 1024, cfg.norm).run(space, session.model(), data, pred);
+    ktr::Trainer trainer(space, cfg, data);
+    double const before = trainer.evaluate(space, data).loss;
+    trainer.fit(space, /*epochs=*/25);  // dispatches of 16 steps, one metrics read-back each
+    double const after = trainer.evaluate(space, data).loss;
+    trainer.predict(space, data, pred);
     std::printf("mse %.4g -> %.4g: the loss fell %.0fx\n", before, after, before / after);
     status = before / after >= 10 ? 0 : 1;
   }

@@ -1,0 +1,166 @@
+// The training policy, once: dispatch, read back, detect divergence, report, evaluate, checkpoint, stop.
+#include "trainer.hpp"
+
+#include "../core/error.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace ktr {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The fresh run's configuration: the task from the data, the input transform fitted on it.
+RunConfig fitted(ExecSpace const& space, RunConfig config, DeviceDataset const& train) {
+  KTR_REQUIRE(!config.model.empty(), "ktr::Trainer", "no model description (RunConfig::model) given");
+  config.task = train.task();
+  config.norm = fit_normalization(space, train, config.normalize);
+  return config;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDataset test, TrainerOptions options,
+                 Communicator comm)
+    : session_(std::move(session)),
+      train_(std::move(train)),
+      test_(std::move(test)),
+      options_(std::move(options)),
+      comm_(std::move(comm)) {
+  steps_per_epoch_ = ktr::steps_per_epoch(train_, session_->config().batch);
+}
+
+Trainer::Trainer(ExecSpace const& space, RunConfig config, DeviceDataset train, DeviceDataset test,
+                 TrainerOptions options, Communicator comm)
+    : Trainer(std::make_unique<Session>(fitted(space, std::move(config), train), options.steps_per_dispatch, comm),
+              std::move(train), std::move(test), std::move(options), comm) {}
+
+std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, std::string const& path, DeviceDataset train,
+                                         DeviceDataset test, TrainerOptions options, Communicator comm,
+                                         int accumulate) {
+  Checkpoint const ckpt = read_checkpoint(path);
+  RunConfig config = run_config(ckpt, path);
+  if (accumulate > 0) config.accumulate = accumulate;
+  return resume(space, ckpt, path, config, std::move(train), std::move(test), std::move(options), std::move(comm));
+}
+
+std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, Checkpoint const& ckpt, std::string const& path,
+                                         RunConfig const& config, DeviceDataset train, DeviceDataset test,
+                                         TrainerOptions options, Communicator comm) {
+  (void)space;  // the restored state is uploaded by deep copies that complete before they return
+  auto session = Session::restore(ckpt, path, options.steps_per_dispatch, comm, &config);
+  return std::unique_ptr<Trainer>(
+      new Trainer(std::move(session), std::move(train), std::move(test), std::move(options), std::move(comm)));
+}
+
+void Trainer::save(ExecSpace const& space, std::string const& path) const { session_->save(space, path); }
+
+void Trainer::save_if_asked(ExecSpace const& space) const {
+  if (!options_.checkpoint.empty() && lead()) save(space, options_.checkpoint);
+}
+
+EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) {
+  RunConfig const& c = config();
+  Evaluator evaluator(model(), options_.eval_batch, c.norm, c.task);
+  return evaluator.run(space, model(), data);
+}
+
+void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
+                      Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
+  Predictor(model(), options_.eval_batch, config().norm).run(space, model(), inputs, out);
+}
+
+RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs) {
+  TrainerHooks none;
+  return fit(space, epochs, none);
+}
+
+RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks) {
+  RunConfig const& cfg = config();
+  TrainState& state = session_->state();
+  std::int64_t const spe = steps_per_epoch_, total = epochs * spe;
+  KTR_REQUIRE(state.host_step <= total, "ktr::Trainer::fit",
+              std::to_string(epochs) + " epochs are " + std::to_string(total) +
+                  " steps, the run is already at step " + std::to_string(state.host_step));
+  bool const regression = cfg.task == Task::regression;
+  bool const evaluate_test = options_.evaluate && test_.count > 0;
+  // Evaluation runs on rank 0, in batches of up to eval_batch (at most the model's batch).
+  Evaluator evaluator(model(), options_.eval_batch, cfg.norm, cfg.task);
+  RunSummary summary;
+  summary.first_step = state.host_step;
+  auto const t_start = std::chrono::steady_clock::now();
+  double epoch_loss = 0;
+  std::int64_t epoch_steps = 0, epoch_hits = 0;
+  while (state.host_step < total) {
+    std::int64_t const in_epoch = state.host_step % spe;
+    int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, spe - in_epoch));  // never straddles
+    auto const t0 = std::chrono::steady_clock::now();
+    if (dispatch(space, state, model(), train_, k) == DispatchPath::capture_failed && !capture_reported_) {
+      hooks.on_capture_failed(state.capture_error);
+      capture_reported_ = true;
+    }
+    StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
+    double const dt = seconds_since(t0);
+    double loss = 0;
+    std::int64_t hits = 0;
+    for (int i = 0; i < k; ++i) {
+      float const l = m.loss[std::size_t(i)];
+      if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
+        std::int64_t const bad_step = state.host_step - k + i + 1;
+        hooks.on_divergence(bad_step, l);
+        throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
+                              (std::isnan(l) ? "nan" : "infinite") +
+                              (options_.checkpoint.empty()
+                                   ? std::string()
+                                   : "; the checkpoint " + options_.checkpoint + " keeps its last finite state") +
+                              " (try a lower --lr or --clip-norm)");
+      }
+      loss += l, hits += m.correct[std::size_t(i)];
+    }
+    epoch_loss += loss, epoch_steps += k, epoch_hits += hits;
+    DispatchRecord record;
+    record.step = state.host_step;
+    record.epoch = (state.host_step - 1) / spe + 1;
+    record.k = k;
+    record.loss = loss / k;
+    record.quality = regression ? std::sqrt(loss / k) : double(hits) / double(k * cfg.batch);
+    record.samples_per_s = k * cfg.batch / dt;
+    hooks.on_dispatch(record);
+    if (comm_.any(hooks.stop_requested())) {  // every rank stops at the same step
+      summary.stopped = true;
+      break;
+    }
+    if (state.host_step % spe == 0) {
+      EpochRecord e;
+      e.epoch = state.host_step / spe;
+      e.wall_s = seconds_since(t_start);
+      if (evaluate_test && lead()) e.test = evaluator.run(space, model(), test_), e.evaluated = true;
+      e.train_loss = epoch_loss / double(epoch_steps);
+      e.train_quality =
+          regression ? std::sqrt(e.train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
+      summary.test = e.test, summary.evaluated = e.evaluated;
+      hooks.on_epoch(e);
+      epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
+      save_if_asked(space);
+    }
+  }
+  summary.wall_s = seconds_since(t_start);
+  summary.last_step = state.host_step;
+  double const trained = double(summary.last_step - summary.first_step) * double(cfg.batch);
+  summary.samples_per_s = summary.wall_s > 0 ? trained / summary.wall_s : 0.0;
+  if (summary.stopped) {
+    save_if_asked(space);
+    return summary;
+  }
+  // A resumed run that had nothing left to do still reports the model it holds.
+  if (evaluate_test && !summary.evaluated && lead())
+    summary.test = evaluator.run(space, model(), test_), summary.evaluated = true;
+  return summary;
+}
+
+}  // namespace ktr

@@ -1,0 +1,126 @@
+// A training run as a library: the session (model, optimiser, step), its data, the per-epoch evaluation, the
+// checkpoints and the policy that ties them together — dispatches of K steps with one read-back each, divergence
+// detection (nothing non-finite is ever saved), a stop request honoured at the next dispatch on every rank, a
+// checkpoint after every epoch and on a stop, and resuming a checkpoint bit for bit. The ktr CLI is this class
+// plus flags and printing (its hooks print the progress line and write JSON records); an application implements
+// the hooks however it likes, or none at all.
+//
+//   ktr::Trainer trainer(space, config, train_data, test_data);   // or Trainer::resume(space, "run.ckpt", ...)
+//   ktr::RunSummary const s = trainer.fit(space, /*epochs=*/5);
+//   trainer.predict(space, features, out);
+#pragma once
+
+#include "session.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ktr {
+
+/// How a Trainer runs, beyond the RunConfig that a checkpoint records.
+struct TrainerOptions {
+  int steps_per_dispatch = 16;     ///< optimiser steps per dispatch (K): one metrics read-back each
+  std::string checkpoint;          ///< saved after every epoch and when stopped; "" saves nothing (rank 0 saves)
+  bool evaluate = true;            ///< evaluate the held-out data after every epoch (rank 0), if there is any
+  std::int64_t eval_batch = 1000;  ///< samples per evaluation batch
+};
+
+/// One dispatch of K steps, as read back.
+struct DispatchRecord {
+  std::int64_t step = 0;   ///< optimiser steps taken after it
+  std::int64_t epoch = 0;  ///< the epoch it belongs to (1-based)
+  int k = 0;               ///< steps in it
+  double loss = 0;         ///< mean training loss of its steps
+  double quality = 0;      ///< classification: accuracy; regression: RMSE
+  double samples_per_s = 0;
+};
+
+/// One finished epoch.
+struct EpochRecord {
+  std::int64_t epoch = 0;
+  double train_loss = 0, train_quality = 0;  ///< mean over the epoch's steps (quality: accuracy or RMSE)
+  bool evaluated = false;                    ///< `test` holds the held-out figures
+  EvalResult test;
+  double wall_s = 0;  ///< since fit() started
+};
+
+/// What fit() did.
+struct RunSummary {
+  std::int64_t first_step = 0, last_step = 0;  ///< the step fit() started from and the one it reached
+  double wall_s = 0, samples_per_s = 0;
+  bool evaluated = false;  ///< `test` holds the held-out figures of the final model
+  EvalResult test;
+  bool stopped = false;  ///< a stop request ended the run early (its state was saved if a checkpoint was named)
+};
+
+/// Callbacks of a run; each does nothing unless overridden. They run on the host between dispatches.
+class TrainerHooks {
+ public:
+  virtual ~TrainerHooks() = default;
+  virtual void on_dispatch(DispatchRecord const& record) { (void)record; }
+  virtual void on_epoch(EpochRecord const& record) { (void)record; }
+  /// A step's loss was not finite: fit() throws DivergenceError right after this.
+  virtual void on_divergence(std::int64_t step, float loss) { (void)step, (void)loss; }
+  /// Capturing the K-step program failed (the run goes on with the plain loop); called once.
+  virtual void on_capture_failed(std::string const& reason) { (void)reason; }
+  /// Asked after every dispatch (any rank's true stops every rank at the same step).
+  virtual bool stop_requested() { return false; }
+};
+
+class Trainer {
+ public:
+  /// A fresh run of config.model on `train` (and `test`, evaluated after every epoch; may be empty). The task
+  /// comes from the data, and the input transform is fitted on `train` as config.normalize says. Parameters are
+  /// initialised on `space` from config.seed (and broadcast from rank 0 of `comm`).
+  Trainer(ExecSpace const& space, RunConfig config, DeviceDataset train, DeviceDataset test = {},
+          TrainerOptions options = {}, Communicator comm = Communicator());
+  /// A run continued from the checkpoint at `path`: its model, optimiser, batch, seed, input transform and step.
+  /// `accumulate` > 0 replaces the recorded accumulation (the trajectory does not depend on it).
+  static std::unique_ptr<Trainer> resume(ExecSpace const& space, std::string const& path, DeviceDataset train,
+                                         DeviceDataset test = {}, TrainerOptions options = {},
+                                         Communicator comm = Communicator(), int accumulate = 0);
+  /// The same from a checkpoint already read from `path`, with `config` (its run_config(), checked by the caller,
+  /// with any allowed change such as the accumulation) in place of the recorded one.
+  static std::unique_ptr<Trainer> resume(ExecSpace const& space, Checkpoint const& ckpt, std::string const& path,
+                                         RunConfig const& config, DeviceDataset train, DeviceDataset test = {},
+                                         TrainerOptions options = {}, Communicator comm = Communicator());
+
+  /// Trains on `space` until `epochs` epochs are done, counting those a resumed run had done (none left: it only
+  /// evaluates). Throws DivergenceError on a non-finite loss (the checkpoint keeps its last finite state).
+  RunSummary fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks);
+  RunSummary fit(ExecSpace const& space, std::int64_t epochs);
+
+  /// Loss and accuracy (or MSE) of the current model on `data`, with the run's input transform.
+  EvalResult evaluate(ExecSpace const& space, DeviceDataset const& data);
+  /// Predictions for every sample of `inputs` into `out` (N, width), with the run's input transform.
+  void predict(ExecSpace const& space, DeviceDataset const& inputs,
+               Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out);
+  /// Saves the run (parameters, optimiser state, step, configuration) atomically to `path`.
+  void save(ExecSpace const& space, std::string const& path) const;
+
+  RunConfig const& config() const { return session_->config(); }
+  Model& model() { return session_->model(); }
+  Session& session() { return *session_; }
+  std::int64_t step() const { return session_->state().host_step; }
+  std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  DeviceDataset const& train_data() const { return train_; }
+  DeviceDataset const& test_data() const { return test_; }
+  TrainerOptions const& options() const { return options_; }
+  Communicator const& communicator() const { return comm_; }
+
+ private:
+  Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDataset test, TrainerOptions options,
+          Communicator comm);
+  bool lead() const { return comm_.rank() == 0; }
+  void save_if_asked(ExecSpace const& space) const;
+
+  std::unique_ptr<Session> session_;
+  DeviceDataset train_, test_;
+  TrainerOptions options_;
+  Communicator comm_;
+  std::int64_t steps_per_epoch_ = 0;
+  bool capture_reported_ = false;
+};
+
+}  // namespace ktr
