@@ -35,8 +35,8 @@ std::string gpu_architecture() {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
   std::string s = kokkos.empty() ? std::string("Kokkos names none") : kokkos;
 #if defined(__CUDA_ARCH_LIST__)
-#define KTR_STRINGIFY2(x) #x
-#define KTR_STRINGIFY(x) KTR_STRINGIFY2(x)
+#define KTR_STRINGIFY2(...) #__VA_ARGS__  // the list may hold commas: "800,900"
+#define KTR_STRINGIFY(...) KTR_STRINGIFY2(__VA_ARGS__)
   s += ", device code for compute capability " KTR_STRINGIFY(__CUDA_ARCH_LIST__) " (nvcc's __CUDA_ARCH_LIST__)";
 #endif
   return s;
