@@ -14,15 +14,15 @@
 #include <ktr/backends/collective.hpp>
 #include <ktr/backends/graph.hpp>
 #include <ktr/backends/kokkos_compat.hpp>
-#include <ktr/core/arena.hpp>
 #include <ktr/core/error.hpp>
-#include <ktr/core/loss.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/core/permutation.hpp>
 #include <ktr/core/tensor.hpp>
 #include <ktr/core/types.hpp>
 #include <ktr/data/dataset.hpp>
 #include <ktr/data/idx.hpp>
+#include <ktr/models/arena.hpp>
+#include <ktr/models/loss.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/optim/optimizer.hpp>
 #include <ktr/optim/schedule.hpp>

@@ -5,9 +5,9 @@
 //   Adam update over the MLP arena     GB/s   vs  device copy GB/s
 //   model forward + backward           GFLOP/s vs large-sgemm GFLOP/s   (MLP and SimpleCNN, batch 32 and 256)
 //   empty-kernel launch cost
-#include <ktr/core/loss.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/data/dataset.hpp>
+#include <ktr/models/loss.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/optim/optimizer.hpp>
 #include "bench/bench.hpp"

@@ -2,9 +2,9 @@
 // The first argument of every benchmark is the batch (or, for the optimiser, thousands of parameters), so
 // `--benchmark_filter='/8(/|$)'` runs each once at its smallest size (the CTest smoke run).
 #include <ktr/backends/gemm.hpp>
-#include <ktr/core/loss.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/models/layers.hpp>
+#include <ktr/models/loss.hpp>
 #include <ktr/optim/optimizer.hpp>
 #include <ktr/train/runtime.hpp>
 #include "bench/bench.hpp"

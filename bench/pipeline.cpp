@@ -13,8 +13,8 @@
 #include <ktr/backends/graph.hpp>
 #include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/error.hpp>
-#include <ktr/core/loss.hpp>
 #include <ktr/core/permutation.hpp>
+#include <ktr/models/loss.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
 #include "bench/bench.hpp"

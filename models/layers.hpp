@@ -6,8 +6,8 @@
 // instance it runs on and launches labelled kernels ("ktr::<layer>::<op>") or gemms on it; nothing allocates.
 #pragma once
 
-#include "../core/arena.hpp"
 #include "../core/tensor.hpp"
+#include "arena.hpp"
 #include "description.hpp"
 
 #include <memory>

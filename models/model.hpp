@@ -8,7 +8,7 @@
 // that, forward and backward allocate nothing, for any batch up to the largest.
 #pragma once
 
-#include "../core/arena.hpp"
+#include "arena.hpp"
 #include "layers.hpp"
 
 #include <memory>

@@ -26,12 +26,17 @@ for folder in "${!rank[@]}"; do
       [[ $text =~ ^[[:space:]]*#[[:space:]]*include[[:space:]]*[\"\<]([^\"\>]+)[\"\>] ]] || continue
       target=${BASH_REMATCH[1]}
       case $text in
-        *'"'*) path=$(realpath -m --relative-to=. "$dir/$target") ;;  # relative to the including file
+        *'"'*) path=$(realpath -m --relative-to=. "$dir/$target")  # relative to the including file, or to the
+               [[ ! -e $path && -e $target ]] && path=$target ;;    # root (apps and bench: "apps/cli.hpp")
         *) [[ $target == ktr/* ]] || continue; path=${target#ktr/} ;;
       esac
-      [[ $path == apps/* && $text == *'"apps/'* ]] && path=$target  # apps include "apps/..." from the root
       to=${path%%/*}
       [[ -n ${rank[$to]+x} ]] || continue  # Kokkos, the standard library, a generated header
+      if [[ $text == *'"'* && ! -e $path ]]; then
+        echo "$file:$lineno: includes $target, which is not there ($path)" >&2
+        bad=1
+        continue
+      fi
       checked=$((checked + 1))
       if ((rank[$to] > rank[$folder])); then
         echo "$file:$lineno: $folder (layer ${rank[$folder]}) includes $path ($to, layer ${rank[$to]}): upward" >&2

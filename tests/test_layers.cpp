@@ -1,9 +1,9 @@
 // Every layer and the loss: device forward vs the host double reference, and device gradients (inputs and
 // parameters) vs central finite differences of that reference in double precision.
-#include <ktr/core/arena.hpp>
 #include <ktr/core/error.hpp>
-#include <ktr/core/loss.hpp>
+#include <ktr/models/arena.hpp>
 #include <ktr/models/layers.hpp>
+#include <ktr/models/loss.hpp>
 #include "reference.hpp"
 
 #include <gtest/gtest.h>

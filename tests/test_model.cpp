@@ -2,7 +2,7 @@
 // differences of the composed host references.
 #include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/error.hpp>
-#include <ktr/core/loss.hpp>
+#include <ktr/models/loss.hpp>
 #include <ktr/models/model.hpp>
 #include "reference.hpp"
 

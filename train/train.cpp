@@ -3,8 +3,8 @@
 
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
-#include "../core/loss.hpp"
 #include "../core/ops.hpp"
+#include "../models/loss.hpp"
 
 #include <limits>
 #include <tuple>

@@ -2,9 +2,9 @@
 #include "arena.hpp"
 
 #include "../backends/kokkos_compat.hpp"
-#include "checked.hpp"
-#include "ops.hpp"
-#include "permutation.hpp"
+#include "../core/checked.hpp"
+#include "../core/ops.hpp"
+#include "../core/permutation.hpp"
 
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // whole buffer in one kernel; a checkpoint is the buffer. Offsets are padded to 64 bytes; padding stays zero.
 #pragma once
 
-#include "tensor.hpp"
+#include "../core/tensor.hpp"
 
 #include <string>
 #include <vector>

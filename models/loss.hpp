@@ -2,7 +2,7 @@
 // (through a stable log-softmax, with the count of correct predictions) and the mean squared error of regression.
 #pragma once
 
-#include "tensor.hpp"
+#include "../core/tensor.hpp"
 
 namespace ktr {
 

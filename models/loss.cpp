@@ -2,7 +2,7 @@
 #include "loss.hpp"
 
 #include "../backends/kokkos_compat.hpp"
-#include "error.hpp"
+#include "../core/error.hpp"
 
 namespace ktr {
 
