@@ -474,13 +474,9 @@ int eval(int argc, char* argv[]) {
       split == "train" || loaded.test.count == 0 ? "train" : (loaded.arrays ? "held-out" : "t10k");
   config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
   validate_run(config, data, nullptr, ckpt);
-  Model model(config.model, config.batch);
-  KTR_REQUIRE(!c.buffers.empty() && c.buffers[0].size() == std::size_t(model.arena().size()), ckpt,
-              "its parameters do not fit the model it names");
-  Kokkos::deep_copy(model.arena().params(), HostView<const float*>(c.buffers[0].data(), c.buffers[0].size()));
-  Evaluator evaluator(model, config.batch, config.norm, config.task);
+  TrainedModel m = load_trained_model(c, ckpt, config.batch);
   ExecSpace const space;
-  EvalResult const r = evaluator.run(space, model, data);
+  EvalResult const r = Evaluator(*m.model, config.batch, m.config.norm, m.config.task).run(space, *m.model, data);
   std::string const result = config.task == Task::regression
                                  ? fmt("mse %.6g, rmse %.6g", r.loss, r.rmse())
                                  : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);

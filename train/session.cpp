@@ -223,7 +223,10 @@ std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const
 }
 
 TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch) {
-  Checkpoint const c = read_checkpoint(path);
+  return load_trained_model(read_checkpoint(path), path, max_batch);
+}
+
+TrainedModel load_trained_model(Checkpoint const& c, std::string const& path, std::int64_t max_batch) {
   TrainedModel m;
   m.config = run_config(c, path);
   m.config.batch = max_batch;

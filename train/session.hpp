@@ -61,6 +61,8 @@ struct TrainedModel {
   std::int64_t step = 0;
 };
 TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch);
+/// The same from a checkpoint already read from `path` (so that its run_config() can be checked first).
+TrainedModel load_trained_model(Checkpoint const& ckpt, std::string const& path, std::int64_t max_batch);
 
 /// Bytes of device memory a Session for `config` holds on one of `ranks` ranks (model arena, gradients, optimiser
 /// state, workspace, micro-batch buffers, evaluation batch), from the host-side plan of its model (planned for
