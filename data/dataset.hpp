@@ -150,6 +150,16 @@ DeviceDataset dataset_from_views(ExecSpace const& space, FeatureView const& x, T
   return d;
 }
 
+/// An application's features alone as a dataset (for prediction), read in place: float or uint8, (N, D) or
+/// (N, H, W, C), any layout, in device memory. It has no targets (task() says classification; nothing reads them).
+template <class FeatureView>
+DeviceDataset dataset_from_features(FeatureView const& x) {
+  // A null (N) value view stands for the absent targets: nothing reads it, and its data() is null.
+  Kokkos::View<float*, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> none(
+      static_cast<float*>(nullptr), Kokkos::LayoutStride(std::size_t(x.extent(0)), 0));
+  return dataset_from_views(ExecSpace(), x, none);
+}
+
 /// The input transform applied while gathering: x = v * scale + shift, with one (scale, shift) for every feature
 /// (uint8 pixels: [0, 1] by default) or, where feature_scale is set, one per feature (float features).
 struct Normalization {

@@ -160,3 +160,76 @@ TEST(Trainer, ANamelessModelIsRefused) {
 }
 
 }  // namespace
+
+namespace {
+
+using Matrix = Kokkos::View<float**, ktr::MemSpace>;
+
+// y = 2 x0 - x1 + x2 x3 over a fixed grid of 4 features (a free function: nvcc takes extended lambdas only in
+// functions whose address can be taken).
+void fill_surface(Matrix const& x, Matrix const& y) {
+  Kokkos::parallel_for(
+      "test::surface", Kokkos::RangePolicy<ktr::ExecSpace>(0, int(x.extent(0))), KOKKOS_LAMBDA(int i) {
+        for (int j = 0; j < 4; ++j) x(i, j) = float((i * 7919 + j * 104729) % 1000) / 500.0f - 1.0f;
+        y(i, 0) = 2.0f * x(i, 0) - x(i, 1) + x(i, 2) * x(i, 3);
+      });
+  Kokkos::fence();
+}
+
+// The surface as an application's device views.
+struct Surface {
+  Matrix x, y;
+  explicit Surface(int n) : x("x", n, 4), y("y", n, 1) { fill_surface(x, y); }
+};
+
+TEST(Trainer, OnlineStepsOnCallerBatchesLearnAndAdvanceTheRun) {
+  ktr::ExecSpace const space;
+  Surface const s(1024);
+  RunConfig c;
+  c.model = "in=4 dense:64:relu dense:1";
+  c.batch = 64;
+  c.optimizer.lr = 3e-3f;
+  Trainer trainer(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  double const before = trainer.evaluate(space, ktr::dataset_from_views(space, s.x, s.y)).loss;
+  float first = 0, last = 0;
+  for (int i = 0; i < 600; ++i) {
+    int const at = (i * 64) % 1024, b = i % 3 == 2 ? 40 : 64;  // batches of any size up to the run's
+    auto const xs = Kokkos::subview(s.x, Kokkos::make_pair(at, at + b), Kokkos::ALL);
+    auto const ys = Kokkos::subview(s.y, Kokkos::make_pair(at, at + b), Kokkos::ALL);
+    if (i % 2) {
+      trainer.enqueue_step(space, xs, ys);  // no read-back
+      last = trainer.last_loss(space);
+    } else {
+      last = trainer.step(space, xs, ys);
+    }
+    if (i == 0) first = last;
+    ASSERT_TRUE(std::isfinite(last)) << i;
+  }
+  EXPECT_EQ(trainer.step(), 600);
+  double const after = trainer.evaluate(space, ktr::dataset_from_views(space, s.x, s.y)).loss;
+  EXPECT_LT(after, before / 10) << "mse " << before << " -> " << after;
+  EXPECT_LT(last, first / 10);
+  auto const big = Kokkos::subview(s.x, Kokkos::make_pair(0, 65), Kokkos::ALL);
+  EXPECT_THROW(trainer.step(space, big, Kokkos::subview(s.y, Kokkos::make_pair(0, 65), Kokkos::ALL)), ktr::Error);
+  Kokkos::View<std::int32_t*, ktr::MemSpace> labels("labels", 64);
+  EXPECT_THROW(trainer.step(space, Kokkos::subview(s.x, Kokkos::make_pair(0, 64), Kokkos::ALL), labels),
+               ktr::Error);  // class labels for a regression
+}
+
+TEST(Trainer, PredictionFromFeaturesAloneEqualsPredictionFromADataset) {
+  ktr::ExecSpace const space;
+  Surface const s(300);
+  RunConfig c;
+  c.model = "in=4 dense:16:relu dense:1";
+  c.batch = 32;
+  Trainer trainer(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  trainer.fit(space, 2);
+  Kokkos::View<float**, ktr::MemSpace> a("a", 300, 1), b("b", 300, 1);
+  trainer.predict(space, s.x, a);  // features alone: no targets needed
+  trainer.predict(space, ktr::dataset_from_views(space, s.x, s.y), b);
+  auto const ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
+  auto const hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
+  for (int i = 0; i < 300; ++i) ASSERT_EQ(ha(i, 0), hb(i, 0)) << i;
+}
+
+}  // namespace

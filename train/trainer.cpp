@@ -75,6 +75,37 @@ void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
   Predictor(model(), options_.eval_batch, config().norm).run(space, model(), inputs, out);
 }
 
+void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
+  TrainState& run = session_->state();
+  RunConfig const& cfg = config();
+  KTR_REQUIRE(batch.task() == cfg.task && batch.target_width() == model().output_width(), "ktr::Trainer::step",
+              "the batch's targets do not match the model (" +
+                  std::string(cfg.task == Task::regression ? "regression" : "classification") + ", " +
+                  std::to_string(model().output_width()) + " outputs)");
+  KTR_REQUIRE(batch.batch_shape(1) == model().input_shape(1), "ktr::Trainer::step",
+              "the batch's samples are " + batch.batch_shape(1).str() + ", the model takes " +
+                  model().input_shape(1).str());
+  KTR_REQUIRE(batch.count <= model().max_batch(), "ktr::Trainer::step",
+              "a batch of " + std::to_string(batch.count) + " samples is larger than the run's micro-batch (" +
+                  std::to_string(model().max_batch()) + ")");
+  auto& slot = online_[batch.count];
+  if (!slot) {  // each rank's own batch of b samples: b x ranks per update, one micro-batch each
+    slot = std::make_unique<TrainState>(model(), cfg.optimizer, batch.count * comm_.size(), cfg.seed, cfg.norm, 1,
+                                        cfg.task, Parallelism{comm_, 1, DataLayout::sharded});
+    slot->optimizer = run.optimizer;  // shares the run's moments (views are shared handles)
+    slot->step = run.step;            // and its device step counter (the schedule's position)
+  }
+  slot->host_step = run.host_step;
+  dispatch(space, *slot, model(), batch, 1);
+  run.host_step = slot->host_step;
+  last_online_ = slot.get();
+}
+
+float Trainer::last_loss(ExecSpace const& space) {
+  KTR_REQUIRE(last_online_, "ktr::Trainer::last_loss", "no online step has been taken");
+  return read_metrics(space, *last_online_, 1).loss.at(0);
+}
+
 RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs) {
   TrainerHooks none;
   return fit(space, epochs, none);

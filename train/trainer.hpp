@@ -13,6 +13,7 @@
 #include "session.hpp"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -91,6 +92,33 @@ class Trainer {
   RunSummary fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks);
   RunSummary fit(ExecSpace const& space, std::int64_t epochs);
 
+  /// Online training: one optimiser step on a batch the caller hands over, read in place (features and targets
+  /// as dataset_from_views takes them: any layout, float or uint8 features, int32 labels or float values), with
+  /// the run's input transform. The batch may have any size up to the run's micro-batch (its batch / (ranks x
+  /// accumulate)); with several ranks, each hands its own batch and the update averages all of them. step()
+  /// returns the step's loss (one read-back); enqueue_step() returns at once and leaves it on the device
+  /// (last_loss() reads it). Every step advances the run's step counter, schedule included.
+  template <class FeatureView, class TargetView>
+  float step(ExecSpace const& space, FeatureView const& x, TargetView const& y) {
+    enqueue_step(space, x, y);
+    return last_loss(space);
+  }
+  template <class FeatureView, class TargetView>
+  void enqueue_step(ExecSpace const& space, FeatureView const& x, TargetView const& y) {
+    int const classes = config().task == Task::classification ? int(model().output_width()) : 0;
+    enqueue_step(space, dataset_from_views(space, x, y, classes));
+  }
+  void enqueue_step(ExecSpace const& space, DeviceDataset const& batch);
+  /// The loss of the last online step (waits for `space`; a collective with several ranks).
+  float last_loss(ExecSpace const& space);
+
+  /// Predictions for features alone (any layout, (N, ...) as the model takes them) into `out` (N, width).
+  template <class FeatureView>
+  void predict(ExecSpace const& space, FeatureView const& x,
+               Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
+    predict(space, dataset_from_features(x), out);
+  }
+
   /// Loss and accuracy (or MSE) of the current model on `data`, with the run's input transform.
   EvalResult evaluate(ExecSpace const& space, DeviceDataset const& data);
   /// Predictions for every sample of `inputs` into `out` (N, width), with the run's input transform.
@@ -121,6 +149,9 @@ class Trainer {
   Communicator comm_;
   std::int64_t steps_per_epoch_ = 0;
   bool capture_reported_ = false;
+  // Online steps: one state per batch size, sharing the run's optimiser moments and step counter.
+  std::map<std::int64_t, std::unique_ptr<TrainState>> online_;
+  TrainState* last_online_ = nullptr;
 };
 
 }  // namespace ktr
