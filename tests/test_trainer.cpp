@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -230,6 +231,39 @@ TEST(Trainer, PredictionFromFeaturesAloneEqualsPredictionFromADataset) {
   auto const ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a);
   auto const hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b);
   for (int i = 0; i < 300; ++i) ASSERT_EQ(ha(i, 0), hb(i, 0)) << i;
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<std::string>& regions_seen() {
+  static std::vector<std::string> seen;
+  return seen;
+}
+void on_push_region(char const* name) { regions_seen().push_back(name); }
+
+TEST(Trainer, EveryEntryPointOpensAProfilingRegion) {
+  regions_seen().clear();
+  Kokkos::Tools::Experimental::set_push_region_callback(&on_push_region);
+  std::string const path = temp_path("regions.ckpt");
+  std::remove(path.c_str());
+  {
+    ktr::ExecSpace const space;
+    auto const data = ktr::test::small_dataset(64, 8);
+    Trainer trainer(space, config(), data, data, options(4, path));
+    trainer.fit(space, 1);
+    trainer.evaluate(space, data);
+    Kokkos::View<float**, ktr::MemSpace> out("out", 64, 10);
+    trainer.predict(space, data, out);
+    Trainer::resume(space, path, data);
+  }
+  Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  std::remove(path.c_str());
+  for (char const* name : {"ktr::Trainer::Trainer", "ktr::Trainer::fit", "ktr::Trainer::save",
+                           "ktr::Session::save", "ktr::Trainer::evaluate", "ktr::Evaluator::run",
+                           "ktr::Trainer::predict", "ktr::Predictor::run", "ktr::Trainer::resume"})
+    EXPECT_NE(std::find(regions_seen().begin(), regions_seen().end(), name), regions_seen().end()) << name;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Session construction, checkpoint save and restore.
 #include "session.hpp"
 
+#include "../backends/region.hpp"
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
 #include "../core/parse.hpp"
@@ -93,6 +94,7 @@ Session::Session(RunConfig const& config, int max_k, Communicator const& comm)
 }
 
 void Session::save(ExecSpace const& space, std::string const& path) const {
+  Region const region("ktr::Session::save");
   Checkpoint c;
   auto const& o = config_.optimizer;
   c.header = {{"model", config_.model},
@@ -227,6 +229,7 @@ TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch)
 }
 
 TrainedModel load_trained_model(Checkpoint const& c, std::string const& path, std::int64_t max_batch) {
+  Region const region("ktr::load_trained_model");
   TrainedModel m;
   m.config = run_config(c, path);
   m.config.batch = max_batch;

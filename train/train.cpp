@@ -2,6 +2,7 @@
 #include "train.hpp"
 
 #include "../backends/gemm.hpp"
+#include "../backends/region.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 #include "../models/loss.hpp"
@@ -211,6 +212,7 @@ Evaluator::Evaluator(Model const& model, std::int64_t batch, Normalization norm,
       correct_("ktr::eval::correct", 1) {}
 
 EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
+  Region const region("ktr::Evaluator::run");
   KTR_REQUIRE(data.task() == task_, "ktr::Evaluator", "the data's targets do not match the model's task");
   Kokkos::deep_copy(space, loss_, 0.0f);
   Kokkos::deep_copy(space, correct_, 0);
@@ -242,6 +244,7 @@ Predictor::Predictor(Model const& model, std::int64_t batch, Normalization norm)
 
 void Predictor::run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
                     Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
+  Region const region("ktr::Predictor::run");
   std::int64_t const width = model.output_width();
   KTR_REQUIRE(std::int64_t(out.extent(0)) == inputs.count && std::int64_t(out.extent(1)) == width,
               "ktr::Predictor",

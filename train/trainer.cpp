@@ -1,6 +1,7 @@
 // The training policy, once: dispatch, read back, detect divergence, report, evaluate, checkpoint, stop.
 #include "trainer.hpp"
 
+#include "../backends/region.hpp"
 #include "../core/error.hpp"
 
 #include <algorithm>
@@ -17,6 +18,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 // The fresh run's configuration: the task from the data, the input transform fitted on it.
 RunConfig fitted(ExecSpace const& space, RunConfig config, DeviceDataset const& train) {
+  Region const region("ktr::Trainer::Trainer");
   KTR_REQUIRE(!config.model.empty(), "ktr::Trainer", "no model description (RunConfig::model) given");
   config.task = train.task();
   config.norm = fit_normalization(space, train, config.normalize);
@@ -52,19 +54,24 @@ std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, std::string con
 std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, Checkpoint const& ckpt, std::string const& path,
                                          RunConfig const& config, DeviceDataset train, DeviceDataset test,
                                          TrainerOptions options, Communicator comm) {
+  Region const region("ktr::Trainer::resume");
   (void)space;  // the restored state is uploaded by deep copies that complete before they return
   auto session = Session::restore(ckpt, path, options.steps_per_dispatch, comm, &config);
   return std::unique_ptr<Trainer>(
       new Trainer(std::move(session), std::move(train), std::move(test), std::move(options), std::move(comm)));
 }
 
-void Trainer::save(ExecSpace const& space, std::string const& path) const { session_->save(space, path); }
+void Trainer::save(ExecSpace const& space, std::string const& path) const {
+  Region const region("ktr::Trainer::save");
+  session_->save(space, path);
+}
 
 void Trainer::save_if_asked(ExecSpace const& space) const {
   if (!options_.checkpoint.empty() && lead()) save(space, options_.checkpoint);
 }
 
 EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) {
+  Region const region("ktr::Trainer::evaluate");
   RunConfig const& c = config();
   Evaluator evaluator(model(), options_.eval_batch, c.norm, c.task);
   return evaluator.run(space, model(), data);
@@ -72,10 +79,12 @@ EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) 
 
 void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
                       Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
+  Region const region("ktr::Trainer::predict");
   Predictor(model(), options_.eval_batch, config().norm).run(space, model(), inputs, out);
 }
 
 void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
+  Region const region("ktr::Trainer::step");
   TrainState& run = session_->state();
   RunConfig const& cfg = config();
   KTR_REQUIRE(batch.task() == cfg.task && batch.target_width() == model().output_width(), "ktr::Trainer::step",
@@ -102,6 +111,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
 }
 
 float Trainer::last_loss(ExecSpace const& space) {
+  Region const region("ktr::Trainer::last_loss");
   KTR_REQUIRE(last_online_, "ktr::Trainer::last_loss", "no online step has been taken");
   return read_metrics(space, *last_online_, 1).loss.at(0);
 }
@@ -112,6 +122,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs) {
 }
 
 RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks) {
+  Region const region("ktr::Trainer::fit");
   RunConfig const& cfg = config();
   TrainState& state = session_->state();
   std::int64_t const spe = steps_per_epoch_, total = epochs * spe;
