@@ -2,31 +2,33 @@
 //
 //   #include <ktr/ktr.hpp>
 //
-// Layers of the library, each using only those above it:
-//   core/      tensors, element-wise kernels, the parameter arena, checked sizes, the losses
+// It exports what an application uses: the Trainer (a run: fit, online steps, evaluate, predict, checkpoints),
+// the session, dispatch and evaluation underneath it, datasets over files or the application's own views,
+// models, optimisers and schedules, checkpoints and safetensors, the Kokkos lifetime and the communicator for
+// data-parallel runs. Kernels, the Kokkos 3.4/4.x compatibility layer, hashing and the arena's internals are not
+// part of it (tests and benchmarks include those headers by name).
+//
+// Layers of the library, each using only those above it (cmake/layers.txt, checked in CI):
+//   core/      tensors, element-wise kernels, checked sizes, strict parsing
 //   backends/  everything backend-specific: Kokkos 3.4/4.x compatibility, gemm dispatch, captured graphs
-//   models/    model descriptions, layers and the models built from them
+//   models/    model descriptions, the parameter arena, layers, losses and the models built from them
 //   optim/     optimisers and learning-rate schedules over the arena
-//   data/      datasets on the device: IDX files, batches gathered and normalised on the device
-//   train/     the K-step training loop, evaluation, sessions, checkpoints, Kokkos lifetime
+//   data/      datasets on the device: IDX and .npy files, caller views, batches gathered on the device
+//   train/     the Trainer, the K-step loop, evaluation, sessions, checkpoints, safetensors, Kokkos lifetime
 #pragma once
 
 #include <ktr/backends/collective.hpp>
-#include <ktr/backends/graph.hpp>
-#include <ktr/backends/kokkos_compat.hpp>
 #include <ktr/core/error.hpp>
-#include <ktr/core/ops.hpp>
-#include <ktr/core/permutation.hpp>
 #include <ktr/core/tensor.hpp>
 #include <ktr/core/types.hpp>
 #include <ktr/data/dataset.hpp>
 #include <ktr/data/idx.hpp>
-#include <ktr/models/arena.hpp>
 #include <ktr/models/loss.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/optim/optimizer.hpp>
 #include <ktr/optim/schedule.hpp>
 #include <ktr/train/checkpoint.hpp>
+#include <ktr/train/interop.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
 #include <ktr/train/train.hpp>

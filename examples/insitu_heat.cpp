@@ -33,13 +33,20 @@ void step(ktr::ExecSpace const& space, Field const& in, Field const& out) {
       });
 }
 
-// Random initial fields: a few Gaussian bumps and a background, from a counter-based hash (same on every backend).
+// A counter-based hash (splitmix64's finaliser): the same random numbers on every backend.
+KOKKOS_INLINE_FUNCTION std::uint64_t hash(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Random initial fields: a few Gaussian bumps and a background.
 void initial_conditions(ktr::ExecSpace const& space, Field const& u, std::uint64_t seed) {
   Kokkos::parallel_for(
       "insitu::initial", Kokkos::RangePolicy<ktr::ExecSpace>(space, 0, int(u.extent(0))), KOKKOS_LAMBDA(int s) {
         auto uniform = [&](int k) {
-          return float(ktr::mix64(seed * 1000003u + std::uint64_t(s) * 64u + std::uint64_t(k)) >> 40) /
-                 float(1 << 24);
+          return float(hash(seed * 1000003u + std::uint64_t(s) * 64u + std::uint64_t(k)) >> 40) / float(1 << 24);
         };
         for (int p = 0; p < G * G; ++p) u(s, p) = 0.5f * uniform(0);
         for (int b = 0; b < 3; ++b) {
@@ -47,9 +54,10 @@ void initial_conditions(ktr::ExecSpace const& space, Field const& u, std::uint64
           float const r = 1.5f + 2.5f * uniform(4 * b + 4);
           for (int i = 0; i < G; ++i)
             for (int j = 0; j < G; ++j) {
-              float const di = ktr::compat::fmin(ktr::compat::fabs(i - ci), G - ktr::compat::fabs(i - ci));
-              float const dj = ktr::compat::fmin(ktr::compat::fabs(j - cj), G - ktr::compat::fabs(j - cj));
-              u(s, i * G + j) += a * ktr::compat::exp(-(di * di + dj * dj) / (2 * r * r));
+              // fminf, fabsf, expf: the C functions CUDA, HIP and the host all provide
+              float const di = fminf(fabsf(i - ci), G - fabsf(i - ci));
+              float const dj = fminf(fabsf(j - cj), G - fabsf(j - cj));
+              u(s, i * G + j) += a * expf(-(di * di + dj * dj) / (2 * r * r));
             }
         }
       });
