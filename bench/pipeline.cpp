@@ -228,7 +228,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
     // A graph-K whose capture failed ran the plain loop (multistep-K measures that): report it as unavailable.
     std::vector<Result> failed;
     for (auto it = variants.begin(); it != variants.end();) {
-      std::string const& why = it->session->state().capture_error;
+      std::string const& why = it->session->state().capture_error();
       if (it->name.rfind("graph-", 0) == 0 && !why.empty()) {
         failed.push_back(Result{model, it->name, it->k, config.batch, 0, 0, 0, false, "capture failed: " + why});
         it = variants.erase(it);

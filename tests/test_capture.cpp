@@ -75,7 +75,7 @@ TEST(Capture, TheDefaultInstanceRunsThePlainLoop) {
   EXPECT_FALSE(ktr::CapturedProgram::can_capture(ktr::ExecSpace()));
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(ktr::dispatch(ktr::ExecSpace(), s.state(), s.model(), data, 4), DispatchPath::plain);
-  EXPECT_TRUE(s.state().programs.empty());
+  EXPECT_TRUE(s.state().captured_programs() == 0);
 }
 
 TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
@@ -94,7 +94,7 @@ TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
     for (int d = 0; d < dispatches; ++d) {
       DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
       EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
-          << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error;
+          << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
       mc = ktr::read_metrics(space, captured.state(), K);
       ktr::train_steps(space, plain.state(), plain.model(), data, K);
       plain.state().host_step += K;
@@ -114,7 +114,7 @@ TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
     space.fence();
     expect_same_state(captured, plain, "captured vs plain loop");
     expect_same_state(captured, single, "captured vs single-step dispatches");
-    EXPECT_EQ(captured.state().programs.size(), 1u);
+    EXPECT_EQ(captured.state().captured_programs(), 1u);
     EXPECT_TRUE(std::isfinite(mc.loss[K - 1]));
   }
 }
@@ -138,14 +138,14 @@ TEST(Capture, ProgramsAreKeyedByModelDataAndK) {
                       {&second, K / 2, DispatchPath::replayed}};
   for (auto const& leg : legs) {
     DispatchPath const path = ktr::dispatch(space, s.state(), s.model(), *leg.data, leg.k);
-    EXPECT_EQ(path, leg.expected) << ktr::dispatch_path_name(path) << " " << s.state().capture_error;
+    EXPECT_EQ(path, leg.expected) << ktr::dispatch_path_name(path) << " " << s.state().capture_error();
     auto const m = ktr::read_metrics(space, s.state(), leg.k);
     ktr::train_steps(space, reference.state(), reference.model(), *leg.data, leg.k);
     reference.state().host_step += leg.k;
     auto const r = ktr::read_metrics(space, reference.state(), leg.k);
     EXPECT_TRUE(same_bits(m.loss, r.loss)) << "a replay used another key's data";
   }
-  EXPECT_EQ(s.state().programs.size(), 3u);
+  EXPECT_EQ(s.state().captured_programs(), 3u);
   expect_same_state(s, reference, "keyed programs vs plain loop");
 }
 

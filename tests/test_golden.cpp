@@ -5,6 +5,7 @@
 // reports itself skipped and prints the line to record (KTR_GOLDEN_PRINT=1 prints them for any flavour).
 // A change that alters results on purpose (a new initialiser, a checkpoint key) updates goldens_ and says why.
 #include <ktr/backends/device_info.hpp>
+#include <ktr/backends/gemm.hpp>
 #include <ktr/backends/kokkos_compat.hpp>
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/session.hpp>
@@ -43,6 +44,12 @@ std::string flavour() {
 #if defined(__OPTIMIZE__)
   f += "/opt";
 #endif
+  // The host BLAS's kernels (OpenBLAS picks them by CPU: SkylakeX, Haswell, Zen, ...; OPENBLAS_CORETYPE too).
+  std::string const blas = ktr::host_blas();
+  std::size_t const max_threads = blas.find(" MAX_THREADS");
+  std::size_t const core = blas.rfind(' ', max_threads == std::string::npos ? 0 : max_threads - 1);
+  if (max_threads != std::string::npos && core != std::string::npos)
+    f += "/blas-" + blas.substr(core + 1, max_threads - core - 1);
   return f + "/threads-" + std::to_string(ktr::ExecSpace().concurrency());
 }
 
@@ -143,17 +150,25 @@ std::map<std::string, Golden> run_all() {
 // flavour -> model -> (state, checkpoint) checksums, as printed by a run of this test.
 // Recorded from the main issue 21 started from (Intel Xeon, AVX-512, Kokkos_ARCH_SKX, Release).
 std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const goldens_ = {
-    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/threads-1",
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-1",
      {
          {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
          {"mlp", {0x8bc6ea54afe81287ull, 0xed1f4ec3dbabdea4ull}},         // last loss 0.199515
          {"regression", {0x1e073755c7de2471ull, 0x06adbd267342751aull}},  // last loss 34.6325
      }},
-    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/threads-2",
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-2",
      {
          {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
          {"mlp", {0xecd25ac192dd8171ull, 0x2ba7bc425927d846ull}},         // last loss 0.199515
          {"regression", {0x1e073755c7de2471ull, 0x06adbd267342751aull}},  // last loss 34.6325
+     }},
+    // Debian's binary Serial Kokkos (generic x86-64), recorded after the Trainer landed from the same session and
+    // dispatch path, which the OpenMP goldens above (recorded before it) show unchanged.
+    {"Serial/gen/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-1",
+     {
+         {"cnn", {0x61b9f9893ef409a9ull, 0xd2330c25fd7eead0ull}},         // last loss 1.85506
+         {"mlp", {0xba14c0a0b7eb41a3ull, 0x4825d5e055ab9eefull}},         // last loss 0.199515
+         {"regression", {0xdf11829c6e00222eull, 0xdf5edab7d62b43f5ull}},  // last loss 34.6325
      }},
 };
 

@@ -148,7 +148,7 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
   if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
-    auto& program = state.programs[ProgramKey(model, data, k)];
+    auto& program = state.programs_[ProgramKey(model, data, k)];
     if (program && program->valid()) {
       program->replay(space);
       path = DispatchPath::replayed;
@@ -161,7 +161,7 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
       if (program->capture(space, run_plain)) {
         path = DispatchPath::captured;
       } else {
-        state.capture_error = program->error();
+        state.capture_error_ = program->error();
         path = DispatchPath::capture_failed;
       }
     } else {

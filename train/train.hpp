@@ -59,6 +59,15 @@ struct Parallelism {
   DataLayout layout = DataLayout::replicated;
 };
 
+/// How a dispatch ran its K steps.
+enum class DispatchPath {
+  plain,           ///< train_steps: the backend or the instance (null stream) cannot capture
+  captured,        ///< train_steps, then the program was recorded: later dispatches of this key replay it
+  replayed,        ///< the captured program was launched
+  capture_failed,  ///< train_steps; capturing failed (state.capture_error() says why): this key stays plain
+};
+char const* dispatch_path_name(DispatchPath path);
+
 /// Everything a run keeps on the device besides the model: optimiser state, step counter, batch buffers and
 /// per-step metric arrays of length max_k. Allocated once.
 struct TrainState {
@@ -83,21 +92,23 @@ struct TrainState {
   DeviceView<float*> grad_sum;  ///< (arena) the update's gradient, summed over micro-batches (accumulate > 1)
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
-  std::map<ProgramKey, std::unique_ptr<CapturedProgram>> programs;  ///< captured K-step programs
-  std::string capture_error;  ///< why the last failed capture failed ("" if none did)
+
+  /// Why the last failed capture failed ("" if none did).
+  std::string const& capture_error() const { return capture_error_; }
+  /// K-step programs captured so far (one per model, data, K and precision).
+  std::size_t captured_programs() const { return programs_.size(); }
+
+ private:
+  // The training loop's own: the captured programs it replays, and why a capture failed.
+  friend DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data,
+                               int k);
+  std::map<ProgramKey, std::unique_ptr<CapturedProgram>> programs_;
+  std::string capture_error_;
 };
 
 /// Enqueues K complete steps on `space`: no fence, no host copy, no allocation.
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
-/// How a dispatch ran its K steps.
-enum class DispatchPath {
-  plain,           ///< train_steps: the backend or the instance (null stream) cannot capture
-  captured,        ///< train_steps, then the program was recorded: later dispatches of this key replay it
-  replayed,        ///< the captured program was launched
-  capture_failed,  ///< train_steps; capturing failed (state.capture_error says why): this key stays plain
-};
-char const* dispatch_path_name(DispatchPath path);
 
 /// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend, the
 /// instance and the communicator can capture (recording it on the first such dispatch, after running it plainly;

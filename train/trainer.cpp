@@ -143,7 +143,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
     int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, spe - in_epoch));  // never straddles
     auto const t0 = std::chrono::steady_clock::now();
     if (dispatch(space, state, model(), train_, k) == DispatchPath::capture_failed && !capture_reported_) {
-      hooks.on_capture_failed(state.capture_error);
+      hooks.on_capture_failed(state.capture_error());
       capture_reported_ = true;
     }
     StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
