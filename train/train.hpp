@@ -109,7 +109,6 @@ struct TrainState {
 /// Enqueues K complete steps on `space`: no fence, no host copy, no allocation.
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
-
 /// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend, the
 /// instance and the communicator can capture (recording it on the first such dispatch, after running it plainly;
 /// MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps.
