@@ -107,7 +107,7 @@ int import_weights_cmd(int argc, char* argv[]) {
     config.task = chosen == "regression" ? Task::regression : Task::classification;
     if (w.has_transform && given(app, "--normalize"))
       throw FlagError("--normalize: " + weights + " records its input transform (ktr.normalize_scale)");
-    config.normalize = w.has_transform ? "recorded" : normalize;
+    config.normalize = w.has_transform ? NormalizeMode::recorded : parse_normalize_mode(normalize);
     config.norm = w.has_transform ? w.norm : normalize == "none" ? Normalization::identity() : Normalization{};
     session.emplace(config, 1);
     Kokkos::deep_copy(session->model().arena().params(), HostView<const float*>(w.params.data(), w.params.size()));
@@ -115,7 +115,7 @@ int import_weights_cmd(int argc, char* argv[]) {
   session->save(ExecSpace(), out);
   std::printf("%s: %s from %s (%lld parameters, input transform %s)\n", out.c_str(), config.model.c_str(),
               weights.c_str(), (long long)session->model().arena().num_parameters(),
-              config.normalize == "recorded" ? "from the file" : config.normalize.c_str());
+              config.normalize == NormalizeMode::recorded ? "from the file" : normalize.c_str());
   return 0;
 }
 

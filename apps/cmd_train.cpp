@@ -251,7 +251,7 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags const& f) {
   o.nesterov = f.nesterov;
   o.weight_decay = float(f.weight_decay);
   o.clip_norm = float(f.clip_norm);
-  config.normalize = f.normalize;
+  config.normalize = parse_normalize_mode(f.normalize);  // the flag's validator accepts only the fittable ones
   return config;
 }
 

@@ -4,6 +4,7 @@
 #include "../backends/kokkos_compat.hpp"
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
+#include "../core/parse.hpp"
 #include "../core/permutation.hpp"
 #include "idx.hpp"
 
@@ -169,16 +170,37 @@ PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& da
   return PixelStatistics{mean, var > 0 ? std::sqrt(var) : 1.0};
 }
 
-Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, std::string const& mode) {
-  KTR_REQUIRE(mode == "standard" || mode == "unit" || mode == "none", "--normalize",
-              "must be standard, unit or none, got '" + mode + "'");
-  if (mode == "none") return Normalization::identity();
+char const* normalize_mode_name(NormalizeMode mode) {
+  switch (mode) {
+    case NormalizeMode::standard:
+      return "standard";
+    case NormalizeMode::unit:
+      return "unit";
+    case NormalizeMode::none:
+      return "none";
+    case NormalizeMode::recorded:
+      return "recorded";
+  }
+  return "?";
+}
+
+NormalizeMode parse_normalize_mode(std::string const& name) {
+  for (NormalizeMode m :
+       {NormalizeMode::standard, NormalizeMode::unit, NormalizeMode::none, NormalizeMode::recorded})
+    if (name == normalize_mode_name(m)) return m;
+  throw UsageError("normalisation mode '" + escaped(name) + "': must be standard, unit, none or recorded");
+}
+
+Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, NormalizeMode mode) {
+  KTR_REQUIRE(mode != NormalizeMode::recorded, "ktr::fit_normalization",
+              "a recorded transform comes with its model and is not fitted");
+  if (mode == NormalizeMode::none) return Normalization::identity();
   if (data.pixels.data()) {
-    if (mode == "unit") return Normalization{};
+    if (mode == NormalizeMode::unit) return Normalization{};
     PixelStatistics const stats = pixel_statistics(space, data);
     return Normalization::standardized(float(stats.mean), float(stats.std));
   }
-  if (mode == "unit") return Normalization::identity();
+  if (mode == NormalizeMode::unit) return Normalization::identity();
   // Per feature: a two-pass mean and variance in double, one feature per iteration (samples in order: the result
   // does not depend on the thread count).
   std::int64_t const D = data.sample_size(), N = data.count, W = data.width, C = data.channels;

@@ -184,10 +184,18 @@ struct PixelStatistics {
 };
 PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& data);
 
-/// The transform a run uses, from its training data: "standard" standardises uint8 pixels by their mean and
-/// std, and float features per feature (mean and std of each over the training samples, computed on the device;
-/// a constant feature keeps std 1); "unit" scales pixels to [0, 1] (floats unchanged); "none" changes nothing.
-Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, std::string const& mode);
+/// How a run's input transform is chosen: `standard` standardises uint8 pixels by their mean and std, and float
+/// features per feature (mean and std of each over the training samples, computed on the device; a constant
+/// feature keeps std 1); `unit` scales pixels to [0, 1] (floats unchanged); `none` changes nothing; `recorded`:
+/// the transform came with the model (a checkpoint of version 1, an imported file) and is not refitted.
+enum class NormalizeMode { standard, unit, none, recorded };
+/// "standard", "unit", "none", "recorded" (as checkpoints record it).
+char const* normalize_mode_name(NormalizeMode mode);
+/// The mode a name stands for; throws ktr::UsageError naming the value and the accepted names.
+NormalizeMode parse_normalize_mode(std::string const& name);
+
+/// The transform a run uses, fitted on its training data as `mode` says (`recorded` cannot be fitted).
+Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, NormalizeMode mode);
 
 /// Where a gather takes its samples: the step counter in device memory, plus a fixed offset. A step's global batch
 /// is `stride` rows of the epoch's permuted order; this gather takes `batch` of them from row `row` on (data

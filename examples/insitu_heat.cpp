@@ -113,7 +113,8 @@ int main(int argc, char* argv[]) {
       ktr::DeviceDataset const data = ktr::dataset_from_views(space, Kokkos::subview(x, filled, Kokkos::ALL),
                                                               Kokkos::subview(y, filled, Kokkos::ALL));
       if (!session) {
-        cfg.norm = ktr::fit_normalization(space, data, "standard");  // from the first round's fields
+        cfg.norm =
+            ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);  // from the first round's fields
         session = std::make_unique<ktr::Session>(cfg, 16);
       }
       for (int d = 0; d < 20; ++d) ktr::dispatch(space, session->state(), session->model(), data, 16);

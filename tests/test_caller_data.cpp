@@ -60,7 +60,7 @@ RunConfig regression_config() {
 std::vector<float> train_losses(DeviceDataset const& data, int dispatches, int k) {
   ktr::ExecSpace space;
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, "standard");
+  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   Session s(c, k);
   std::vector<float> losses;
   for (int i = 0; i < dispatches; ++i) {
@@ -110,7 +110,7 @@ TEST(CallerData, RegressionOnCallerViewsLearnsTheTargets) {
   EXPECT_EQ(data.target_width(), T);
   EXPECT_EQ(data.device_bytes(), 0);  // read in place
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, "standard");
+  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   Session s(c, 10);
   ktr::Evaluator eval(s.model(), 64, c.norm, ktr::Task::regression);
   double const before = eval.run(space, s.model(), data).loss;
@@ -139,7 +139,7 @@ TEST(CallerData, ClassLabelsFromCallerViewsCountTheirClasses) {
   c.model = "in=6 dense:16:relu dense:4";
   c.batch = 20;
   c.optimizer.lr = 1e-2f;
-  c.norm = ktr::fit_normalization(space, data, "standard");
+  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   Session s(c, 12);
   for (int i = 0; i < 40; ++i) ktr::dispatch(space, s.state(), s.model(), data, 12);
   auto const r = ktr::Evaluator(s.model(), 100, c.norm).run(space, s.model(), data);
@@ -153,7 +153,7 @@ TEST(CallerData, PerFeatureStandardisationMatchesTheHost) {
   ktr::ExecSpace space;
   auto data = ktr::dataset_from_views(space, device_matrix<Kokkos::LayoutLeft>(x, N, D),
                                       device_matrix<Kokkos::LayoutLeft>(y, N, T));
-  auto const norm = ktr::fit_normalization(space, data, "standard");
+  auto const norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   ASSERT_TRUE(norm.per_feature());
   auto scale = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm.feature_scale);
   auto shift = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm.feature_shift);
@@ -166,8 +166,9 @@ TEST(CallerData, PerFeatureStandardisationMatchesTheHost) {
     EXPECT_NEAR(scale(d), 1 / sd, 1e-5 / sd) << d;
     EXPECT_NEAR(shift(d), -mean / sd, 1e-5 * (1 + std::abs(mean / sd))) << d;
   }
-  EXPECT_FALSE(ktr::fit_normalization(space, data, "none").per_feature());
-  EXPECT_THROW(ktr::fit_normalization(space, data, "zscore"), ktr::Error);
+  EXPECT_FALSE(ktr::fit_normalization(space, data, ktr::NormalizeMode::none).per_feature());
+  EXPECT_THROW(ktr::parse_normalize_mode("zscore"), ktr::UsageError);
+  EXPECT_THROW(ktr::fit_normalization(space, data, ktr::NormalizeMode::recorded), ktr::Error);
 }
 
 TEST(CallerData, TrainingOnCallerViewsNeverCopiesTheirData) {
@@ -182,7 +183,7 @@ TEST(CallerData, TrainingOnCallerViewsNeverCopiesTheirData) {
   ktr::ToolsCounter counter;
   auto data = ktr::dataset_from_views(space, xv, yv);
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, "standard");
+  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   Session s(c, 8);
   ktr::dispatch(space, s.state(), s.model(), data, 8);  // warm-up
   space.fence();
@@ -206,7 +207,7 @@ TEST(CallerData, PredictorWritesIntoTheCallersView) {
   auto xv = device_matrix<Kokkos::LayoutRight>(x, N, D);
   auto data = ktr::dataset_from_views(space, xv, device_matrix<Kokkos::LayoutRight>(y, N, T));
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, "standard");
+  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   Session s(c, 4);
   ktr::dispatch(space, s.state(), s.model(), data, 4);
   std::string const path = ::testing::TempDir() + "ktr_caller_model.ckpt";

@@ -175,11 +175,11 @@ TEST(Checks, CheckpointVersionsOlderLoadNewerAreRefusedByNumber) {
   RunConfig c;
   c.model = "in=4x4x1 flatten dense:10";
   c.batch = 4;
-  c.normalize = "unit";
+  c.normalize = ktr::NormalizeMode::unit;
   Session s(c, 1);
   s.save(ktr::ExecSpace(), path);
   std::string bytes = slurp(path);
-  EXPECT_EQ(Session::restore(path, 1)->config().normalize, "unit");
+  EXPECT_EQ(Session::restore(path, 1)->config().normalize, ktr::NormalizeMode::unit);
   // Version 1 files (no normalisation mode recorded) still load; their scale and shift are what counts.
   Checkpoint v1 = ktr::read_checkpoint(path);
   v1.header.erase("normalize");

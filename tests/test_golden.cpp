@@ -89,7 +89,8 @@ struct Golden {
 // Trains `config` for 3 dispatches of 4 steps and checksums what it holds and saves.
 Golden train(RunConfig config, ktr::DeviceDataset const& data) {
   ktr::ExecSpace const space;
-  if (data.task() == ktr::Task::regression) config.norm = ktr::fit_normalization(space, data, "standard");
+  if (data.task() == ktr::Task::regression)
+    config.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   config.task = data.task();
   Session session(config, 4);
   ktr::StepMetrics m;
@@ -137,7 +138,7 @@ std::map<std::string, Golden> run_all() {
   reg.model = "in=6 dense:32:relu dense:32:relu dense:2";
   reg.batch = 20;
   reg.seed = 13;
-  reg.normalize = "standard";
+  reg.normalize = ktr::NormalizeMode::standard;
   reg.optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
   reg.optimizer.lr = 0.01f;
   reg.optimizer.momentum = 0.9f;

@@ -113,7 +113,7 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
               {"ranks", std::to_string(state_.parallel.comm.size())},  // for information: any divisor resumes
               {"seed", std::to_string(config_.seed)},
               {"task", config_.task == Task::regression ? "regression" : "classification"},
-              {"normalize", config_.normalize},
+              {"normalize", normalize_mode_name(config_.normalize)},
               {"norm_scale", exact(config_.norm.scale)},
               {"norm_shift", exact(config_.norm.shift)},
               {"input_transform", config_.norm.per_feature() ? "per_feature" : "scalar"},
@@ -176,7 +176,16 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
     config.accumulate = c.has("accumulate") ? int(integer(c, "accumulate", path, 1, config.batch)) : 1;
     config.seed = seed_of(c, path);
     // Version 1 did not record the mode; its scale and shift are what counts.
-    config.normalize = c.has("normalize") ? c.get("normalize") : "recorded";
+    if (c.has("normalize")) {
+      try {
+        config.normalize = parse_normalize_mode(c.get("normalize"));
+      } catch (Error const&) {
+        throw Error(path + ": header field 'normalize' is '" + escaped(c.get("normalize")) +
+                    "', not standard, unit, none or recorded");
+      }
+    } else {
+      config.normalize = NormalizeMode::recorded;
+    }
     config.norm.scale = float(number(c, "norm_scale", path));
     config.norm.shift = float(number(c, "norm_shift", path));
     KTR_REQUIRE(config.norm.scale != 0.0f, path, "header field 'norm_scale' is 0: every input would be the same");

@@ -16,9 +16,9 @@ struct RunConfig {
   std::int64_t batch = 256;  ///< samples per optimiser update, over all ranks
   int accumulate = 1;        ///< micro-batches averaged per update (optax.MultiSteps); checkpoint key, default 1
   std::uint64_t seed = 0;
-  Task task = Task::classification;    ///< softmax cross-entropy on labels, or mean squared error on values
-  std::string normalize = "standard";  ///< how `norm` was chosen: standard (training-set statistics), unit, none
-  Normalization norm;                  ///< the input transform the gather applies (kept in checkpoints)
+  Task task = Task::classification;  ///< softmax cross-entropy on labels, or mean squared error on values
+  NormalizeMode normalize = NormalizeMode::standard;  ///< how `norm` was chosen (checkpoints record the name)
+  Normalization norm;  ///< the input transform the gather applies (kept in checkpoints)
 };
 
 class Session {
