@@ -6,6 +6,8 @@
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/session.hpp>
 
+#include "helpers.hpp"
+
 #include <gtest/gtest.h>
 #include <zlib.h>
 
@@ -24,10 +26,7 @@ using ktr::Session;
 
 std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_checks_" + name; }
 
-std::string slurp(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using ktr::test::slurp;
 
 void spit(std::string const& path, std::string const& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
@@ -42,15 +41,7 @@ std::string with_crc(std::string bytes) {
   return bytes;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (ktr::Error const& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using ktr::test::error_of;
 
 TEST(Checks, ShapeSizeOverflowThrowsInsteadOfWrapping) {
   std::int64_t const big = std::int64_t(1) << 32;

@@ -9,6 +9,8 @@
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
 
+#include "helpers.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -23,15 +25,7 @@ using ktr::Checkpoint;
 using ktr::RunConfig;
 using ktr::Session;
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (ktr::Error const& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using ktr::test::error_of;
 
 std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_hostile_" + name; }
 

@@ -5,6 +5,7 @@
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/trainer.hpp>
 
+#include "helpers.hpp"
 #include "small_data.hpp"
 
 #include <gtest/gtest.h>
@@ -37,10 +38,7 @@ ktr::TrainerOptions options(int k, std::string checkpoint = "") {
 
 std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_trainer_" + name; }
 
-std::string slurp(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+using ktr::test::slurp;
 
 struct Counting : ktr::TrainerHooks {
   int dispatches = 0, epochs = 0, divergences = 0, stop_after = -1;
