@@ -432,7 +432,7 @@ int train(int argc, char* argv[]) {
   options.evaluate = !f.no_eval;
   DeviceDataset const test = evaluate ? data.test : DeviceDataset{};
   std::unique_ptr<Trainer> trainer =
-      f.resume.empty() ? std::make_unique<Trainer>(ExecSpace(), config, data.train, test, options, comm)
+      f.resume.empty() ? std::make_unique<Trainer>(space, config, data.train, test, options, comm)
                        : Trainer::resume(space, resumed, f.resume, config, data.train, test, options, comm);
   if (trainer->step() > f.epochs * trainer->steps_per_epoch())
     throw FlagError("--epochs: " + std::to_string(f.epochs) + " epochs are " +

@@ -265,3 +265,45 @@ TEST(Trainer, EveryEntryPointOpensAProfilingRegion) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Fence {
+  std::string name;
+  std::uint32_t device = 0;
+};
+std::vector<Fence>& fences_seen() {
+  static std::vector<Fence> seen;
+  return seen;
+}
+void on_begin_fence(char const* name, std::uint32_t device, std::uint64_t*) {
+  fences_seen().push_back(Fence{name, device});
+}
+
+TEST(Trainer, DispatchEvaluationAndSaveNeverFenceTheWholeDevice) {
+  // What a global fence reports: the device id of one Kokkos::fence() (Kokkos 4.x profiles fences; 3.4 does not).
+  fences_seen().clear();
+  Kokkos::Tools::Experimental::set_begin_fence_callback(&on_begin_fence);
+  Kokkos::fence();
+  if (fences_seen().empty()) {
+    Kokkos::Tools::Experimental::set_begin_fence_callback(nullptr);
+    GTEST_SKIP() << "Kokkos " << KOKKOS_VERSION
+                 << " reports no fences to Kokkos Tools (4.x does): nothing to observe";
+  }
+  std::uint32_t const global = fences_seen().front().device;
+  std::string const path = temp_path("fences.ckpt");
+  std::remove(path.c_str());
+  auto const data = ktr::test::small_dataset(64, 9);
+  ktr::ExecSpace const space;
+  Trainer trainer(space, config(), data, {}, options(4));
+  fences_seen().clear();
+  trainer.fit(space, 1);  // dispatches and their metric read-backs
+  trainer.evaluate(space, data);
+  trainer.save(space, path);
+  Kokkos::Tools::Experimental::set_begin_fence_callback(nullptr);
+  std::remove(path.c_str());
+  EXPECT_FALSE(fences_seen().empty()) << "the read-backs wait for their instance";
+  for (Fence const& f : fences_seen()) EXPECT_NE(f.device, global) << "a global fence: " << f.name;
+}
+
+}  // namespace

@@ -70,9 +70,12 @@ bool all_finite(std::vector<float> const& values) {
 
 }  // namespace
 
-std::vector<float> download(DeviceView<float*> const& v) {
+std::vector<float> download(DeviceView<float*> const& v) { return download(ExecSpace(), v); }
+
+std::vector<float> download(ExecSpace const& space, DeviceView<float*> const& v) {
   std::vector<float> out(v.extent(0));
-  Kokkos::deep_copy(HostView<float*>(out.data(), out.size()), v);
+  Kokkos::deep_copy(space, HostView<float*>(out.data(), out.size()), v);
+  space.fence();  // this instance only: a simulation's other streams go on
   return out;
 }
 
@@ -82,15 +85,18 @@ std::int64_t micro_batch(RunConfig const& config, int ranks) {
 }
 
 Session::Session(RunConfig const& config, int max_k, Communicator const& comm)
+    : Session(ExecSpace(), config, max_k, comm) {
+  ExecSpace().fence();  // training may run on another instance (stream), which does not wait for this one
+}
+
+Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Communicator const& comm)
     : config_(config),
       // sized for the micro-batch (TrainState reports a batch that does not divide)
       model_(config.model, micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
       state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
              Parallelism{comm, config.accumulate, DataLayout::replicated}) {
-  ExecSpace const space;
   model_.init(space, config.seed);
   comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
-  space.fence();  // training may run on another instance (stream), which does not wait for this one
 }
 
 void Session::save(ExecSpace const& space, std::string const& path) const {
@@ -118,16 +124,17 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
               {"norm_shift", exact(config_.norm.shift)},
               {"input_transform", config_.norm.per_feature() ? "per_feature" : "scalar"},
               {"step", ""}};
-  space.fence();  // the instance that trained: its stream does not wait for the default one
+  // Read back on the instance that trained (after its work), never through a fence of the whole device.
   std::int64_t step = 0;
-  Kokkos::deep_copy(step, state_.step);
-  c.header["step"] = std::to_string(step);
-  c.buffers.push_back(download(model_.arena().params()));
-  for (auto const& s : state_.optimizer.state()) c.buffers.push_back(download(s));
+  Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&step),
+                    state_.step);
+  c.buffers.push_back(download(space, model_.arena().params()));
+  for (auto const& s : state_.optimizer.state()) c.buffers.push_back(download(space, s));
   if (config_.norm.per_feature()) {  // the input transform travels with the model
-    c.buffers.push_back(download(config_.norm.feature_scale));
-    c.buffers.push_back(download(config_.norm.feature_shift));
+    c.buffers.push_back(download(space, config_.norm.feature_scale));
+    c.buffers.push_back(download(space, config_.norm.feature_shift));
   }
+  c.header["step"] = std::to_string(step);  // read: download() fenced the instance
   for (auto const& b : c.buffers)
     if (!all_finite(b))
       throw DivergenceError(path + ": refusing to save non-finite parameters or optimiser state (step " +

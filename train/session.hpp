@@ -26,6 +26,9 @@ class Session {
   /// Builds the model and its state, parameters initialised on the device from config.seed and broadcast from
   /// rank 0 of `comm` (every rank of a data-parallel run constructs its Session; the data is replicated).
   Session(RunConfig const& config, int max_k, Communicator const& comm = Communicator());
+  /// The same on the caller's instance: initialisation is enqueued on `space` (work the caller enqueues there
+  /// afterwards sees it; nothing else is fenced).
+  Session(ExecSpace const& space, RunConfig const& config, int max_k, Communicator const& comm = Communicator());
   /// Rebuilds a session from a checkpoint (model description, optimiser, step, seed) with room for max_k. Any
   /// rank count that divides the batch (with the accumulation) resumes the same run.
   static std::unique_ptr<Session> restore(std::string const& path, int max_k,
@@ -72,7 +75,9 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
 /// Samples of one rank's micro-batch: config.batch / (ranks * config.accumulate), or 0 if that is not whole.
 std::int64_t micro_batch(RunConfig const& config, int ranks);
 
-/// A device buffer copied to the host (blocking; checkpoints and tests).
+/// A device buffer copied to the host on `space`, after the work enqueued there (fences that instance only).
+std::vector<float> download(ExecSpace const& space, DeviceView<float*> const& v);
+/// The same on the default instance (tests, tools).
 std::vector<float> download(DeviceView<float*> const& v);
 
 }  // namespace ktr

@@ -178,10 +178,11 @@ StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k)
   std::size_t const n = std::size_t(state.parallel.accumulate), slots = std::size_t(k) * n;
   std::vector<float> loss(slots);
   std::vector<std::int32_t> correct(slots);
-  space.fence();
   auto range = std::make_pair<std::size_t, std::size_t>(0, std::size_t(slots));
-  Kokkos::deep_copy(HostView<float*>(loss.data(), slots), Kokkos::subview(state.loss, range));
-  Kokkos::deep_copy(HostView<std::int32_t*>(correct.data(), slots), Kokkos::subview(state.correct, range));
+  // Copied on the instance that ran the dispatch, after it; then that instance alone is waited for.
+  Kokkos::deep_copy(space, HostView<float*>(loss.data(), slots), Kokkos::subview(state.loss, range));
+  Kokkos::deep_copy(space, HostView<std::int32_t*>(correct.data(), slots), Kokkos::subview(state.correct, range));
+  space.fence();
   StepMetrics m;
   if (n == 1 && comm.size() == 1) {  // one micro-batch on one rank: the values themselves
     m.loss = std::move(loss), m.correct = std::move(correct);
@@ -230,9 +231,11 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
   }
   float loss_sum = 0;
   std::int32_t hits = 0;
-  space.fence();  // the scalars below are read through the default instance, which does not wait for `space`
-  Kokkos::deep_copy(loss_sum, Kokkos::subview(loss_, 0));
-  Kokkos::deep_copy(hits, Kokkos::subview(correct_, 0));
+  // Read back on `space`, after its work; only that instance is waited for.
+  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  Kokkos::deep_copy(space, Kokkos::View<float, HostSpace, Unmanaged>(&loss_sum), Kokkos::subview(loss_, 0));
+  Kokkos::deep_copy(space, Kokkos::View<std::int32_t, HostSpace, Unmanaged>(&hits), Kokkos::subview(correct_, 0));
+  space.fence();
   if (task_ == Task::regression)
     return EvalResult{loss_sum / (double(data.count) * double(model.output_width())),
                       std::numeric_limits<double>::quiet_NaN(), data.count};

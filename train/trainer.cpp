@@ -39,7 +39,8 @@ Trainer::Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDa
 
 Trainer::Trainer(ExecSpace const& space, RunConfig config, DeviceDataset train, DeviceDataset test,
                  TrainerOptions options, Communicator comm)
-    : Trainer(std::make_unique<Session>(fitted(space, std::move(config), train), options.steps_per_dispatch, comm),
+    : Trainer(std::make_unique<Session>(space, fitted(space, std::move(config), train), options.steps_per_dispatch,
+                                        comm),
               std::move(train), std::move(test), std::move(options), comm) {}
 
 std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, std::string const& path, DeviceDataset train,
