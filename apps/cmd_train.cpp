@@ -122,12 +122,12 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
                                            : "the model was trained for classification, the data has regression "
                                              "targets");
   if (cfg.task == Task::classification)
-    KTR_REQUIRE(plan.classes == train_data.num_classes, model_flag,
-                "the model outputs " + std::to_string(plan.classes) + " classes, the data has " +
+    KTR_REQUIRE(plan.output_width == train_data.num_classes, model_flag,
+                "the model outputs " + std::to_string(plan.output_width) + " classes, the data has " +
                     std::to_string(train_data.num_classes));
   else
-    KTR_REQUIRE(plan.classes == train_data.target_width(), model_flag,
-                "the model outputs " + std::to_string(plan.classes) + " values, the targets have " +
+    KTR_REQUIRE(plan.output_width == train_data.target_width(), model_flag,
+                "the model outputs " + std::to_string(plan.output_width) + " values, the targets have " +
                     std::to_string(train_data.target_width()));
   if (test_data) {
     KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",

@@ -20,9 +20,11 @@ void own_features(DeviceDataset& d, DeviceView<T*> const& storage) {
   std::int64_t const ext[4] = {d.count, d.height, d.width, d.channels};
   std::int64_t const str[4] = {d.sample_size(), d.width * d.channels, d.channels, 1};
   if constexpr (std::is_same<T, float>::value)
-    d.features = impl::strided4<float>(storage.data(), ext, str);
+    d.features = impl::strided4<float>(storage.data(), ext, str),
+    d.feature_kind = DeviceDataset::Features::float32;
   else
-    d.pixels = impl::strided4<std::uint8_t>(storage.data(), ext, str);
+    d.pixels = impl::strided4<std::uint8_t>(storage.data(), ext, str),
+    d.feature_kind = DeviceDataset::Features::uint8;
 }
 
 }  // namespace
@@ -100,6 +102,7 @@ DeviceDataset make_device_dataset(std::vector<float> const& features, std::vecto
     Kokkos::deep_copy(y, HostView<const float*>(values.data(), values.size()));
     d.values = DeviceDataset::Values(y.data(),
                                      Kokkos::LayoutStride(std::size_t(count), std::size_t(t), std::size_t(t), 1));
+    d.target_kind = DeviceDataset::Targets::values;
     d.bytes += std::int64_t(values.size()) * 4;
     d.keep = std::make_shared<std::pair<DeviceView<float*>, DeviceView<float*>> const>(x, y);
   }
@@ -149,7 +152,8 @@ Normalization Normalization::standardized(float mean, float std) {
 }
 
 PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& data) {
-  KTR_REQUIRE(data.pixels.data() != nullptr, "ktr::pixel_statistics", "the dataset has no uint8 pixels");
+  KTR_REQUIRE(data.feature_kind == DeviceDataset::Features::uint8, "ktr::pixel_statistics",
+              "the dataset has no uint8 pixels");
   auto px = data.pixels;
   std::int64_t const H = data.height, W = data.width, C = data.channels;
   double sum = 0, sum_sq = 0;
@@ -195,7 +199,7 @@ Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& dat
   KTR_REQUIRE(mode != NormalizeMode::recorded, "ktr::fit_normalization",
               "a recorded transform comes with its model and is not fitted");
   if (mode == NormalizeMode::none) return Normalization::identity();
-  if (data.pixels.data()) {
+  if (data.feature_kind == DeviceDataset::Features::uint8) {
     if (mode == NormalizeMode::unit) return Normalization{};
     PixelStatistics const stats = pixel_statistics(space, data);
     return Normalization::standardized(float(stats.mean), float(stats.std));
@@ -324,13 +328,14 @@ void gather_with(char const* label, ExecSpace const& space, DeviceDataset const&
                  IndexOf index_of, Reader const& rd, Batch const& out) {
   float* x = out.x.data();
   std::int64_t const sample = data.sample_size();
-  TargetCopier const targets{data.labels,
-                             data.values,
-                             out.labels,
-                             out.values.data(),
-                             data.values.data() ? std::int64_t(data.values.extent(1)) : 0,
-                             data.labels.data() && out.labels.extent(0) > 0,
-                             data.values.data() && out.values.size() > 0};
+  TargetCopier const targets{
+      data.labels,
+      data.values,
+      out.labels,
+      out.values.data(),
+      data.target_kind == DeviceDataset::Targets::values ? std::int64_t(data.values.extent(1)) : 0,
+      data.target_kind == DeviceDataset::Targets::labels && out.labels.extent(0) > 0,
+      data.target_kind == DeviceDataset::Targets::values && out.values.size() > 0};
   if constexpr (device_is_host) {
     // Samples are scattered over the dataset, so each is a cold read: while one is converted, the next one's
     // cache lines are requested (a contiguous sample is a run of lines that the prefetch covers). Runs of
@@ -377,7 +382,7 @@ void gather(char const* label, ExecSpace const& space, DeviceDataset const& data
   if (out.values.size() > 0)
     KTR_REQUIRE(out.values.shape() == Shape({batch, data.target_width()}), label,
                 "target buffer " + out.values.shape().str() + " does not hold (B, T)");
-  if (data.features.data())
+  if (data.feature_kind == DeviceDataset::Features::float32)
     gather_with(label, space, data, batch, index_of, reader(data.features, data, norm), out);
   else
     gather_with(label, space, data, batch, index_of, reader(data.pixels, data, norm), out);

@@ -30,8 +30,12 @@ namespace ktr {
 /// What a model learns from the targets: classes (softmax cross-entropy) or values (mean squared error).
 enum class Task { classification, regression };
 
-/// Features (N, ...) and targets in device memory, seen through strides. Copies are shallow (like views).
+/// Features (N, ...) and targets in device memory, seen through strides. Copies are shallow (like views). Which
+/// features and which targets it holds is said by feature_kind and target_kind (the other views are empty).
 struct DeviceDataset {
+  enum class Features { uint8, float32 };       ///< `pixels` (uint8) or `features` (float)
+  enum class Targets { labels, values, none };  ///< `labels`, `values`, or none (features alone: prediction)
+
   template <class T>
   using Strided4 =
       Kokkos::View<const T****, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -44,13 +48,16 @@ struct DeviceDataset {
   Strided4<float> features;       ///< float features (N, H, W, C) (vectors: (N, 1, 1, D)), or empty
   Labels labels;                  ///< class labels (N) for classification, or empty
   Values values;                  ///< regression targets (N, T), or empty
+  Features feature_kind = Features::uint8;
+  Targets target_kind = Targets::labels;
   std::int64_t count = 0, height = 1, width = 1, channels = 1;
   bool vector = false;     ///< samples are vectors (D = channels): batches are (B, D), models start with in=D
   int num_classes = 0;     ///< classification: labels lie in [0, num_classes)
   std::int64_t bytes = 0;  ///< device memory this dataset owns (0 for an application's views)
   std::shared_ptr<void const> keep;  ///< keeps the underlying views alive (they are read unmanaged)
 
-  Task task() const { return values.data() ? Task::regression : Task::classification; }
+  Task task() const { return target_kind == Targets::values ? Task::regression : Task::classification; }
+  bool has_targets() const { return target_kind != Targets::none; }
   /// Targets per sample: the class count for classification, T for regression.
   std::int64_t target_width() const {
     return task() == Task::regression ? std::int64_t(values.extent(1)) : num_classes;
@@ -131,9 +138,11 @@ DeviceDataset dataset_from_views(ExecSpace const& space, FeatureView const& x, T
   }
   KTR_REQUIRE(d.sample_size() > 0, "ktr::dataset_from_views", "empty samples");
   if constexpr (std::is_same<F, float>::value)
-    d.features = impl::strided4<float>(x.data(), ext, str);
+    d.features = impl::strided4<float>(x.data(), ext, str), d.feature_kind = DeviceDataset::Features::float32;
   else
-    d.pixels = impl::strided4<std::uint8_t>(x.data(), ext, str);
+    d.pixels = impl::strided4<std::uint8_t>(x.data(), ext, str), d.feature_kind = DeviceDataset::Features::uint8;
+  d.target_kind =
+      std::is_same<Y, std::int32_t>::value ? DeviceDataset::Targets::labels : DeviceDataset::Targets::values;
   if constexpr (std::is_same<Y, std::int32_t>::value) {
     d.labels =
         DeviceDataset::Labels(y.data(), Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0))));
@@ -157,7 +166,10 @@ DeviceDataset dataset_from_features(FeatureView const& x) {
   // A null (N) value view stands for the absent targets: nothing reads it, and its data() is null.
   Kokkos::View<float*, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> none(
       static_cast<float*>(nullptr), Kokkos::LayoutStride(std::size_t(x.extent(0)), 0));
-  return dataset_from_views(ExecSpace(), x, none);
+  DeviceDataset d = dataset_from_views(ExecSpace(), x, none);
+  d.values = DeviceDataset::Values();
+  d.target_kind = DeviceDataset::Targets::none;
+  return d;
 }
 
 /// The input transform applied while gathering: x = v * scale + shift, with one (scale, shift) for every feature

@@ -23,7 +23,7 @@ Model::Model(std::string const& description, std::int64_t max_batch) : Model(des
 
 ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
   Model const m(description, max_batch, false);
-  return ModelPlan{m.description_,  m.input_,           m.num_classes(), m.arena_.num_parameters(),
+  return ModelPlan{m.description_,  m.input_,           m.output_width(), m.arena_.num_parameters(),
                    m.arena_.size(), m.workspace_floats_};
 }
 

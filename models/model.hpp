@@ -22,7 +22,7 @@ namespace ktr {
 struct ModelPlan {
   std::string description;            ///< normalised description
   Shape input;                        ///< (1, H, W, C)
-  std::int64_t classes = 0;           ///< width of the last layer's output
+  std::int64_t output_width = 0;      ///< width of the last layer's output: classes, or regression targets
   std::int64_t parameters = 0;        ///< parameter count (without padding)
   std::int64_t arena_floats = 0;      ///< one arena buffer (parameters, or gradients, or one optimiser moment)
   std::int64_t workspace_floats = 0;  ///< activations, gradients and scratch for the largest batch
@@ -46,7 +46,6 @@ class Model {
   /// (B, H, W, C) or (B, D) of an input batch.
   Shape input_shape(std::int64_t batch) const { return input_.with_batch(batch); }
   /// Width of the output: the class count (classification) or the targets per sample (regression).
-  std::int64_t num_classes() const { return shapes_.back()[1]; }
   std::int64_t output_width() const { return shapes_.back()[1]; }
   Arena const& arena() const { return arena_; }
   std::size_t num_layers() const { return layers_.size(); }

@@ -58,7 +58,7 @@ TEST(Checks, ModelPlanAllocatesNothingAndMatchesTheModel) {
     EXPECT_EQ(counter.allocations(), 0) << (counter.events().empty() ? "" : counter.events().front());
   }
   Model const model(cnn, 64);
-  EXPECT_EQ(plan.classes, 10);
+  EXPECT_EQ(plan.output_width, 10);
   EXPECT_EQ(plan.input, model.input_shape(1));
   EXPECT_EQ(plan.parameters, model.arena().num_parameters());
   EXPECT_EQ(plan.arena_floats, model.arena().size());

@@ -45,7 +45,7 @@ TEST(Model, DescriptionsRoundTripAndCountParameters) {
   EXPECT_EQ(cnn.description(), "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10");
   EXPECT_EQ(cnn.arena().num_parameters(), 3 * 3 * 32 + 32 + 14 * 14 * 32 * 10 + 10);
   EXPECT_EQ(Model(cnn.description(), 4).description(), cnn.description());
-  EXPECT_EQ(cnn.num_classes(), 10);
+  EXPECT_EQ(cnn.output_width(), 10);
 }
 
 TEST(Model, RejectsBadDescriptions) {

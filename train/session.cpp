@@ -152,7 +152,8 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
   std::int64_t floats = checked_mul(plan.arena_floats, 2 + moments + sums, what);
   floats = checked_add(floats, plan.workspace_floats, what);
   // the micro-batch (b, ...) and its targets, and the evaluator's batch of up to 1000
-  std::int64_t const per_sample = checked_add(sample, config.task == Task::regression ? plan.classes : 1, what);
+  std::int64_t const per_sample =
+      checked_add(sample, config.task == Task::regression ? plan.output_width : 1, what);
   std::int64_t const micro = std::max<std::int64_t>(micro_batch(config, ranks), 1);
   floats = checked_add(floats, checked_mul(micro, per_sample, what), what);
   floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), per_sample, what), what);

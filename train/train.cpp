@@ -20,10 +20,13 @@ ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_)
     : model(address(&m)),
       params(address(m.arena().params().data())),
       grads(address(m.arena().grads().data())),
-      features(data.features.data() ? address(data.features.data()) : address(data.pixels.data())),
-      targets(data.values.data() ? address(data.values.data()) : address(data.labels.data())),
+      features(data.feature_kind == DeviceDataset::Features::float32 ? address(data.features.data())
+                                                                     : address(data.pixels.data())),
+      targets(data.target_kind == DeviceDataset::Targets::values ? address(data.values.data())
+                                                                 : address(data.labels.data())),
       count(data.count),
-      feature_stride(std::int64_t(data.features.data() ? data.features.stride(0) : data.pixels.stride(0))),
+      feature_stride(std::int64_t(data.feature_kind == DeviceDataset::Features::float32 ? data.features.stride(0)
+                                                                                        : data.pixels.stride(0))),
       k(k_),
       precision(int(matmul_precision())) {}
 

@@ -88,6 +88,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
   Region const region("ktr::Trainer::step");
   TrainState& run = session_->state();
   RunConfig const& cfg = config();
+  KTR_REQUIRE(batch.has_targets(), "ktr::Trainer::step", "the batch has no targets to learn from");
   KTR_REQUIRE(batch.task() == cfg.task && batch.target_width() == model().output_width(), "ktr::Trainer::step",
               "the batch's targets do not match the model (" +
                   std::string(cfg.task == Task::regression ? "regression" : "classification") + ", " +
