@@ -407,11 +407,11 @@ int train(int argc, char* argv[]) {
   if (!f.resume.empty()) resumed = read_checkpoint(f.resume);
   // Several ranks on a GPU node: one device each, by node-local rank.
   runtime.emplace(f.threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
-  set_matmul_precision(precision);
   if (!f.resume.empty()) {
     config = run_config(resumed, f.resume);
     if (given(app, "--accumulate")) config.accumulate = f.accumulate;  // the trajectory does not depend on it
   }
+  config.precision = precision;  // the run's own, not the process's
   auto const t_load = std::chrono::steady_clock::now();
   RunData const data = load_run_data(f.data, !f.no_eval, config.seed);
   bool const evaluate = !f.no_eval && data.test.count > 0;

@@ -41,7 +41,8 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
 }
 
 std::atomic<std::int64_t> g_gemm_calls{0};
-std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};  // the process default
+thread_local int t_precision = -1;  // this thread's scoped precision (a MatmulPrecision), -1 for none
 
 #if defined(KOKKOS_ENABLE_CUDA)
 // One cuBLAS handle per stream, each bound to its stream once, with a ktr-owned workspace: cuBLAS would otherwise
@@ -164,7 +165,7 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
   int const m = static_cast<int>(c.extent(0)), n = static_cast<int>(c.extent(1));
   int const k = static_cast<int>(trans_a ? a.extent(0) : a.extent(1));
-  cublasHandle_t const h = CublasRegistry::get().handle(space.cuda_stream(), g_precision.load());
+  cublasHandle_t const h = CublasRegistry::get().handle(space.cuda_stream(), matmul_precision());
   auto status = cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
                             &alpha, b.data(), static_cast<int>(b.extent(1)), a.data(),
                             static_cast<int>(a.extent(1)), &beta, c.data(), n);
@@ -184,7 +185,7 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
 std::string gemm_backend() {
 #if defined(KOKKOS_ENABLE_CUDA)
   return std::string("cuBLAS (per-stream handle and workspace, ") +
-         (g_precision.load() == MatmulPrecision::tf32 ? "TF32" : "FP32") + ")";
+         (matmul_precision() == MatmulPrecision::tf32 ? "TF32" : "FP32") + ")";
 #else
   std::string s = KTR_KK_GEMM_TAKES_SPACE ? "KokkosBlas::gemm (instance)" : "KokkosBlas::gemm";
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
@@ -244,7 +245,15 @@ void set_matmul_precision(MatmulPrecision p) {
   g_precision.store(p);
 }
 
-MatmulPrecision matmul_precision() { return g_precision.load(); }
+MatmulPrecision matmul_precision() { return t_precision >= 0 ? MatmulPrecision(t_precision) : g_precision.load(); }
+
+ScopedMatmulPrecision::ScopedMatmulPrecision(MatmulPrecision p) : previous_(t_precision) {
+  KTR_REQUIRE(p == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::ScopedMatmulPrecision",
+              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  t_precision = int(p);
+}
+
+ScopedMatmulPrecision::~ScopedMatmulPrecision() { t_precision = previous_; }
 
 void release_gemm_resources(ExecSpace const& space) {
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -49,10 +49,27 @@ MatmulPrecision parse_matmul_precision(std::string const& text, std::string cons
 char const* matmul_precision_name(MatmulPrecision p);
 /// True where gemm can use TF32 (CUDA builds).
 bool matmul_tf32_available();
-/// Sets the precision of every later gemm call in this process (all streams). Throws ktr::Error for tf32 where
-/// matmul_tf32_available() is false. A captured program keeps the precision it was captured with.
+/// Sets the process default: the precision of gemm calls made outside any ScopedMatmulPrecision (a run's own
+/// precision, RunConfig::precision, takes precedence inside its dispatches, evaluations and predictions). Throws
+/// ktr::Error for tf32 where matmul_tf32_available() is false. A captured program keeps the precision it was
+/// captured with.
 void set_matmul_precision(MatmulPrecision p);
+/// The precision of a gemm called now on this host thread: the innermost ScopedMatmulPrecision's, else the
+/// process default.
 MatmulPrecision matmul_precision();
+
+/// The precision of the gemm calls this host thread makes while the object lives (a run's, set by dispatch and
+/// by the Trainer around evaluation and prediction): two runs of one process may use different precisions.
+class ScopedMatmulPrecision {
+ public:
+  explicit ScopedMatmulPrecision(MatmulPrecision p);
+  ~ScopedMatmulPrecision();
+  ScopedMatmulPrecision(ScopedMatmulPrecision const&) = delete;
+  ScopedMatmulPrecision& operator=(ScopedMatmulPrecision const&) = delete;
+
+ private:
+  int previous_;
+};
 
 /// Releases what gemm keeps for `space`'s stream (its cuBLAS handle and workspace); a later gemm on that
 /// stream creates them again. Waits for the stream. No-op elsewhere.

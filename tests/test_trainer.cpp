@@ -307,3 +307,40 @@ TEST(Trainer, DispatchEvaluationAndSaveNeverFenceTheWholeDevice) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Trainer, TheGemmPrecisionIsPartOfTheRunAndOfTheProgramKey) {
+  ktr::Model const model("in=8x8x1 flatten dense:10", 4);
+  auto const data = ktr::test::small_dataset(40, 10);
+  ktr::ProgramKey const fp32(model, data, 4, ktr::MatmulPrecision::fp32),
+      tf32(model, data, 4, ktr::MatmulPrecision::tf32);
+  EXPECT_TRUE((fp32 < tf32) != (tf32 < fp32)) << "programs captured at two precisions share a key";
+  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the process default
+  RunConfig c = config();
+  c.precision = ktr::MatmulPrecision::tf32;
+  std::string const error =
+      ktr::test::error_of([&] { Trainer(ktr::ExecSpace(), c, data).fit(ktr::ExecSpace(), 1); });
+  if (ktr::matmul_tf32_available())
+    EXPECT_EQ(error, "(no error)");
+  else
+    EXPECT_NE(error.find("tf32 needs a CUDA build"), std::string::npos) << error;
+  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32) << "a run's precision leaked into the process";
+}
+
+TEST(Trainer, ScopedPrecisionsNestAndRestore) {
+  if (!ktr::matmul_tf32_available())
+    GTEST_SKIP() << "tf32 needs a CUDA build (this one runs on " << ktr::ExecSpace::name() << ")";
+  {
+    ktr::ScopedMatmulPrecision const outer(ktr::MatmulPrecision::tf32);
+    EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::tf32);
+    {
+      ktr::ScopedMatmulPrecision const inner(ktr::MatmulPrecision::fp32);
+      EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
+    }
+    EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::tf32);
+  }
+  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
+}
+
+}  // namespace

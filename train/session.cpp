@@ -95,6 +95,9 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
       model_(config.model, micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
       state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
              Parallelism{comm, config.accumulate, DataLayout::replicated}) {
+  KTR_REQUIRE(config.precision == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::Session",
+              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  state_.precision = config.precision;
   model_.init(space, config.seed);
   comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
 }

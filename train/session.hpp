@@ -19,6 +19,9 @@ struct RunConfig {
   Task task = Task::classification;  ///< softmax cross-entropy on labels, or mean squared error on values
   NormalizeMode normalize = NormalizeMode::standard;  ///< how `norm` was chosen (checkpoints record the name)
   Normalization norm;  ///< the input transform the gather applies (kept in checkpoints)
+  /// The arithmetic of the run's matrix products (fp32, or tf32 on CUDA builds); not recorded in checkpoints (a
+  /// resumed run chooses its own, as `ktr train --resume --precision` does).
+  MatmulPrecision precision = MatmulPrecision::fp32;
 };
 
 class Session {

@@ -16,7 +16,7 @@ namespace {
 std::uintptr_t address(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
 }  // namespace
 
-ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_)
+ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_, MatmulPrecision precision_)
     : model(address(&m)),
       params(address(m.arena().params().data())),
       grads(address(m.arena().grads().data())),
@@ -28,7 +28,7 @@ ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_)
       feature_stride(std::int64_t(data.feature_kind == DeviceDataset::Features::float32 ? data.features.stride(0)
                                                                                         : data.pixels.stride(0))),
       k(k_),
-      precision(int(matmul_precision())) {}
+      precision(int(precision_)) {}
 
 bool ProgramKey::operator<(ProgramKey const& o) const {
   return std::tie(model, params, grads, features, targets, count, feature_stride, k, precision) <
@@ -94,6 +94,7 @@ TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int6
 }
 
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
+  ScopedMatmulPrecision const precision(state.precision);
   KTR_REQUIRE(k > 0 && k <= state.max_k, "ktr::train_steps", "K must be in [1, max_k]");
   KTR_REQUIRE(data.task() == state.task, "ktr::train_steps",
               state.task == Task::regression ? "the run is a regression, the data has class labels"
@@ -145,13 +146,14 @@ char const* dispatch_path_name(DispatchPath path) {
 }
 
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
+  ScopedMatmulPrecision const precision(state.precision);  // the run's, also while a program is captured
   auto run_plain = [&] { train_steps(space, state, model, data, k); };
   DispatchPath path = DispatchPath::plain;
   // A collective that waits for the host (MPI without NCCL) cannot be captured: such runs stay plain.
   if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
-    auto& program = state.programs_[ProgramKey(model, data, k)];
+    auto& program = state.programs_[ProgramKey(model, data, k, state.precision)];
     if (program && program->valid()) {
       program->replay(space);
       path = DispatchPath::replayed;

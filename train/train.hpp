@@ -20,6 +20,7 @@
 #pragma once
 
 #include "../backends/collective.hpp"
+#include "../backends/gemm.hpp"
 #include "../backends/graph.hpp"
 #include "../data/dataset.hpp"
 #include "../models/model.hpp"
@@ -35,14 +36,14 @@
 namespace ktr {
 
 /// What a captured K-step program was built from: a program replays the device addresses it recorded, so a
-/// different model, dataset, K or gemm precision needs a program of its own.
+/// different model, dataset, K or gemm precision (the run's: TrainState::precision) needs a program of its own.
 struct ProgramKey {
   std::uintptr_t model = 0, params = 0, grads = 0;  ///< the model object and its arenas
   std::uintptr_t features = 0, targets = 0;         ///< the dataset's device views
   std::int64_t count = 0, feature_stride = 0;       ///< samples, and the stride between them
   int k = 0;
   int precision = 0;  ///< MatmulPrecision
-  ProgramKey(Model const& model, DeviceDataset const& data, int k);
+  ProgramKey(Model const& model, DeviceDataset const& data, int k, MatmulPrecision precision);
   bool operator<(ProgramKey const& o) const;
 };
 
@@ -92,6 +93,7 @@ struct TrainState {
   DeviceView<float*> grad_sum;  ///< (arena) the update's gradient, summed over micro-batches (accumulate > 1)
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
+  MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's gemms (set for the dispatch's duration)
 
   /// Why the last failed capture failed ("" if none did).
   std::string const& capture_error() const { return capture_error_; }

@@ -73,6 +73,7 @@ void Trainer::save_if_asked(ExecSpace const& space) const {
 
 EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) {
   Region const region("ktr::Trainer::evaluate");
+  ScopedMatmulPrecision const precision(config().precision);
   RunConfig const& c = config();
   Evaluator evaluator(model(), options_.eval_batch, c.norm, c.task);
   return evaluator.run(space, model(), data);
@@ -81,6 +82,7 @@ EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) 
 void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
                       Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
   Region const region("ktr::Trainer::predict");
+  ScopedMatmulPrecision const precision(config().precision);
   Predictor(model(), options_.eval_batch, config().norm).run(space, model(), inputs, out);
 }
 
@@ -105,6 +107,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
                                         cfg.task, Parallelism{comm_, 1, DataLayout::sharded});
     slot->optimizer = run.optimizer;  // shares the run's moments (views are shared handles)
     slot->step = run.step;            // and its device step counter (the schedule's position)
+    slot->precision = cfg.precision;
   }
   slot->host_step = run.host_step;
   dispatch(space, *slot, model(), batch, 1);
@@ -125,6 +128,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs) {
 
 RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks) {
   Region const region("ktr::Trainer::fit");
+  ScopedMatmulPrecision const precision(config().precision);  // the per-epoch evaluations' too
   RunConfig const& cfg = config();
   TrainState& state = session_->state();
   std::int64_t const spe = steps_per_epoch_, total = epochs * spe;
