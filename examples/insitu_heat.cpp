@@ -101,10 +101,9 @@ int main(int argc, char* argv[]) {
 
     ktr::RunConfig cfg;
     cfg.model = "in=256 dense:256:relu dense:256";
-    cfg.task = ktr::Task::regression;
     cfg.batch = 64;
     cfg.optimizer.lr = 1e-3f;
-    std::unique_ptr<ktr::Session> session;
+    std::unique_ptr<ktr::Trainer> trainer;
     for (int r = 0; r < rounds; ++r) {
       // The simulation campaign goes on: a new batch of runs lands in the next rows of x and y...
       simulate(space, sims_per_round, std::uint64_t(r + 1), x, y, r * per_round);
@@ -112,17 +111,14 @@ int main(int argc, char* argv[]) {
       auto const filled = std::make_pair(0, (r + 1) * per_round);
       ktr::DeviceDataset const data = ktr::dataset_from_views(space, Kokkos::subview(x, filled, Kokkos::ALL),
                                                               Kokkos::subview(y, filled, Kokkos::ALL));
-      if (!session) {
-        cfg.norm =
-            ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);  // from the first round's fields
-        session = std::make_unique<ktr::Session>(cfg, 16);
-      }
-      for (int d = 0; d < 20; ++d) ktr::dispatch(space, session->state(), session->model(), data, 16);
-      auto const m = ktr::read_metrics(space, session->state(), 16);
-      std::printf("round %d: %d samples, training mse %.3g\n", r + 1, (r + 1) * per_round, m.loss[15]);
+      if (!trainer)  // the input standardisation is fitted on the first round's fields, and kept
+        trainer = std::make_unique<ktr::Trainer>(space, cfg, data);
+      else
+        trainer->set_data(data);
+      double const loss = trainer->advance(space, 320);  // 20 dispatches of 16 steps, one read-back each
+      std::printf("round %d: %d samples, training mse %.3g\n", r + 1, (r + 1) * per_round, loss);
     }
-    ktr::DeviceDataset const test = ktr::dataset_from_views(space, hx, hy);
-    ktr::Predictor(session->model(), 256, cfg.norm).run(space, session->model(), test, pred);
+    trainer->predict(space, hx, pred);  // the held-out fields alone
     // The baseline: the mean training target field, for every held-out sample.
     Field mean("insitu::mean", held, G * G);
     Kokkos::parallel_for(

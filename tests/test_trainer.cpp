@@ -344,3 +344,34 @@ TEST(Trainer, ScopedPrecisionsNestAndRestore) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Trainer, AdvanceTrainsOnDataThatGrowsBetweenCalls) {
+  ktr::ExecSpace const space;
+  Surface const s(512);
+  RunConfig c;
+  c.model = "in=4 dense:32:relu dense:1";
+  c.batch = 32;
+  c.optimizer.lr = 3e-3f;
+  auto rows = [&](int n) {
+    return ktr::dataset_from_views(space, Kokkos::subview(s.x, Kokkos::make_pair(0, n), Kokkos::ALL),
+                                   Kokkos::subview(s.y, Kokkos::make_pair(0, n), Kokkos::ALL));
+  };
+  Trainer trainer(space, c, rows(128), {}, options(16));
+  double const first = trainer.advance(space, 40);  // dispatches of 16, 16, 8
+  EXPECT_EQ(trainer.step(), 40);
+  for (int n : {256, 384, 512}) {
+    trainer.set_data(rows(n));
+    trainer.advance(space, 200);
+  }
+  EXPECT_EQ(trainer.step(), 640);
+  EXPECT_LT(trainer.evaluate(space, rows(512)).loss, first / 5);
+  Kokkos::View<float**, ktr::MemSpace> wide("wide", 64, 5);
+  EXPECT_THROW(trainer.set_data(ktr::dataset_from_views(
+                   space, wide, Kokkos::subview(s.y, Kokkos::make_pair(0, 64), Kokkos::ALL))),
+               ktr::Error);
+  EXPECT_THROW(trainer.set_data(rows(16)), ktr::Error);  // fewer samples than the batch
+}
+
+}  // namespace

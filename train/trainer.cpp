@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace ktr {
 
@@ -121,6 +122,81 @@ float Trainer::last_loss(ExecSpace const& space) {
   return read_metrics(space, *last_online_, 1).loss.at(0);
 }
 
+DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
+                                     std::int64_t& hits) {
+  RunConfig const& cfg = config();
+  TrainState& state = session_->state();
+  auto const t0 = std::chrono::steady_clock::now();
+  if (dispatch(space, state, model(), train_, k) == DispatchPath::capture_failed && !capture_reported_) {
+    hooks.on_capture_failed(state.capture_error());
+    capture_reported_ = true;
+  }
+  StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
+  double const dt = seconds_since(t0);
+  loss = 0;
+  hits = 0;
+  for (int i = 0; i < k; ++i) {
+    float const l = m.loss[std::size_t(i)];
+    if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
+      std::int64_t const bad_step = state.host_step - k + i + 1;
+      hooks.on_divergence(bad_step, l);
+      throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
+                            (std::isnan(l) ? "nan" : "infinite") +
+                            (options_.checkpoint.empty()
+                                 ? std::string()
+                                 : "; the checkpoint " + options_.checkpoint + " keeps its last finite state") +
+                            " (try a lower --lr or --clip-norm)");
+    }
+    loss += l, hits += m.correct[std::size_t(i)];
+  }
+  DispatchRecord record;
+  record.step = state.host_step;
+  record.epoch = (state.host_step - 1) / steps_per_epoch_ + 1;
+  record.k = k;
+  record.loss = loss / k;
+  record.quality =
+      cfg.task == Task::regression ? std::sqrt(loss / k) : double(hits) / double(std::int64_t(k) * cfg.batch);
+  record.samples_per_s = k * cfg.batch / dt;
+  hooks.on_dispatch(record);
+  return record;
+}
+
+void Trainer::set_data(DeviceDataset train, DeviceDataset test) {
+  for (DeviceDataset const* d : {&train, &test}) {
+    if (d->count == 0 && d == &test) continue;
+    KTR_REQUIRE(d->has_targets() && d->task() == config().task && d->target_width() == model().output_width() &&
+                    d->batch_shape(1) == model().input_shape(1),
+                "ktr::Trainer::set_data",
+                "the data's samples " + d->batch_shape(1).str() + " or targets do not match the model's (" +
+                    model().input_shape(1).str() + ", " + std::to_string(model().output_width()) + " outputs)");
+  }
+  KTR_REQUIRE(train.count >= config().batch, "ktr::Trainer::set_data",
+              "the training data holds " + std::to_string(train.count) + " samples, fewer than the batch (" +
+                  std::to_string(config().batch) + ")");
+  train_ = std::move(train), test_ = std::move(test);
+  steps_per_epoch_ = ktr::steps_per_epoch(train_, config().batch);
+}
+
+double Trainer::advance(ExecSpace const& space, std::int64_t steps, TrainerHooks& hooks) {
+  Region const region("ktr::Trainer::advance");
+  ScopedMatmulPrecision const precision(config().precision);
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  for (std::int64_t done = 0; done < steps;) {
+    int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, steps - done));
+    double sum = 0;
+    std::int64_t hits = 0;
+    loss = run_dispatch(space, k, hooks, sum, hits).loss;
+    done += k;
+    if (comm_.any(hooks.stop_requested())) break;
+  }
+  return loss;
+}
+
+double Trainer::advance(ExecSpace const& space, std::int64_t steps) {
+  TrainerHooks none;
+  return advance(space, steps, none);
+}
+
 RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs) {
   TrainerHooks none;
   return fit(space, epochs, none);
@@ -147,38 +223,10 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
   while (state.host_step < total) {
     std::int64_t const in_epoch = state.host_step % spe;
     int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, spe - in_epoch));  // never straddles
-    auto const t0 = std::chrono::steady_clock::now();
-    if (dispatch(space, state, model(), train_, k) == DispatchPath::capture_failed && !capture_reported_) {
-      hooks.on_capture_failed(state.capture_error());
-      capture_reported_ = true;
-    }
-    StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
-    double const dt = seconds_since(t0);
     double loss = 0;
     std::int64_t hits = 0;
-    for (int i = 0; i < k; ++i) {
-      float const l = m.loss[std::size_t(i)];
-      if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
-        std::int64_t const bad_step = state.host_step - k + i + 1;
-        hooks.on_divergence(bad_step, l);
-        throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
-                              (std::isnan(l) ? "nan" : "infinite") +
-                              (options_.checkpoint.empty()
-                                   ? std::string()
-                                   : "; the checkpoint " + options_.checkpoint + " keeps its last finite state") +
-                              " (try a lower --lr or --clip-norm)");
-      }
-      loss += l, hits += m.correct[std::size_t(i)];
-    }
+    run_dispatch(space, k, hooks, loss, hits);
     epoch_loss += loss, epoch_steps += k, epoch_hits += hits;
-    DispatchRecord record;
-    record.step = state.host_step;
-    record.epoch = (state.host_step - 1) / spe + 1;
-    record.k = k;
-    record.loss = loss / k;
-    record.quality = regression ? std::sqrt(loss / k) : double(hits) / double(k * cfg.batch);
-    record.samples_per_s = k * cfg.batch / dt;
-    hooks.on_dispatch(record);
     if (comm_.any(hooks.stop_requested())) {  // every rank stops at the same step
       summary.stopped = true;
       break;

@@ -119,6 +119,15 @@ class Trainer {
     predict(space, dataset_from_features(x), out);
   }
 
+  /// Replaces the data the run trains on and evaluates (an in-situ run whose data grows between calls; the
+  /// samples and targets must match the model). The step counter goes on: the shuffle continues from it.
+  void set_data(DeviceDataset train, DeviceDataset test = {});
+  /// Trains `steps` more steps on the current data in dispatches of K (one read-back each; no evaluation, no
+  /// checkpoint, no epoch bookkeeping: an in-situ loop calls it between simulation steps). Returns the mean loss
+  /// of the last dispatch; a non-finite loss throws DivergenceError; a stop request ends it early.
+  double advance(ExecSpace const& space, std::int64_t steps, TrainerHooks& hooks);
+  double advance(ExecSpace const& space, std::int64_t steps);
+
   /// Loss and accuracy (or MSE) of the current model on `data`, with the run's input transform.
   EvalResult evaluate(ExecSpace const& space, DeviceDataset const& data);
   /// Predictions for every sample of `inputs` into `out` (N, width), with the run's input transform.
@@ -141,6 +150,10 @@ class Trainer {
   Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDataset test, TrainerOptions options,
           Communicator comm);
   bool lead() const { return comm_.rank() == 0; }
+  // One dispatch of k steps and its read-back: divergence checked, the record reported; the sum of its k losses
+  // and its correct answers in `loss` and `hits`.
+  DispatchRecord run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
+                              std::int64_t& hits);
   void save_if_asked(ExecSpace const& space) const;
 
   std::unique_ptr<Session> session_;
