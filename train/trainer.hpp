@@ -96,8 +96,9 @@ class Trainer {
   /// as dataset_from_views takes them: any layout, float or uint8 features, int32 labels or float values), with
   /// the run's input transform. The batch may have any size up to the run's micro-batch (its batch / (ranks x
   /// accumulate)); with several ranks, each hands its own batch and the update averages all of them. step()
-  /// returns the step's loss (one read-back); enqueue_step() returns at once and leaves it on the device
-  /// (last_loss() reads it). Every step advances the run's step counter, schedule included.
+  /// returns the step's loss (one read-back); enqueue_step() leaves it on the device (last_loss() reads it) and
+  /// returns once the step is enqueued — for class labels after one small check that they lie within the model's
+  /// classes (a reduction read back). Every step advances the run's step counter, schedule included.
   template <class FeatureView, class TargetView>
   float step(ExecSpace const& space, FeatureView const& x, TargetView const& y) {
     enqueue_step(space, x, y);
