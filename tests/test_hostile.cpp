@@ -62,15 +62,21 @@ TEST(Hostile, StringsFromFilesArePrintedEscaped) {
   EXPECT_EQ(ktr::escaped("Dense_0.kernel"), "Dense_0.kernel");
 }
 
-// A checkpoint with one header field replaced (and a valid CRC: the lie reaches the field checks).
-std::string forged_error(std::string const& key, std::string const& value) {
-  std::string const path = temp_path("forged.ckpt");
+// A small run's checkpoint at `path`, as read back (to forge and write again, with a valid CRC: the lie then
+// reaches the checks behind the checksum).
+Checkpoint small_checkpoint(std::string const& path) {
   std::remove(path.c_str());
   RunConfig c;
   c.model = "in=4 dense:3";
   c.batch = 4;
   Session(c, 1).save(ktr::ExecSpace(), path);
-  Checkpoint ckpt = ktr::read_checkpoint(path);
+  return ktr::read_checkpoint(path);
+}
+
+// The error restoring a checkpoint with one header field replaced.
+std::string forged_error(std::string const& key, std::string const& value) {
+  std::string const path = temp_path("forged.ckpt");
+  Checkpoint ckpt = small_checkpoint(path);
   ckpt.header[key] = value;
   ktr::write_checkpoint(path, ckpt);
   std::string const error = error_of([&] { Session::restore(path, 1); });
@@ -109,12 +115,7 @@ TEST(Hostile, ForgedCheckpointFieldsAreRefusedNamingTheFieldNotAFlag) {
 
 TEST(Hostile, NonFiniteCheckpointBuffersAreNeverLoaded) {
   std::string const path = temp_path("nanparams.ckpt");
-  std::remove(path.c_str());
-  RunConfig c;
-  c.model = "in=4 dense:3";
-  c.batch = 4;
-  Session(c, 1).save(ktr::ExecSpace(), path);
-  Checkpoint ckpt = ktr::read_checkpoint(path);
+  Checkpoint ckpt = small_checkpoint(path);
   ckpt.buffers[0][1] = std::numeric_limits<float>::quiet_NaN();
   ktr::write_checkpoint(path, ckpt);
   EXPECT_NE(error_of([&] { Session::restore(path, 1); }).find("non-finite"), std::string::npos);
