@@ -441,7 +441,12 @@ int train(int argc, char* argv[]) {
   print_header(*trainer, data, load_s, !f.resume.empty(), space, precision);
   MetricsFile metrics(lead ? f.metrics_path : "", !f.resume.empty());
   CliHooks hooks(*trainer, f.epochs, metrics, evaluate);
-  RunSummary const summary = trainer->fit(space, f.epochs, hooks);
+  RunSummary summary;
+  try {
+    summary = trainer->fit(space, f.epochs, hooks);
+  } catch (DivergenceError const& e) {  // the library names no flag; the command line suggests its own
+    throw DivergenceError(std::string(e.what()) + " (try a lower --lr or --clip-norm)");
+  }
   return finish_run(*trainer, summary, hooks, metrics, evaluate, f.time_allreduce);
 }
 

@@ -144,8 +144,7 @@ DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks
                             (std::isnan(l) ? "nan" : "infinite") +
                             (options_.checkpoint.empty()
                                  ? std::string()
-                                 : "; the checkpoint " + options_.checkpoint + " keeps its last finite state") +
-                            " (try a lower --lr or --clip-norm)");
+                                 : "; the checkpoint " + options_.checkpoint + " keeps its last finite state"));
     }
     loss += l, hits += m.correct[std::size_t(i)];
   }
