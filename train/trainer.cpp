@@ -68,6 +68,13 @@ void Trainer::save(ExecSpace const& space, std::string const& path) const {
   session_->save(space, path);
 }
 
+Evaluator& Trainer::evaluator() {
+  // Made once (its batch buffers are allocated then) and kept: fit's per-epoch evaluations, evaluate() calls.
+  if (!evaluator_)
+    evaluator_ = std::make_unique<Evaluator>(model(), options_.eval_batch, config().norm, config().task);
+  return *evaluator_;
+}
+
 void Trainer::save_if_asked(ExecSpace const& space) const {
   if (!options_.checkpoint.empty() && lead()) save(space, options_.checkpoint);
 }
@@ -75,16 +82,15 @@ void Trainer::save_if_asked(ExecSpace const& space) const {
 EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) {
   Region const region("ktr::Trainer::evaluate");
   ScopedMatmulPrecision const precision(config().precision);
-  RunConfig const& c = config();
-  Evaluator evaluator(model(), options_.eval_batch, c.norm, c.task);
-  return evaluator.run(space, model(), data);
+  return evaluator().run(space, model(), data);
 }
 
 void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
                       Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
   Region const region("ktr::Trainer::predict");
   ScopedMatmulPrecision const precision(config().precision);
-  Predictor(model(), options_.eval_batch, config().norm).run(space, model(), inputs, out);
+  if (!predictor_) predictor_ = std::make_unique<Predictor>(model(), options_.eval_batch, config().norm);
+  predictor_->run(space, model(), inputs, out);
 }
 
 void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
@@ -111,8 +117,10 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
     slot->precision = cfg.precision;
   }
   slot->host_step = run.host_step;
-  dispatch(space, *slot, model(), batch, 1);
-  run.host_step = slot->host_step;
+  // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
+  // program is keyed by the data's address (one step gains little from a graph anyway).
+  train_steps(space, *slot, model(), batch, 1);
+  run.host_step = slot->host_step + 1;
   last_online_ = slot.get();
 }
 
@@ -212,8 +220,6 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
                   " steps, the run is already at step " + std::to_string(state.host_step));
   bool const regression = cfg.task == Task::regression;
   bool const evaluate_test = options_.evaluate && test_.count > 0;
-  // Evaluation runs on rank 0, in batches of up to eval_batch (at most the model's batch).
-  Evaluator evaluator(model(), options_.eval_batch, cfg.norm, cfg.task);
   RunSummary summary;
   summary.first_step = state.host_step;
   auto const t_start = std::chrono::steady_clock::now();
@@ -234,7 +240,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
       EpochRecord e;
       e.epoch = state.host_step / spe;
       e.wall_s = seconds_since(t_start);
-      if (evaluate_test && lead()) e.test = evaluator.run(space, model(), test_), e.evaluated = true;
+      if (evaluate_test && lead()) e.test = evaluator().run(space, model(), test_), e.evaluated = true;
       e.train_loss = epoch_loss / double(epoch_steps);
       e.train_quality =
           regression ? std::sqrt(e.train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
@@ -254,7 +260,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
   }
   // A resumed run that had nothing left to do still reports the model it holds.
   if (evaluate_test && !summary.evaluated && lead())
-    summary.test = evaluator.run(space, model(), test_), summary.evaluated = true;
+    summary.test = evaluator().run(space, model(), test_), summary.evaluated = true;
   return summary;
 }
 

@@ -156,6 +156,7 @@ class Trainer {
   DispatchRecord run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
                               std::int64_t& hits);
   void save_if_asked(ExecSpace const& space) const;
+  Evaluator& evaluator();  // rank 0's evaluation, in batches of up to eval_batch (at most the model's batch)
 
   std::unique_ptr<Session> session_;
   DeviceDataset train_, test_;
@@ -166,6 +167,8 @@ class Trainer {
   // Online steps: one state per batch size, sharing the run's optimiser moments and step counter.
   std::map<std::int64_t, std::unique_ptr<TrainState>> online_;
   TrainState* last_online_ = nullptr;
+  std::unique_ptr<Evaluator> evaluator_;  // made on first use and kept
+  std::unique_ptr<Predictor> predictor_;
 };
 
 }  // namespace ktr
