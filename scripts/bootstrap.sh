@@ -10,7 +10,9 @@
 # takes the kokkos/ and kokkos-kernels/ sources from DIR, KTR_HOST_BLAS=none builds Kokkos Kernels without a host
 # BLAS. If Kokkos_ROOT is already set in the environment the
 # bootstrap steps aside and echoes it back. The cache lives in ${KTR_DEPS_CACHE:-~/.cache/ktr}, one folder per
-# Kokkos version and flavour (plus a recipe number, bumped when the recipe changes).
+# Kokkos version, flavour and architecture (plus a recipe number, bumped when the recipe changes).
+# GPU architectures: KTR_CUDA_ARCH=90|80|86 (default 90, sm_90: H100/H200), KTR_HIP_ARCH=gfx90a|gfx908 (default
+# gfx90a: MI210/MI250/MI250X).
 set -euo pipefail
 
 flavour=${1:-openmp}
@@ -62,7 +64,7 @@ need_update=0
 flavour=${flavour%-mpi}
 src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
-case $flavour in openmp) recipe=3 ;; cuda) recipe=2 ;; *) recipe=1 ;; esac
+case $flavour in openmp) recipe=3 ;; cuda) recipe=3 ;; hip) recipe=2 ;; *) recipe=1 ;; esac
 # Host code is built for this machine's vector ISA through Kokkos's own architecture option (ktr inherits
 # Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2); AVX-512 (F, CD, BW, DQ,
 # VL) -> Kokkos_ARCH_SKX (-march=skylake-avx512), where ktr's direct kernels use 16-float packs. The cache key
@@ -73,7 +75,28 @@ if [[ $flavour == openmp ]]; then
   if has_flags avx512f avx512cd avx512bw avx512dq avx512vl; then host_arch=skx
   elif has_flags avx2 fma; then host_arch=hsw; fi
 fi
-prefix="$cache/$src_key-$flavour-$host_arch-r$recipe"
+arch_key=$host_arch
+# GPU flavours name their device architecture instead: KTR_CUDA_ARCH (90: Hopper, H100/H200, the default; 80:
+# Ampere A100) and KTR_HIP_ARCH (gfx90a: MI200 series, the default; gfx908: MI100). Kokkos 3.4.01 predates both
+# Kokkos_ARCH_HOPPER90 and Kokkos_ARCH_VEGA90A: scripts/patch-kokkos-{cuda,hip}.sh add them as Kokkos 4.x has them.
+case $flavour in
+  cuda)
+    cuda_arch=${KTR_CUDA_ARCH:-90}
+    case $cuda_arch in
+      90) cuda_arch_opt=Kokkos_ARCH_HOPPER90 ;; 80) cuda_arch_opt=Kokkos_ARCH_AMPERE80 ;;
+      86) cuda_arch_opt=Kokkos_ARCH_AMPERE86 ;;
+      *) echo "bootstrap: KTR_CUDA_ARCH=$cuda_arch: choose 90 (H100/H200), 80 (A100) or 86" >&2; exit 2 ;;
+    esac
+    arch_key=sm$cuda_arch ;;
+  hip)
+    hip_arch=${KTR_HIP_ARCH:-gfx90a}
+    case $hip_arch in
+      gfx90a) hip_arch_opt=Kokkos_ARCH_VEGA90A ;; gfx908) hip_arch_opt=Kokkos_ARCH_VEGA908 ;;
+      *) echo "bootstrap: KTR_HIP_ARCH=$hip_arch: choose gfx90a (MI210/MI250/MI250X) or gfx908 (MI100)" >&2; exit 2 ;;
+    esac
+    arch_key=$hip_arch ;;
+esac
+prefix="$cache/$src_key-$flavour-$arch_key-r$recipe"
 if [[ ${KTR_NO_APT:-0} == 1 ]]; then
   missing=()
 elif [[ $flavour != serial-debian && ! -f "$prefix/.complete" && -z ${KTR_TRILINOS_SRC:-} ]]; then
@@ -138,15 +161,16 @@ case $flavour in
   cuda)
     cuda_home=${CUDA_HOME:-/usr/local/cuda}
     [[ -x $cuda_home/bin/nvcc ]] || { echo "bootstrap: no nvcc in $cuda_home/bin (set CUDA_HOME to the CUDA toolkit)" >&2; exit 1; }
-    "$here/patch-kokkos-cuda.sh" "$work/kokkos" "$cuda_home"
-    kokkos_opts+=(-DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_AMPERE80=ON
+    "$here/patch-kokkos-cuda.sh" "$work/kokkos" "$cuda_home" "$cuda_arch"
+    kokkos_opts+=(-DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_CUDA_LAMBDA=ON "-D$cuda_arch_opt=ON"
                   -DCMAKE_CXX_COMPILER="$work/kokkos/bin/nvcc_wrapper" -DCUDAToolkit_ROOT="$cuda_home")
     kk_opts+=(-DCMAKE_CXX_COMPILER="$work/kokkos/bin/nvcc_wrapper" -DKokkosKernels_ENABLE_TPL_CUBLAS=ON
               -DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF)
     export NVCC_WRAPPER_DEFAULT_COMPILER=${CXX:-g++} CUDA_ROOT=$cuda_home PATH="$cuda_home/bin:$PATH"
     ;;
   hip)
-    kokkos_opts+=(-DKokkos_ENABLE_HIP=ON -DKokkos_ARCH_VEGA908=ON -DCMAKE_CXX_COMPILER=hipcc)
+    "$here/patch-kokkos-hip.sh" "$work/kokkos"
+    kokkos_opts+=(-DKokkos_ENABLE_HIP=ON "-D$hip_arch_opt=ON" -DCMAKE_CXX_COMPILER=hipcc)
     kk_opts+=(-DCMAKE_CXX_COMPILER=hipcc)
     ;;
   *) echo "bootstrap: unknown flavour '$flavour' (openmp|serial-debian|cuda|hip)" >&2; exit 2 ;;

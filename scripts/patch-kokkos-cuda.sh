@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
 # Patches a *copy* of the Kokkos 3.4.01 sources so that they build with the CUDA toolkit in <cuda-home>
-# (written for CUDA 13; the CUDA-13 API fixes are only applied when nvcc reports release >= 13).
+# (written for CUDA 13; the CUDA-13 API fixes are only applied when nvcc reports release >= 13) and know Hopper.
 #
-#   scripts/patch-kokkos-cuda.sh <kokkos-src-dir> <cuda-home>
+#   scripts/patch-kokkos-cuda.sh <kokkos-src-dir> <cuda-home> [<default arch, e.g. 90>]
 #
 # Called by scripts/bootstrap.sh on the copy in its temporary build folder; never point it at a source cache.
-# Every edit leaves a `ktr-patch(<id>)` comment behind: a fix whose marker is already there is skipped (re-running
-# is harmless), and a fix whose expected source pattern is missing stops the script with an error.
+# The edits follow scripts/kokkos-patch-lib.sh's rules (a marker per fix; a missing pattern is an error).
 # shellcheck disable=SC2016  # the single-quoted perl programs below are meant to be literal
 set -euo pipefail
 
-if (( $# != 2 )); then echo "usage: $0 <kokkos-src-dir> <cuda-home>" >&2; exit 2; fi
+if (( $# < 2 || $# > 3 )); then echo "usage: $0 <kokkos-src-dir> <cuda-home> [<default arch>]" >&2; exit 2; fi
 src=$1
 cuda_home=$2
-log() { echo "[patch-kokkos-cuda] $*" >&2; }
-die() { echo "[patch-kokkos-cuda] ERROR: $*" >&2; exit 1; }
-
-[[ -f $src/core/src/Kokkos_Core.hpp && -x $src/bin/nvcc_wrapper ]] || die "$src is not a Kokkos source tree"
-if ! grep -q 'Kokkos_VERSION_MAJOR 3)' "$src/CMakeLists.txt" || ! grep -q 'Kokkos_VERSION_MINOR 4)' "$src/CMakeLists.txt"; then
-  die "$src is not Kokkos 3.4: these patches were written for 3.4.01"
-fi
+default_arch=${3:-90}
+patch_tag=patch-kokkos-cuda
+source "$(dirname "${BASH_SOURCE[0]}")/kokkos-patch-lib.sh"
+check_kokkos_34
+[[ $default_arch =~ ^[0-9]+$ ]] || die "the default arch is a number such as 90 or 80, not '$default_arch'"
 
 # --- CUDA version: version.json when the toolkit has one, else `nvcc --version` ("release 13.0, V13.0.88") -----
 cuda_ver=
@@ -34,25 +31,27 @@ fi
 cuda_major=${BASH_REMATCH[1]}
 log "CUDA $cuda_ver in $cuda_home"
 
-# patch <id> <file> <perl substitution(s), run with -0 (whole file)>
-# The substitution must put the marker `ktr-patch(<id>)` into the file; if the marker is already there the fix
-# is skipped, if it is not there afterwards the expected pattern was not found and the script fails.
-patch_src() {
-  local id=$1 file=$src/$2 expr=$3
-  [[ -f $file ]] || die "$id: $file not found"
-  if grep -qF "ktr-patch($id)" "$file"; then log "$id: already applied"; return; fi
-  perl -0pi -e "$expr" "$file" || die "$id: perl failed on $2"
-  grep -qF "ktr-patch($id)" "$file" || die "$id: expected pattern not found in $2 (unexpected Kokkos source?)"
-  log "$id: applied to $2"
-}
-
 # --- always: nvcc_wrapper's default -arch -----------------------------------------------------------------------
 # nvcc_wrapper adds -arch=sm_35 to every nvcc call that has no -arch of its own (CMake's compiler probes, and any
 # consumer that does not go through Kokkos' CMake flags). sm_35 is gone since CUDA 12, so nvcc rejects it. Default
-# to sm_80 (Kokkos_ARCH_AMPERE80, the newest 3.4.01 knows) and let NVCC_WRAPPER_DEFAULT_ARCH override it, as
+# to the build's architecture (sm_90 unless asked otherwise) and let NVCC_WRAPPER_DEFAULT_ARCH override it, as
 # later Kokkos wrappers do. Builds configured by Kokkos' CMake pass their own -arch and are unaffected.
 patch_src nvcc-default-arch bin/nvcc_wrapper \
-  's/^default_arch="sm_35"\n/# ktr-patch(nvcc-default-arch): sm_35 was removed in CUDA 12; overridable default\ndefault_arch="\${NVCC_WRAPPER_DEFAULT_ARCH:-sm_80}"\n/m'
+  's/^default_arch="sm_35"\n/# ktr-patch(nvcc-default-arch): sm_35 was removed in CUDA 12; overridable default\ndefault_arch="\${NVCC_WRAPPER_DEFAULT_ARCH:-sm_'"$default_arch"'}"\n/m'
+
+# --- always: Hopper (H100, H200): Kokkos_ARCH_HOPPER90 -> -arch=sm_90 ------------------------------------------
+# Kokkos 3.4.01 stops at AMPERE86. Kokkos 4.x has the same option (Kokkos_ARCH_HOPPER90: -arch=sm_90, and the
+# macros KOKKOS_ARCH_HOPPER90 and KOKKOS_ARCH_HOPPER); this adds exactly that, so one -DKokkos_ARCH_HOPPER90=ON
+# works with both.
+add_gpu_arch hopper90-arch HOPPER90 "NVIDIA Hopper generation CC 9.0" AMPERE86 CHECK_CUDA_ARCH sm_90 HOPPER
+
+# --- always: the initialisation check accepts a device at least as new as the build ---------------------------
+# Kokkos::Cuda::initialize launches a probe kernel and aborts unless the device's major compute capability equals
+# the one the kernel was compiled for. A build's PTX is compiled just in time for a newer device (an sm_80 build
+# runs on an sm_90 device), so refuse only a device *older* than the build, where no code of the build can run;
+# the warning about a different (slower) architecture stays.
+patch_src newer-device core/src/Cuda/Kokkos_Cuda_Instance.cpp \
+  's#if \(compiled_major != cudaProp\.major \|\| compiled_minor > cudaProp\.minor\) \{#// ktr-patch(newer-device): a device at least as new as the build runs its code (PTX is compiled just in time)\n    if (compiled_major > cudaProp.major ||\n        (compiled_major == cudaProp.major && compiled_minor > cudaProp.minor)) {#'
 
 # --- always: half_t -> __half conversions in Kokkos_Cuda_Half.hpp (the CUDA >= 11.1 branch) -------------------
 # cast_from_half<T>(half_t val) calls __half2float(val), __half2int_rz(val), ... directly on a half_t, relying on
@@ -104,4 +103,4 @@ if (( cuda_major >= 13 )); then
     's/^([ \t]*)CUDA_SAFE_CALL\(\s*cudaGraphAddDependencies\(m_graph, &pred_cuda_node, &cuda_node, 1\)\);/$1\/\/ ktr-patch(cuda13-graph-deps): CUDA 13 adds an edge-data argument (nullptr: default edges)\n$1CUDA_SAFE_CALL(cudaGraphAddDependencies(m_graph, &pred_cuda_node, &cuda_node,\n$1                                        nullptr, 1));/m'
 fi
 
-log "done"
+log "done (default arch sm_$default_arch)"
