@@ -52,6 +52,7 @@ struct CublasStream {
   cublasHandle_t handle = nullptr;
   void* workspace = nullptr;
   MatmulPrecision precision = MatmulPrecision::fp32;
+  std::uint64_t generation = 0;  ///< unique per handle ever created: a program captured with it names it
 };
 
 class CublasRegistry {
@@ -73,6 +74,14 @@ class CublasRegistry {
       s.precision = precision;
     }
     return s.handle;
+  }
+
+  /// The generation of `stream`'s handle, created (with its workspace) if it has none yet.
+  std::uint64_t generation(cudaStream_t stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) it = streams_.emplace(stream, create(stream)).first;
+    return it->second.generation;
   }
 
   void release(cudaStream_t stream) {
@@ -108,6 +117,7 @@ class CublasRegistry {
       destroy(s);
       throw Error("ktr::gemm: cannot bind a cuBLAS handle to its stream and workspace");
     }
+    s.generation = next_generation_++;
     return s;
   }
 
@@ -126,6 +136,7 @@ class CublasRegistry {
 
   std::mutex mutex_;
   std::map<cudaStream_t, CublasStream> streams_;
+  std::uint64_t next_generation_ = 1;  // never reset: generations stay unique across Kokkos re-initialisations
   bool hook_registered_ = false;
 };
 #endif
@@ -254,6 +265,15 @@ ScopedMatmulPrecision::ScopedMatmulPrecision(MatmulPrecision p) : previous_(t_pr
 }
 
 ScopedMatmulPrecision::~ScopedMatmulPrecision() { t_precision = previous_; }
+
+std::uint64_t gemm_resources_generation(ExecSpace const& space) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return CublasRegistry::get().generation(space.cuda_stream());
+#else
+  (void)space;
+  return 0;
+#endif
+}
 
 void release_gemm_resources(ExecSpace const& space) {
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -71,6 +71,11 @@ class ScopedMatmulPrecision {
   int previous_;
 };
 
+/// Identifies the BLAS resources gemm keeps for `space`'s stream (CUDA: its cuBLAS handle and workspace, created
+/// here if they do not exist yet): a number never given to other resources, so a program captured with them is
+/// never replayed with others (a stream released and created again at the same address). 0 elsewhere.
+std::uint64_t gemm_resources_generation(ExecSpace const& space);
+
 /// Releases what gemm keeps for `space`'s stream (its cuBLAS handle and workspace); a later gemm on that
 /// stream creates them again. Waits for the stream. No-op elsewhere.
 void release_gemm_resources(ExecSpace const& space);

@@ -85,6 +85,12 @@ DeviceStream::~DeviceStream() {
   (void)rt::stream_destroy(static_cast<rt::Stream>(stream_));
 }
 
+StreamIdentity stream_identity(ExecSpace const& space) {
+  rt::Stream const stream = rt::stream_of(space);
+  if (stream == nullptr) return {};
+  return {reinterpret_cast<std::uintptr_t>(stream), gemm_resources_generation(space)};
+}
+
 bool CapturedProgram::supported() { return true; }
 std::string CapturedProgram::unsupported_reason() { return ""; }
 bool CapturedProgram::can_capture(ExecSpace const& space) { return rt::stream_of(space) != nullptr; }
@@ -148,6 +154,7 @@ void CapturedProgram::replay(ExecSpace const& space) const {
 
 DeviceStream::DeviceStream() = default;
 DeviceStream::~DeviceStream() = default;
+StreamIdentity stream_identity(ExecSpace const&) { return {}; }
 bool CapturedProgram::supported() { return false; }
 bool CapturedProgram::can_capture(ExecSpace const&) { return false; }
 std::string CapturedProgram::unsupported_reason() {

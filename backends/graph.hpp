@@ -12,6 +12,7 @@
 
 #include "../core/types.hpp"
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,6 +33,15 @@ class DeviceStream {
   [[maybe_unused]] void* stream_ = nullptr;  // unused where the backend has no streams of its own
   ExecSpace space_;
 };
+
+/// What a program captured on an instance is bound to: the instance's stream and the BLAS resources (handle,
+/// workspace) bound to that stream. A program recorded on one stream must never be replayed on another, nor on a
+/// stream that was released and created again at the same address. {0, 0} where the backend cannot capture.
+struct StreamIdentity {
+  std::uintptr_t stream = 0;
+  std::uint64_t resources = 0;  ///< gemm_resources_generation
+};
+StreamIdentity stream_identity(ExecSpace const& space);
 
 class CapturedProgram {
  public:

@@ -5,6 +5,7 @@
 #include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
 #include <ktr/core/error.hpp>
+#include <ktr/train/program_cache.hpp>
 #include <ktr/train/session.hpp>
 
 #include "small_data.hpp"
@@ -78,6 +79,38 @@ TEST(Capture, TheDefaultInstanceRunsThePlainLoop) {
   EXPECT_TRUE(s.state().captured_programs() == 0);
 }
 
+// Everywhere (a host container): the cache keeps the most recently used keys up to its capacity, a key that
+// differs only in its stream or its stream's BLAS resources is another key, and shrinking evicts the oldest.
+TEST(Capture, TheProgramCacheKeepsTheMostRecentlyUsedPrograms) {
+  ktr::Model const model(kMlp, 4);
+  auto const data = small_dataset(40, 8);
+  auto key = [&](int k, std::uintptr_t stream, std::uint64_t resources) {
+    return ktr::ProgramKey(model, data, k, ktr::MatmulPrecision::fp32, ktr::StreamIdentity{stream, resources});
+  };
+  EXPECT_FALSE(key(4, 1, 1) == key(4, 2, 1)) << "two streams share a key";
+  EXPECT_FALSE(key(4, 1, 1) == key(4, 1, 2)) << "a re-created stream's resources share a key";
+  EXPECT_TRUE(key(4, 1, 1) == key(4, 1, 1));
+  ktr::ProgramCache cache(2);
+  auto fill = [&](ktr::ProgramKey const& k) {
+    auto& slot = cache.slot(k);
+    bool const fresh = slot == nullptr;
+    if (fresh) slot = std::make_unique<ktr::CapturedProgram>();
+    return fresh;
+  };
+  EXPECT_TRUE(fill(key(1, 1, 1)));
+  EXPECT_TRUE(fill(key(2, 1, 1)));
+  EXPECT_FALSE(fill(key(1, 1, 1)));  // kept; now the most recently used
+  EXPECT_TRUE(fill(key(3, 1, 1)));   // evicts K = 2, the least recently used
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.evictions(), 1);
+  EXPECT_FALSE(fill(key(1, 1, 1)));
+  EXPECT_TRUE(fill(key(2, 1, 1))) << "the least recently used program was kept";
+  cache.set_capacity(1);
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_FALSE(fill(key(2, 1, 1))) << "shrinking evicted the most recently used program";
+  EXPECT_THROW(cache.set_capacity(0), ktr::Error);
+}
+
 TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
   KTR_SKIP_UNLESS_CAPTURE();
   constexpr int K = 8, dispatches = 3;
@@ -147,6 +180,105 @@ TEST(Capture, ProgramsAreKeyedByModelDataAndK) {
   }
   EXPECT_EQ(s.state().captured_programs(), 3u);
   expect_same_state(s, reference, "keyed programs vs plain loop");
+}
+
+// A regression run with the features a captured program must carry whole: gradient clipping (the global-norm
+// reduction inside the program), two micro-batches per update, mean squared error and a cosine schedule with
+// warm-up (the rate computed on the device from the step). Captured and replayed dispatches equal the plain loop.
+TEST(Capture, ClippingAccumulationRegressionAndCosineScheduleReplayBitForBit) {
+  KTR_SKIP_UNLESS_CAPTURE();
+  constexpr int K = 6, dispatches = 4;
+  constexpr std::int64_t n = 240, D = 5, T = 2;
+  std::mt19937 rng(21);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(std::size_t(n * D)), y(std::size_t(n * T));
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t d = 0; d < D; ++d) x[std::size_t(i * D + d)] = g(rng);
+    y[std::size_t(i * T)] = x[std::size_t(i * D)] - 0.5f * x[std::size_t(i * D + 1)];
+    y[std::size_t(i * T + 1)] = x[std::size_t(i * D + 2)] * x[std::size_t(i * D + 3)];
+  }
+  auto const data = ktr::make_device_dataset(x, {D}, {}, y, n, 0, "capture-regression");
+  RunConfig c;
+  c.model = "in=5 dense:16:relu dense:2";
+  c.task = ktr::Task::regression;
+  c.normalize = ktr::NormalizeMode::none;
+  c.norm = ktr::Normalization::identity();
+  c.batch = 24;
+  c.accumulate = 2;
+  c.seed = 5;
+  c.optimizer.lr = 2e-2f;
+  c.optimizer.clip_norm = 0.05f;  // small enough to clip most steps
+  c.optimizer.schedule.kind = ktr::Schedule::Kind::cosine;
+  c.optimizer.schedule.warmup_steps = 4;
+  c.optimizer.schedule.decay_steps = 16;
+  ktr::DeviceStream stream;
+  ktr::ExecSpace const& space = stream.space();
+  Session captured(c, K), plain(c, K);
+  for (int d = 0; d < dispatches; ++d) {
+    DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
+    EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
+        << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
+    auto const mc = ktr::read_metrics(space, captured.state(), K);
+    ktr::train_steps(space, plain.state(), plain.model(), data, K);
+    plain.state().host_step += K;
+    auto const mp = ktr::read_metrics(space, plain.state(), K);
+    EXPECT_TRUE(same_bits(mc.loss, mp.loss)) << "dispatch " << d << ": losses differ from the plain loop";
+    for (float l : mc.loss) EXPECT_TRUE(std::isfinite(l));
+  }
+  space.fence();
+  expect_same_state(captured, plain, "clipping + accumulation + regression + cosine, captured vs plain");
+}
+
+// A program recorded on one stream is never replayed on another: each stream gets its own, and a stream
+// released and created again (possibly at the same address) records afresh.
+TEST(Capture, ProgramsAreKeyedByStream) {
+  KTR_SKIP_UNLESS_CAPTURE();
+  constexpr int K = 4;
+  auto data = small_dataset(200, 7);
+  Session s(config(kMlp), K), reference(config(kMlp), K);
+  auto leg = [&](ktr::ExecSpace const& space, DispatchPath expected) {
+    DispatchPath const path = ktr::dispatch(space, s.state(), s.model(), data, K);
+    EXPECT_EQ(path, expected) << ktr::dispatch_path_name(path) << " " << s.state().capture_error();
+    auto const m = ktr::read_metrics(space, s.state(), K);
+    ktr::train_steps(space, reference.state(), reference.model(), data, K);
+    reference.state().host_step += K;
+    auto const r = ktr::read_metrics(space, reference.state(), K);
+    EXPECT_TRUE(same_bits(m.loss, r.loss));
+  };
+  {
+    ktr::DeviceStream a, b;
+    leg(a.space(), DispatchPath::captured);
+    leg(b.space(), DispatchPath::captured);  // same model, data and K: another stream, another program
+    leg(a.space(), DispatchPath::replayed);
+    leg(b.space(), DispatchPath::replayed);
+  }
+  ktr::DeviceStream again;  // the released streams' BLAS workspaces are gone: nothing recorded may replay here
+  leg(again.space(), DispatchPath::captured);
+  expect_same_state(s, reference, "per-stream programs vs plain loop");
+}
+
+// Fresh views every dispatch (an application that allocates its batch each time step): the programs kept stay
+// within the capacity, the least recently used go, and the results still equal the plain loop.
+TEST(Capture, TheProgramCacheIsBounded) {
+  KTR_SKIP_UNLESS_CAPTURE();
+  constexpr int K = 2;
+  ktr::DeviceStream stream;
+  Session s(config(kMlp), K), reference(config(kMlp), K);
+  s.state().limit_captured_programs(3);
+  for (int i = 0; i < 7; ++i) {
+    auto const data = small_dataset(64, std::uint32_t(100 + i));  // new device views each time
+    for (int rep = 0; rep < 2; ++rep) {
+      DispatchPath const path = ktr::dispatch(stream.space(), s.state(), s.model(), data, K);
+      EXPECT_EQ(path, rep == 0 ? DispatchPath::captured : DispatchPath::replayed);
+      ktr::train_steps(stream.space(), reference.state(), reference.model(), data, K);
+      reference.state().host_step += K;
+    }
+    EXPECT_LE(s.state().captured_programs(), 3u);
+    stream.space().fence();  // the dataset's views go at the end of the iteration
+  }
+  EXPECT_EQ(s.state().captured_programs(), 3u);
+  EXPECT_EQ(s.state().evicted_programs(), 4);
+  expect_same_state(s, reference, "bounded cache vs plain loop");
 }
 
 // Two host threads, each with its own stream and session: with one BLAS handle per stream neither sees the other's

@@ -8,32 +8,8 @@
 #include "../models/loss.hpp"
 
 #include <limits>
-#include <tuple>
 
 namespace ktr {
-
-namespace {
-std::uintptr_t address(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
-}  // namespace
-
-ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_, MatmulPrecision precision_)
-    : model(address(&m)),
-      params(address(m.arena().params().data())),
-      grads(address(m.arena().grads().data())),
-      features(data.feature_kind == DeviceDataset::Features::float32 ? address(data.features.data())
-                                                                     : address(data.pixels.data())),
-      targets(data.target_kind == DeviceDataset::Targets::values ? address(data.values.data())
-                                                                 : address(data.labels.data())),
-      count(data.count),
-      feature_stride(std::int64_t(data.feature_kind == DeviceDataset::Features::float32 ? data.features.stride(0)
-                                                                                        : data.pixels.stride(0))),
-      k(k_),
-      precision(int(precision_)) {}
-
-bool ProgramKey::operator<(ProgramKey const& o) const {
-  return std::tie(model, params, grads, features, targets, count, feature_stride, k, precision) <
-         std::tie(o.model, o.params, o.grads, o.features, o.targets, o.count, o.feature_stride, o.k, o.precision);
-}
 
 namespace {
 
@@ -153,7 +129,7 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
   if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
-    auto& program = state.programs_[ProgramKey(model, data, k, state.precision)];
+    auto& program = state.programs_.slot(ProgramKey(model, data, k, state.precision, stream_identity(space)));
     if (program && program->valid()) {
       program->replay(space);
       path = DispatchPath::replayed;

@@ -15,8 +15,9 @@
 // B follow the trajectory of one rank with batch B (up to summation order); with sharded data each rank takes
 // its micro-batches from a permutation of its own shard.
 //
-// On CUDA (and HIP with Kokkos Kernels 4.x) the K-step program is captured once per (model, data, K, precision)
-// on the caller's stream and replayed; elsewhere, and on the null stream, the same kernels run as a loop.
+// On CUDA (and HIP with Kokkos Kernels 4.x) the K-step program is captured once per (model, data, K, precision,
+// stream) on the caller's stream and replayed (the last 8 programs are kept); elsewhere, and on the null stream,
+// the same kernels run as a loop.
 #pragma once
 
 #include "../backends/collective.hpp"
@@ -25,27 +26,15 @@
 #include "../data/dataset.hpp"
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
+#include "program_cache.hpp"
 
 #include <cmath>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ktr {
-
-/// What a captured K-step program was built from: a program replays the device addresses it recorded, so a
-/// different model, dataset, K or gemm precision (the run's: TrainState::precision) needs a program of its own.
-struct ProgramKey {
-  std::uintptr_t model = 0, params = 0, grads = 0;  ///< the model object and its arenas
-  std::uintptr_t features = 0, targets = 0;         ///< the dataset's device views
-  std::int64_t count = 0, feature_stride = 0;       ///< samples, and the stride between them
-  int k = 0;
-  int precision = 0;  ///< MatmulPrecision
-  ProgramKey(Model const& model, DeviceDataset const& data, int k, MatmulPrecision precision);
-  bool operator<(ProgramKey const& o) const;
-};
 
 /// Where each rank's training data comes from.
 enum class DataLayout {
@@ -97,24 +86,29 @@ struct TrainState {
 
   /// Why the last failed capture failed ("" if none did).
   std::string const& capture_error() const { return capture_error_; }
-  /// K-step programs captured so far (one per model, data, K and precision).
+  /// K-step programs kept (one per model, data, K, precision and stream; at most captured_program_capacity()).
   std::size_t captured_programs() const { return programs_.size(); }
+  std::size_t captured_program_capacity() const { return programs_.capacity(); }
+  /// Keeps at most `capacity` (>= 1) captured programs, the most recently used (default 8).
+  void limit_captured_programs(std::size_t capacity) { programs_.set_capacity(capacity); }
+  /// Captured programs destroyed to make room so far.
+  std::int64_t evicted_programs() const { return programs_.evictions(); }
 
  private:
   // The training loop's own: the captured programs it replays, and why a capture failed.
   friend DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data,
                                int k);
-  std::map<ProgramKey, std::unique_ptr<CapturedProgram>> programs_;
+  ProgramCache programs_;
   std::string capture_error_;
 };
 
 /// Enqueues K complete steps on `space`: no fence, no host copy, no allocation.
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
-/// Runs K steps: replays the captured K-step program for (model, data, K, precision) where the backend, the
-/// instance and the communicator can capture (recording it on the first such dispatch, after running it plainly;
-/// MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps.
-/// Advances state.host_step. Asynchronous.
+/// Runs K steps: replays the captured K-step program for (model, data, K, precision, stream) where the backend,
+/// the instance and the communicator can capture (recording it on the first such dispatch, after running it
+/// plainly; MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps. Advances
+/// state.host_step. Asynchronous.
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
 /// Predictions for every sample of `inputs` (their targets are ignored), in batches, into `out` (N, width):
