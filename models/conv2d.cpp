@@ -1,4 +1,5 @@
-// Conv2D 3x3 / stride 1 / SAME, NHWC, two ways, picked per layer by its input channel count:
+// Conv2D 3x3 / stride 1 / SAME, NHWC, two ways, picked per layer by its input channel count on hosts (GPUs always
+// take im2col + the vendor BLAS):
 //   direct (few input channels): the kernels of conv_direct.hpp, with a following AvgPool2 fused in; scratch
 //     holds the backward's per-chunk kernel-gradient partials (and dz when the input gradient is asked for).
 //   im2col (many): im2col + gemm forward, gemm for the kernel gradient, gemm + col2im for the input gradient. The
@@ -25,44 +26,91 @@ Geometry geometry(Shape const& in) {
   return Geometry{in[0], in[1], in[2], in[3]};
 }
 
-// cols[(b, h, w), (kh, kw, c)] = x[b, h + kh - 1, w + kw - 1, c], zero outside the image. One thread per pixel
-// writes its 9 C columns.
+// cols[(b, h, w), (kh, kw, c)] = x[b, h + kh - 1, w + kw - 1, c], zero outside the image. Hosts: one thread per
+// pixel writes its 9 C columns (contiguous). GPUs: one thread per element of cols, so that neighbouring threads
+// write neighbouring floats.
 void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& cols) {
-  Kokkos::parallel_for(
-      "ktr::conv2d::im2col", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
-      KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
-        std::int64_t const row = (b * g.height + h) * g.width + w;
-        for (int kh = 0; kh < K; ++kh) {
-          std::int64_t const hh = h + kh - K / 2;
-          for (int kw = 0; kw < K; ++kw) {
-            std::int64_t const ww = w + kw - K / 2;
-            bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
-            float const* src = x + ((b * g.height + hh) * g.width + ww) * g.channels;
-            std::int64_t const col = (kh * K + kw) * g.channels;
-            for (std::int64_t c = 0; c < g.channels; ++c) cols(row, col + c) = inside ? src[c] : 0.0f;
+  if constexpr (device_is_host) {
+    Kokkos::parallel_for(
+        "ktr::conv2d::im2col", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+        KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
+          std::int64_t const row = (b * g.height + h) * g.width + w;
+          for (int kh = 0; kh < K; ++kh) {
+            std::int64_t const hh = h + kh - K / 2;
+            for (int kw = 0; kw < K; ++kw) {
+              std::int64_t const ww = w + kw - K / 2;
+              bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
+              float const* src = x + ((b * g.height + hh) * g.width + ww) * g.channels;
+              std::int64_t const col = (kh * K + kw) * g.channels;
+              for (std::int64_t c = 0; c < g.channels; ++c) cols(row, col + c) = inside ? src[c] : 0.0f;
+            }
           }
-        }
-      });
+        });
+  } else {
+    std::int64_t const patch = g.patch();
+    float* const out = cols.data();
+    Kokkos::parallel_for(
+        "ktr::conv2d::im2col",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, g.pixels() * patch),
+        KOKKOS_LAMBDA(std::int64_t e) {
+          std::int64_t const row = e / patch, col = e % patch;
+          std::int64_t const c = col % g.channels, tap = col / g.channels, kh = tap / K, kw = tap % K;
+          std::int64_t const w = row % g.width, h = (row / g.width) % g.height, b = row / (g.width * g.height);
+          std::int64_t const hh = h + kh - K / 2, ww = w + kw - K / 2;
+          bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
+          out[e] = inside ? x[((b * g.height + hh) * g.width + ww) * g.channels + c] : 0.0f;
+        });
+  }
+}
+
+// dx[b, h, w, c] of col2im on a GPU: the taps of dcols that read input pixel (h, w), channel c, in the host's
+// order.
+KOKKOS_INLINE_FUNCTION float col2im_sum(Geometry const& g, ConstMatrix const& dcols, std::int64_t b,
+                                        std::int64_t h, std::int64_t w, std::int64_t c) {
+  float acc = 0.0f;
+  for (int kh = 0; kh < K; ++kh) {
+    std::int64_t const oh = h - kh + K / 2;
+    if (oh < 0 || oh >= g.height) continue;
+    for (int kw = 0; kw < K; ++kw) {
+      std::int64_t const ow = w - kw + K / 2;
+      if (ow < 0 || ow >= g.width) continue;
+      acc += dcols((b * g.height + oh) * g.width + ow, (kh * K + kw) * g.channels + c);
+    }
+  }
+  return acc;
 }
 
 // dx[b, h, w, c] = sum_{kh, kw} dcols[(b, h - kh + 1, w - kw + 1), (kh, kw, c)]: a gather, so no atomics.
+// Hosts: one thread per pixel; GPUs: one thread per element of dx.
 void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float* dx) {
-  Kokkos::parallel_for(
-      "ktr::conv2d::col2im", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
-      KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
-        float* out = dx + ((b * g.height + h) * g.width + w) * g.channels;
-        for (std::int64_t c = 0; c < g.channels; ++c) out[c] = 0.0f;
-        for (int kh = 0; kh < K; ++kh) {
-          std::int64_t const oh = h - kh + K / 2;
-          if (oh < 0 || oh >= g.height) continue;
-          for (int kw = 0; kw < K; ++kw) {
-            std::int64_t const ow = w - kw + K / 2;
-            if (ow < 0 || ow >= g.width) continue;
-            std::int64_t const row = (b * g.height + oh) * g.width + ow, col = (kh * K + kw) * g.channels;
-            for (std::int64_t c = 0; c < g.channels; ++c) out[c] += dcols(row, col + c);
+  if constexpr (device_is_host) {
+    Kokkos::parallel_for(
+        "ktr::conv2d::col2im", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+        KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
+          float* out = dx + ((b * g.height + h) * g.width + w) * g.channels;
+          for (std::int64_t c = 0; c < g.channels; ++c) out[c] = 0.0f;
+          for (int kh = 0; kh < K; ++kh) {  // the channel loop innermost: it vectorises
+            std::int64_t const oh = h - kh + K / 2;
+            if (oh < 0 || oh >= g.height) continue;
+            for (int kw = 0; kw < K; ++kw) {
+              std::int64_t const ow = w - kw + K / 2;
+              if (ow < 0 || ow >= g.width) continue;
+              std::int64_t const row = (b * g.height + oh) * g.width + ow, col = (kh * K + kw) * g.channels;
+              for (std::int64_t c = 0; c < g.channels; ++c) out[c] += dcols(row, col + c);
+            }
           }
-        }
-      });
+        });
+  } else {
+    Kokkos::parallel_for(
+        "ktr::conv2d::col2im",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, g.pixels() * g.channels),
+        KOKKOS_LAMBDA(std::int64_t e) {
+          std::int64_t const c = e % g.channels, pixel = e / g.channels;
+          std::int64_t const w = pixel % g.width, h = (pixel / g.width) % g.height,
+                             b = pixel / (g.width * g.height);
+          dx[e] = col2im_sum(g, dcols, b, h, w, c);
+        });
+  }
 }
 
 }  // namespace
@@ -90,6 +138,7 @@ impl::ConvDims dims(Shape const& in, std::int64_t features, int pool) {
 bool Conv2D::direct(Shape const& in) const {
   auto g = geometry(in);
   if (algorithm_ == ConvAlgorithm::im2col) return false;
+  if (algorithm_ == ConvAlgorithm::automatic && !device_is_host) return false;  // GPUs: im2col + the vendor BLAS
   KTR_REQUIRE(g.channels <= impl::conv_direct_max_channels || algorithm_ == ConvAlgorithm::automatic,
               "ktr::Conv2D",
               "direct convolution takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels");
@@ -104,7 +153,7 @@ bool Conv2D::fuse_next(Layer const& next, Shape const& in) {
 
 std::int64_t Conv2D::scratch_size(Shape const& in) const {
   auto g = geometry(in);
-  if (!direct(in)) return g.pixels() * g.patch();
+  if (!direct(in)) return g.pixels() * g.patch() + impl::act_bias_backward_scratch(g.pixels());  // cols, ones
   auto const d = dims(in, features_, pool_);
   return impl::conv_direct_chunks(d) * d.partial_size() + g.pixels() * features_;  // partials, dz
 }
@@ -141,7 +190,7 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
   Matrix cols(scratch_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, db_.view(), relu_);
+  impl::act_bias_backward(space, dout, out, db_.view(), relu_, scratch_.data() + g.pixels() * g.patch());
   gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (9C, F) = (BHW, 9C)^T (BHW, F)
   if (dx.size() == 0) return;
   gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHW, 9C) = (BHW, F) (9C, F)^T

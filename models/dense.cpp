@@ -1,5 +1,6 @@
 // Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way (forward: bias + ReLU;
-// backward: ReLU gradient + bias gradient, so the step has no bias-gradient gemm). A layer with few outputs on a
+// backward: ReLU gradient + bias gradient, so a host step has no bias-gradient gemm; a GPU sums the bias gradient
+// with one gemv-shaped gemm). A layer with few outputs on a
 // host (a classifier head) runs the narrow kernels of dense_narrow.hpp instead of its gemms.
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
@@ -36,31 +37,45 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
 }
 
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, bool relu) {
-  // A block of columns per thread (on a GPU one column per thread: neighbours read neighbouring floats).
-  constexpr std::int64_t block = device_is_host ? 64 : 1;
+                       DeviceView<float*> const& db, bool relu, float* ones) {
   std::int64_t const rows = std::int64_t(dy.extent(0)), cols = std::int64_t(dy.extent(1));
   float* KOKKOS_RESTRICT const g = dy.data();
   float const* KOKKOS_RESTRICT const out = y.data();
-  float* const sum = db.data();
-  Kokkos::parallel_for(
-      "ktr::dense::act_bias_backward",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (cols + block - 1) / block),
-      KOKKOS_LAMBDA(std::int64_t blk) {
-        std::int64_t const j0 = blk * block, n = j0 + block < cols ? block : cols - j0;
-        float acc[block];
-        for (std::int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
-        for (std::int64_t i = 0; i < rows; ++i) {
-          float* KOKKOS_RESTRICT const gi = g + i * cols + j0;
-          float const* KOKKOS_RESTRICT const oi = out + i * cols + j0;
-          for (std::int64_t j = 0; j < n; ++j) {
-            float const v = (relu && !(oi[j] > 0.0f)) ? 0.0f : gi[j];
-            gi[j] = v;
-            acc[j] += v;
+  if constexpr (device_is_host) {
+    // A block of columns per thread, summed down the rows in order: the column loop vectorises.
+    constexpr std::int64_t block = 64;
+    float* const sum = db.data();
+    Kokkos::parallel_for(
+        "ktr::dense::act_bias_backward",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (cols + block - 1) / block),
+        KOKKOS_LAMBDA(std::int64_t blk) {
+          std::int64_t const j0 = blk * block, n = j0 + block < cols ? block : cols - j0;
+          float acc[block];
+          for (std::int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
+          for (std::int64_t i = 0; i < rows; ++i) {
+            float* KOKKOS_RESTRICT const gi = g + i * cols + j0;
+            float const* KOKKOS_RESTRICT const oi = out + i * cols + j0;
+            for (std::int64_t j = 0; j < n; ++j) {
+              float const v = (relu && !(oi[j] > 0.0f)) ? 0.0f : gi[j];
+              gi[j] = v;
+              acc[j] += v;
+            }
           }
-        }
-        for (std::int64_t j = 0; j < n; ++j) sum[j0 + j] = acc[j];
-      });
+          for (std::int64_t j = 0; j < n; ++j) sum[j0 + j] = acc[j];
+        });
+  } else {
+    // One thread per element (neighbouring threads, neighbouring floats); the first column's threads also write
+    // the ones vector, so the bias gradient below needs no launch of its own to prepare it.
+    Kokkos::parallel_for(
+        "ktr::dense::act_backward",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, rows * cols),
+        KOKKOS_LAMBDA(std::int64_t e) {
+          if (relu && !(out[e] > 0.0f)) g[e] = 0.0f;
+          if (e % cols == 0) ones[e / cols] = 1.0f;
+        });
+    gemm(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(g, rows, cols), 0.0f,
+         Matrix(db.data(), 1, cols));
+  }
 }
 
 }  // namespace impl
@@ -90,7 +105,8 @@ std::vector<ParamSpec> Dense::param_specs(Shape const& in) const {
 }
 
 std::int64_t Dense::scratch_size(Shape const& in) const {
-  return impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_) : 0;
+  return impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
+                                       : impl::act_bias_backward_scratch(in[0]);
 }
 
 void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
@@ -107,7 +123,7 @@ void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
 
 void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                      Tensor const& dx) {
-  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), relu_);
+  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), relu_, scratch_.data());
   if (impl::dense_narrow(features_)) {  // the transposed kernel is still in scratch from the forward
     std::int64_t const batch = x.shape()[0], in = x.shape().inner();
     impl::dense_narrow_kernel_grad(space, batch, in, features_, x.data(), dy.data(), dw_.data());

@@ -67,7 +67,8 @@ class Dense : public KernelBiasLayer {
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
-  /// The transposed kernel, where the narrow kernels run (models/dense_narrow.hpp), else nothing.
+  /// The transposed kernel, where the narrow kernels run (models/dense_narrow.hpp); on GPUs the bias
+  /// gradient's ones vector (impl::act_bias_backward_scratch).
   std::int64_t scratch_size(Shape const& in) const override;
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
@@ -79,8 +80,9 @@ class Dense : public KernelBiasLayer {
 };
 
 /// How a Conv2D computes: `direct` (one pass over the input, vectorised over output channels, for few input
-/// channels: models/conv_direct.hpp) or `im2col` (im2col + gemm, for many); `automatic` picks direct when the
-/// input has at most `direct_max_channels` channels.
+/// channels: models/conv_direct.hpp) or `im2col` (im2col + gemm, for many); `automatic` picks direct on hosts when
+/// the input has at most `direct_max_channels` channels, and im2col + the vendor BLAS on GPUs (the direct kernels
+/// are written for a CPU core's vector registers: on a GPU each thread would carry kilobytes of local arrays).
 enum class ConvAlgorithm { automatic, direct, im2col };
 
 /// 3x3 convolution, stride 1, SAME padding, NHWC, kernel (3, 3, Cin, Cout) (HWIO, as Flax), bias (Cout), optional
@@ -148,10 +150,14 @@ struct StandaloneLayer {
 namespace impl {
 /// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.
 void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu);
-/// dz = dy * act'(y) in place and db[j] = sum_i dz[i, j], in one pass: each thread owns a block of columns and
-/// sums down the rows in order (deterministic, no atomics).
+/// dz = dy * act'(y) in place and db[j] = sum_i dz[i, j]. Hosts: one pass, each thread owns a block of columns
+/// and sums down the rows in order. GPUs: dz in one fully parallel pass (which also fills `ones`), then
+/// db (1, cols) = ones (1, rows) dz (rows, cols) as one gemm (cuBLAS: a gemv over every SM, where a thread per
+/// column would leave the head's 10 columns on 10 threads). Deterministic, no atomics, either way.
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, bool relu);
+                       DeviceView<float*> const& db, bool relu, float* ones);
+/// Floats of scratch act_bias_backward needs for `rows` rows: `rows` on GPUs (the ones vector), 0 on hosts.
+constexpr std::int64_t act_bias_backward_scratch(std::int64_t rows) { return device_is_host ? 0 : rows; }
 }  // namespace impl
 
 }  // namespace ktr
