@@ -22,9 +22,12 @@ build=build/$flavour
 case $flavour in
   # The toolkit's own nvcc, not whatever wrapper the machine puts first on PATH (a base image may ship a
   # /usr/local/bin/nvcc script that no package owns): CMake records the path it finds.
+  # The binaries scripts/gpu-prepare.sh carries to a GPU machine: the CUDA runtime, libstdc++, libgcc and zlib
+  # linked in, NCCL off (the toolkit's libnccl would have to travel too); cuBLAS stays shared.
   cuda) cuda_home=$(realpath "${CUDA_HOME:-/usr/local/cuda}")
         export PATH="$cuda_home/bin:$PATH"
-        extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper" -DCUDAToolkit_ROOT="$cuda_home") ;;
+        extra+=(-DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper" -DCUDAToolkit_ROOT="$cuda_home"
+                -Dktr_STATIC_RUNTIME=ON -Dktr_ENABLE_NCCL=OFF) ;;
   hip) extra+=(-DCMAKE_CXX_COMPILER=hipcc) ;;
 esac
 # A different Kokkos (new recipe, Kokkos_ROOT) invalidates the cached package paths: start the cache afresh.
