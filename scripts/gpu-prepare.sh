@@ -1,33 +1,76 @@
 #!/usr/bin/env bash
-# Prepares .device/ (git-ignored) with what scripts/gpu-run.sh needs on a GPU machine that has CUDA, cmake, g++ and
-# python3 but no package registry, trimmed to fit the 64 MiB a device run may carry:
-#   src.tar.gz      Kokkos + Kokkos Kernels 3.4.01 sources (from Debian's trilinos package) without their docs,
-#                   examples, benchmarks and tests, and GoogleTest's source without GoogleMock (Debian's googletest)
-#   zlib/           zlib's headers and static library
-#   data/           the four Fashion-MNIST .gz files, as shipped
-#   jax_peer.py     the JAX peer
-# Prints the size of each part and the total.
+# Prepares .device/ (git-ignored), what scripts/gpu-run.sh needs on a lent GPU machine, here, on a machine without
+# a GPU. The GPU machine compiles nothing:
+#   bin/ktr, bin/ktr_tests  build/cuda's binaries (sm_90; CUDA runtime, libstdc++, libgcc and zlib linked in,
+#                           NCCL off; cuBLAS is found on the GPU machine), stripped
+#   data/                   the four Fashion-MNIST .gz files, as shipped (the JAX peer and the training stage)
+#   jax_peer.py             the JAX peer
+#   MANIFEST                what was carried, from which commit, and its sizes
+# Builds build/cuda first if its binaries are missing or older than the sources (scripts/build.sh cuda). Checks that
+# the binaries carry sm_90 code and need no shared CUDA runtime, libstdc++ or NCCL, and that .device/ stays under
+# 60 MiB (a device run carries at most 64 MiB with the working tree). Prints the sizes.
+#   KTR_GPU_SOURCE=1  also packs src.tar.gz (Kokkos, Kokkos Kernels, GoogleTest, CLI11 and nlohmann-json sources,
+#                     about 8 MiB more) for gpu-run.sh's fallback, KTR_GPU_BUILD_FROM_SOURCE=1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-scripts/bootstrap.sh openmp >/dev/null  # makes sure the trilinos sources and apt packages are here
-cache=${KTR_DEPS_CACHE:-$HOME/.cache/ktr}
-rm -rf .device && mkdir -p .device/zlib/include .device/zlib/lib .device/data
-stage=$(mktemp -d "${TMPDIR:-/tmp}/ktr-device.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
-cp -r "$cache/src-trilinos-13.2.0/kokkos" "$cache/src-trilinos-13.2.0/kokkos-kernels" "$stage/"
-cp -r /usr/src/googletest "$stage/googletest"
-# Test, example and benchmark folders are only entered when their CMake options are on (they are off in
-# scripts/bootstrap.sh); documentation and GoogleMock are never needed (gpu-run.sh builds with BUILD_GMOCK=OFF).
-# kokkos/example/CMakeLists.txt itself is always entered: it stays, its subfolders go.
-(cd "$stage" && find kokkos/example -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt -exec rm -rf {} + &&
-  rm -rf kokkos/doc kokkos/benchmarks kokkos/core/unit_test kokkos/core/perf_test \
-  kokkos/containers/unit_tests kokkos/containers/performance_tests kokkos/algorithms/unit_tests \
-  kokkos-kernels/unit_test kokkos-kernels/perf_test kokkos-kernels/example kokkos-kernels/test_common \
-  googletest/googlemock googletest/googletest/test googletest/googletest/samples googletest/googletest/docs \
-  googletest/docs)
-tar czf .device/src.tar.gz -C "$stage" kokkos kokkos-kernels googletest
-cp /usr/include/zlib.h /usr/include/zconf.h .device/zlib/include/
-cp "/usr/lib/$(gcc -print-multiarch)/libz.a" .device/zlib/lib/
+die() { echo "gpu-prepare: $*" >&2; exit 1; }
+build=build/cuda
+limit_mib=60
+cuda_home=$(realpath "${CUDA_HOME:-/usr/local/cuda}")
+
+newest_source=$(git ls-files -z -- '*.cpp' '*.hpp' '*.h' 'CMakeLists.txt' '*/CMakeLists.txt' '*.cmake' |
+  xargs -0 stat -c %Y | sort -n | tail -n1)
+if [[ ! -x $build/apps/ktr || ! -x $build/tests/ktr_tests ]] ||
+  (( $(stat -c %Y "$build/apps/ktr") < newest_source || $(stat -c %Y "$build/tests/ktr_tests") < newest_source )); then
+  echo "gpu-prepare: building $build (scripts/build.sh cuda)" >&2
+  scripts/build.sh cuda >/dev/null
+fi
+
+# What travels must run there: sm_90 code, and no shared library the GPU machine may lack but cuBLAS (and libc).
+for b in ktr ktr_tests; do
+  f=$build/$([[ $b == ktr ]] && echo apps || echo tests)/$b
+  "$cuda_home/bin/cuobjdump" --list-elf "$f" 2>/dev/null | grep -q 'sm_90' ||
+    die "$f carries no sm_90 code (build/cuda must be the default KTR_CUDA_ARCH=90 build)"
+  if readelf -d "$f" | grep NEEDED | grep -E 'libcudart|libstdc\+\+|libgcc_s|libnccl|libz\.so'; then
+    die "$f needs the libraries above at run time (configure build/cuda with scripts/build.sh cuda)"
+  fi
+done
+
+rm -rf .device && mkdir -p .device/bin .device/data
+strip -o .device/bin/ktr "$build/apps/ktr"
+strip -o .device/bin/ktr_tests "$build/tests/ktr_tests"
 cp /usr/share/datasets/fashion-mnist/*.gz .device/data/
-[[ -f ../shared/peers/jax_peer.py ]] && cp ../shared/peers/jax_peer.py .device/
+peer=../shared/peers/jax_peer.py
+[[ -f $peer ]] && cp "$peer" .device/ || echo "gpu-prepare: no $peer: the JAX stage will say it has no peer" >&2
+
+if [[ ${KTR_GPU_SOURCE:-0} == 1 ]]; then
+  stage=$(mktemp -d "${TMPDIR:-/tmp}/ktr-device.XXXXXX")
+  trap 'rm -rf "$stage"' EXIT
+  src=${KTR_DEPS_CACHE:-$HOME/.cache/ktr}/src-trilinos-13.2.0
+  [[ -f $src/.complete ]] || scripts/bootstrap.sh openmp >/dev/null
+  cp -r "$src/kokkos" "$src/kokkos-kernels" "$stage/"
+  cp -r /usr/src/googletest "$stage/googletest"
+  # CLI11 and nlohmann-json (header-only) with their CMake configs, as a prefix: usr/{include,share/cmake}.
+  mkdir -p "$stage/usr/include" "$stage/usr/share/cmake" &&
+    cp -r /usr/include/CLI /usr/include/nlohmann "$stage/usr/include/" &&
+    cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$stage/usr/share/cmake/"
+  # Only what a Release build of the libraries reads: no tests, examples, benchmarks, documentation or GoogleMock.
+  (cd "$stage" && find kokkos/example -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt -exec rm -rf {} + &&
+    rm -rf kokkos/doc kokkos/benchmarks kokkos/core/unit_test kokkos/core/perf_test \
+      kokkos/containers/unit_tests kokkos/containers/performance_tests kokkos/algorithms/unit_tests \
+      kokkos-kernels/unit_test kokkos-kernels/perf_test kokkos-kernels/example kokkos-kernels/test_common \
+      googletest/googlemock googletest/googletest/test googletest/googletest/samples googletest/googletest/docs \
+      googletest/docs)
+  tar czf .device/src.tar.gz -C "$stage" kokkos kokkos-kernels googletest usr
+fi
+
+{
+  echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo ' (with uncommitted changes)')"
+  echo "built $(date -u +%FT%TZ) from $build ($(cat "$build/.kokkos_root" 2>/dev/null))"
+  "$cuda_home/bin/cuobjdump" --list-elf "$build/apps/ktr" | sed -n 's/.*\(sm_[0-9a-z]*\).*/ktr device code: \1/p' | sort -u
+  du -b .device/bin/* .device/data .device/*.py .device/*.tar.gz 2>/dev/null
+} >.device/MANIFEST
 du -sh .device/* .device
+total=$(du -sm .device | cut -f1)
+(( total < limit_mib )) || die ".device is ${total} MiB, over the ${limit_mib} MiB limit (generate the data there with ktr synth)"
+echo "gpu-prepare: .device is ${total} MiB (limit ${limit_mib}); carry it: run --carry .device scripts/gpu-run.sh"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Summarises a scripts/gpu-run.sh output folder as Markdown: the GPU, the test outcome, ktr's pipeline figures in
-FP32 and TF32, the JAX peer's, the ktr/JAX ratios at equal precision (ktr fp32 vs JAX 'highest', ktr tf32 vs JAX
-'default'), and the issue's two acceptance checks. Standard library only.   Usage: gpu-results.py OUT_DIR"""
+"""Summarises scripts/gpu-run.sh's logs folder as Markdown, from whatever stages have run so far: each stage's
+outcome and time, the GPU, the test outcomes, ktr's pipeline figures in FP32 and TF32, the JAX peer's, the ktr/JAX
+ratios at equal precision (ktr fp32 vs JAX 'highest', ktr tf32 vs JAX 'default'), and the training runs' last lines.
+Standard library only.   Usage: gpu-results.py LOGS_DIR"""
 import json
 import os
 import re
@@ -35,15 +36,44 @@ def best(rows, model, key):
 
 
 print("# ktr GPU run\n")
+run = read("run.txt").strip().splitlines()
+print("Run: " + (run[0] if run else "?") + "  ")
+for line in run[1:]:
+    if line.startswith(("commit", "built", "ktr device code")):
+        print(line + "  ")
 print("GPU: " + " ".join(read("gpu.txt").split("\n")[1:2]).strip() + "  ")
 info = read("info.txt").strip().splitlines()
 print("ktr: " + (info[0] if info else "(no info)") + "\n")
-tests = re.findall(r"\d+% tests passed.*", read("tests.log"))
-print("## Tests\n\n" + (tests[-1] if tests else "no test summary (see tests.log)"))
-caps = re.findall(r"^\[ +(OK|FAILED|SKIPPED) +\] (Capture\.\w+)", read("capture-tests.log"), re.M)
+
+print("## Stages\n\n| stage | outcome | seconds | limit |\n|---|---|---:|---:|")
+for line in read("stages.txt").splitlines():
+    f = line.split("\t")
+    if len(f) == 4:
+        print(f"| {f[0]} | {f[1]} | {f[2]} | {f[3]} |")
+print()
+
+
+def gtest_summary(name):
+    text = read(name)
+    if not text:
+        return ["not run"]
+    out = [l.strip() for l in re.findall(r"^\[ +(?:PASSED|FAILED|SKIPPED) +\].*tests?.*$", text, re.M)]
+    out += ["FAILED: " + n for n in re.findall(r"^\[ +FAILED +\] (\S+\.\S+)(?: \(|$)", text, re.M)]
+    return out or ["no summary (see logs.tgz, %s)" % name]
+
+
+print("## Tests\n")
+caps = re.findall(r"^\[ +(OK|FAILED|SKIPPED) +\] (Capture\.\w+)", read("capture.log"), re.M)
 for status, name in caps:
     print(f"- {name}: {status}")
+print("- capture stage: " + "; ".join(gtest_summary("capture.log")))
+print("- the rest of ktr_tests: " + "; ".join(gtest_summary("tests.log")))
 print()
+
+train = [l for l in read("train.log").splitlines() if l.startswith(("epoch", "done", "model", "device"))
+         and "step " not in l]
+if train:
+    print("## Training through the CLI\n\n```\n" + "\n".join(train) + "\n```\n")
 
 jax = jax_rows()
 pair = {"fp32": "highest", "tf32": "default"}
@@ -52,7 +82,7 @@ for precision in ("fp32", "tf32"):
     rows = pipeline(precision)
     print(f"## ktr bench pipeline, {precision}\n")
     if not rows:
-        print("(no results: see pipeline-%s.txt)\n" % precision)
+        print("(no results yet: see logs.tgz, pipeline-%s.log)\n" % precision)
         continue
     print("| model | variant | batch | samples/s | vs naive | note |\n|---|---|---|---|---|---|")
     for r in rows:
@@ -87,10 +117,10 @@ if jax:
     for r in jax:
         print(f"| {r['model']} | {r['variant']} | {r['batch']} | {r['precision']} | {r['samples_per_s']} |")
 else:
-    print("not run: " + (read("jax-import.log").strip().splitlines() or ["no log"])[-1])
+    logs = [l for l in (read("jax-highest.log") + read("jax-default.log")).strip().splitlines() if l.strip()]
+    print("not run: " + (logs[-1] if logs else "the JAX stages have not run"))
 print("\n## Acceptance\n")
 for name, ok, detail in checks:
     print(f"- {'PASS' if ok else ('n/a' if ok is None else 'FAIL')}: {name}: {detail}")
-if any(ok is False for _, ok, _ in checks):
-    print("\nShort of the targets: see nsys.txt (GPU kernel and CUDA API time of the MLP pipeline run)"
-          if read("nsys.txt") else "\nShort of the targets, and no nsys profile was taken.")
+if not checks:
+    print("- none yet: the pipeline stages have not run")

@@ -1,100 +1,185 @@
 #!/usr/bin/env bash
-# One run on a machine with an NVIDIA GPU, the CUDA toolkit, cmake, g++ and python3 but no package registry:
-#   1. builds GoogleTest, Kokkos + Kokkos Kernels 3.4.01 (CUDA, cuBLAS) and ktr from .device/ (scripts/gpu-prepare.sh)
-#   2. runs every test (the capture tests included: on CUDA they run, nowhere else)
-#   3. `ktr bench kernels`, `ktr bench pipeline` (naive, resident, multistep-K, graph-K) in FP32 and in TF32
-#   4. the JAX peer on the same GPU, twice: --precision highest (FP32 matmuls) and --precision default (TF32)
-#   5. a short training run per model through the CLI, and an nsys profile of graph-16 where nsys exists
-# and writes ${OUT:-gpu-out}/results.md: every figure, and the ktr/JAX ratios at equal precision.
-# Budget: under ten minutes on a 16-core machine. Usage: scripts/gpu-prepare.sh (here), then on the GPU machine
-# scripts/gpu-run.sh.
+# One lent GPU run (an NVIDIA H200: 15 minutes of lease with its start, one command of at most 10 minutes, at most
+# 8 files back from $OUT). Runs the binaries scripts/gpu-prepare.sh put in .device/ (it compiles nothing) and, after
+# every stage, rewrites exactly two files in $OUT: results.md (every figure so far, the ktr/JAX ratios at equal
+# precision, each stage's outcome and time) and logs.tgz (everything else, under 16 MiB). A run killed at any point
+# still returns what it measured. The whole run stops itself at its deadline (KTR_GPU_DEADLINE_S, 340 s).
+#
+#   stage         limit  what
+#   libs           20 s  find libcublas.so.13 (ldconfig, $CUDA_HOME, the Python wheels), set LD_LIBRARY_PATH;
+#                        stops with ldd's output if the binaries miss a library
+#   info           30 s  nvidia-smi, `ktr info` (stops the run if ktr cannot start on the GPU)
+#   capture        90 s  ktr_tests --gtest_filter='Capture.*' (the stream-capture tests only run on a GPU)
+#   pipeline-fp32  75 s  ktr bench pipeline: naive, resident, multistep-K, graph-K, FP32
+#   jax-highest   120 s  the JAX peer (MLP, CNN) at --precision highest (FP32 matmuls), if jax runs on the GPU
+#   pipeline-tf32  60 s  the same as pipeline-fp32 in TF32
+#   jax-default   100 s  the JAX peer at --precision default (TF32)
+#   tests         150 s  every other ktr_tests test, one process (the CLI, install and example tests need a build)
+#   train          60 s  ktr train: the MLP (2 epochs) and the SimpleCNN (1 epoch) on Fashion-MNIST
+# Each stage gets its limit or what is left before the deadline, whichever is less; a stage with under 5 s left is
+# skipped and says so. Stages after a failed one still run (only libs and info stop the run).
+#
+#   OUT=DIR scripts/gpu-run.sh                        (default OUT: gpu-out)
+#   KTR_GPU_DRY_RUN=1      no GPU needed: every stage says what it would run; results.md and logs.tgz are written
+#                          after each stage as in a real run (CI runs this)
+#   KTR_GPU_BUILD_FROM_SOURCE=1  fallback: build Kokkos, Kokkos Kernels and ktr on the GPU machine from
+#                          .device/src.tar.gz (KTR_GPU_SOURCE=1 scripts/gpu-prepare.sh) instead of carrying binaries;
+#                          takes longer than one command may run on 16 cores, so the measuring stages get less time
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
-out=$(mkdir -p "${OUT:-gpu-out}" && cd "${OUT:-gpu-out}" && pwd)
-dev=$PWD/.device
-jobs=$(nproc)
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+repo=$PWD
 t0=$(date +%s)
-log() { echo "[gpu-run] $* (t+$(($(date +%s) - t0))s)" | tee -a "$out/timeline.txt"; }
+deadline=$((t0 + ${KTR_GPU_DEADLINE_S:-340}))
+dry=${KTR_GPU_DRY_RUN:-0}
+mkdir -p "${OUT:-gpu-out}" && out=$(cd "${OUT:-gpu-out}" && pwd)
+logs=$(mktemp -d "${TMPDIR:-/tmp}/ktr-gpu-logs.XXXXXX")
+dev=$repo/.device
+bin=$dev/bin
+data=$dev/data
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-export PATH=$CUDA_HOME/bin:$PATH
-[[ -f $dev/src.tar.gz ]] || { echo "gpu-run: $dev/src.tar.gz is missing: run scripts/gpu-prepare.sh first" >&2; exit 1; }
-nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
-cat "$out/gpu.txt"
+export KTR_LOGS=$logs
 
-src=/tmp/ktr-gpu-src
-log "unpacking the carried sources"
-rm -rf "$src" && mkdir -p "$src" && tar xzf "$dev/src.tar.gz" -C "$src" || exit 1
+# results.md and logs.tgz, rewritten whole (through hidden temporaries) after every stage: nothing else in $OUT.
+publish() {
+  if ! python3 "$repo/scripts/gpu-results.py" "$logs" >"$out/.results.md.tmp" 2>"$logs/results-error.log"; then
+    { echo "# ktr GPU run (gpu-results.py failed: see logs.tgz, results-error.log)"; echo; echo '```';
+      cat "$logs/stages.txt" 2>/dev/null; echo '```'; } >"$out/.results.md.tmp"
+  fi
+  mv -f "$out/.results.md.tmp" "$out/results.md"
+  # Logs over 2 MiB keep their last 2 MiB, so the archive stays far below 16 MiB.
+  find "$logs" -type f -size +2M -exec sh -c 'tail -c 2097152 "$1" >"$1.tail" && mv "$1.tail" "$1"' _ {} \;
+  tar czf "$out/.logs.tgz.tmp" -C "$logs" . && mv -f "$out/.logs.tgz.tmp" "$out/logs.tgz"
+  local extra
+  extra=$(find "$out" -mindepth 1 -maxdepth 1 ! -name results.md ! -name logs.tgz -printf '%f ')
+  if [[ -n $extra ]]; then
+    echo "[gpu-run] WARNING: $out also holds: $extra(not written by this run)" >&2
+    [[ $dry == 1 ]] && { echo "[gpu-run] dry run: \$OUT must hold results.md and logs.tgz alone" >&2; exit 1; }
+  fi
+}
 
-log "GoogleTest from source"
-cmake -S "$src/googletest" -B /tmp/gtest-build -DCMAKE_INSTALL_PREFIX=/tmp/gtest -DBUILD_GMOCK=OFF >/dev/null &&
-  cmake --build /tmp/gtest-build -j "$jobs" >/dev/null && cmake --install /tmp/gtest-build >/dev/null ||
-  { echo "googletest build failed"; exit 1; }
+# stage <name> <limit s> <function>: runs the function under min(limit, time left), its output in <name>.log.
+stage() {
+  local name=$1 cap=$2 fn=$3 now left limit rc status
+  now=$(date +%s)
+  left=$((deadline - now))
+  limit=$((cap < left ? cap : left))
+  if ((limit < 5)); then
+    status="skipped (deadline: ${left} s left)"
+    rc=0
+    echo "skipped: the run's deadline is ${left} s away" >"$logs/$name.log"
+  elif [[ $dry == 1 ]]; then
+    { echo "dry run: would run, within ${limit} s:"; declare -f "$fn" | tail -n +3 | head -n -1; } >"$logs/$name.log"
+    status="dry run"
+    rc=0
+  else
+    timeout -k 5 "$limit" bash -c "$fn" >"$logs/$name.log" 2>&1
+    rc=$?
+    case $rc in 0) status=ok ;; 124 | 137) status="timed out at ${limit} s" ;; *) status="failed (exit $rc)" ;; esac
+  fi
+  local secs=$(($(date +%s) - now))
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$secs" "$cap" >>"$logs/stages.txt"
+  echo "[gpu-run] $name: $status, ${secs} s (limit ${cap} s; t+$(($(date +%s) - t0)) s)" >&2
+  publish
+  return $rc
+}
 
-log "Kokkos + Kokkos Kernels 3.4.01, CUDA (sm_80 PTX, JIT-compiled for the GPU)"
-root=$(KTR_NO_APT=1 KTR_TRILINOS_SRC="$src" KTR_HOST_BLAS=none KTR_DEPS_CACHE=/tmp/ktr-deps KTR_JOBS=$jobs \
-  scripts/bootstrap.sh cuda 2>"$out/bootstrap.log" | tail -n1) || { tail -30 "$out/bootstrap.log"; exit 1; }
-root=${root#KTR_KOKKOS_ROOT=}
-# A persistent JIT cache: the PTX of every kernel is compiled once for this GPU, not once per process.
-export CUDA_CACHE_PATH=/tmp/ktr-cuda-cache CUDA_CACHE_MAXSIZE=1073741824
-
-log "ktr (CUDA)"
-cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DKokkos_ROOT="$root" -DKokkosKernels_ROOT="$root" \
-  -DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper" -DGTest_ROOT=/tmp/gtest -DZLIB_ROOT="$dev/zlib" \
-  -DZLIB_USE_STATIC_LIBS=ON -Dktr_ENABLE_BENCHMARKS=OFF >"$out/configure.log" 2>&1 && cmake --build build/gpu -j "$jobs" >"$out/build.log" 2>&1 ||
-  { tail -40 "$out/configure.log" "$out/build.log"; exit 1; }
-ktr=build/gpu/apps/ktr
-$ktr info | tee "$out/info.txt"
-
-log "tests"
-(cd build/gpu && timeout 300 ctest --output-on-failure -j 4 2>&1) >"$out/tests.log"
-tail -15 "$out/tests.log"
-build/gpu/tests/ktr_tests --gtest_filter='Capture.*' >"$out/capture-tests.log" 2>&1
-grep -E '^\[ +(OK|FAILED|SKIPPED) +\]' "$out/capture-tests.log"
-
-log "ktr bench kernels"
-timeout 120 $ktr bench kernels >"$out/kernels.txt" 2>&1
-cat "$out/kernels.txt"
-
-for precision in fp32 tf32; do
-  log "ktr bench pipeline ($precision)"
-  timeout 150 $ktr bench pipeline --precision $precision --k 4,16,64 --steps 128 --rounds 5 \
-    --json "$out/pipeline-$precision.json" >"$out/pipeline-$precision.txt" 2>&1
-  cat "$out/pipeline-$precision.txt"
-done
-
-peer=../shared/peers/jax_peer.py
-[[ -f $peer ]] || peer=$dev/jax_peer.py
-: >"$out/jax.txt"
-if python3 -c "import jax, flax, optax" 2>"$out/jax-import.log"; then
-  python3 -c "import jax; print('jax', jax.__version__, jax.devices())" >>"$out/jax-import.log" 2>&1
-  for precision in highest default; do
-    for m in "mlp 256" "cnn 32"; do
-      set -- $m
-      log "JAX peer: $1, batch $2, --precision $precision"
-      timeout 150 python3 "$peer" --data "$dev/data" --model "$1" --batch "$2" --steps 640 --k 4,16,64 \
-        --precision $precision 2>>"$out/jax-errors.log" | grep '^peer=' | tee -a "$out/jax.txt"
+# --- the stages (each runs in its own bash, with the variables exported below) --------------------------------
+run_libs() {
+  # libcublas.so.13 (and libcublasLt): the loader's cache, the toolkit, then the Python wheels (nvidia-cublas).
+  local dir=""
+  if ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 '; then
+    echo "libcublas.so.13: in the loader's cache"
+  else
+    for d in "$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/local/cuda*/lib64 /usr/local/cuda*/targets/x86_64-linux/lib \
+      $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null |
+        xargs -n1 -I{} sh -c 'ls -d {}/nvidia/cublas/lib {}/nvidia/cu13/lib 2>/dev/null'); do
+      if [[ -e $d/libcublas.so.13 ]]; then dir=$d; break; fi
     done
+    [[ -n $dir ]] || { echo "libcublas.so.13 not found (ldconfig, \$CUDA_HOME, the Python wheels)"; exit 1; }
+    echo "libcublas.so.13: $dir"
+  fi
+  echo "$dir" >"$KTR_LOGS/ld_library_path"
+  for b in "$KTR_BIN/ktr" "$KTR_BIN/ktr_tests"; do
+    LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$b" | tee -a "$KTR_LOGS/ldd.txt" |
+      grep 'not found' && { echo "$b misses the libraries above:"; cat "$KTR_LOGS/ldd.txt"; exit 1; }
   done
-else
-  log "JAX peer not run: jax, flax or optax is not importable here (see jax-import.log)"
+  echo "every library found"
+}
+run_info() {
+  nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv | tee "$KTR_LOGS/gpu.txt"
+  "$KTR_BIN/ktr" info | tee "$KTR_LOGS/info.txt"
+}
+run_capture() { "$KTR_BIN/ktr_tests" --gtest_filter='Capture.*'; }
+pipeline() {
+  "$KTR_BIN/ktr" bench pipeline --precision "$1" --k 4,16,64 --steps 1024 --rounds 5 \
+    --json "$KTR_LOGS/pipeline-$1.json"
+}
+pipeline_fp32() { pipeline fp32; }
+pipeline_tf32() { pipeline tf32; }
+jax_peer() {
+  python3 -c "import jax, flax, optax; b = jax.default_backend(); print('jax', jax.__version__, 'backend', b, \
+jax.devices()); assert b == 'gpu', 'JAX runs on ' + b + ', not the GPU: no peer figures'" || exit 1
+  [[ -f $KTR_PEER ]] || { echo "no JAX peer ($KTR_PEER): not carried"; exit 1; }
+  local precision=$1 model batch
+  for model in mlp cnn; do
+    batch=$([[ $model == mlp ]] && echo 256 || echo 32)
+    python3 "$KTR_PEER" --data "$KTR_DATA" --model "$model" --batch "$batch" --steps 640 --k 4,16,64 \
+      --precision "$precision" | grep '^peer=' | tee -a "$KTR_LOGS/jax.txt"
+  done
+}
+jax_highest() { jax_peer highest; }
+jax_default() { jax_peer default; }
+run_tests() { "$KTR_BIN/ktr_tests" --gtest_filter='-Capture.*'; }
+run_train() {
+  "$KTR_BIN/ktr" train --data "$KTR_DATA" --model mlp --epochs 2 --batch 256 &&
+    "$KTR_BIN/ktr" train --data "$KTR_DATA" --model cnn --epochs 1 --batch 32
+}
+build_from_source() {
+  local src=/tmp/ktr-gpu-src jobs
+  jobs=$(nproc)
+  rm -rf "$src" && mkdir -p "$src" && tar xzf "$KTR_DEVICE/src.tar.gz" -C "$src" || exit 1
+  cmake -S "$src/googletest" -B /tmp/gtest-build -DCMAKE_INSTALL_PREFIX=/tmp/gtest -DBUILD_GMOCK=OFF >/dev/null &&
+    cmake --build /tmp/gtest-build -j "$jobs" >/dev/null && cmake --install /tmp/gtest-build >/dev/null || exit 1
+  local root
+  root=$(KTR_NO_APT=1 KTR_TRILINOS_SRC="$src" KTR_HOST_BLAS=none KTR_DEPS_CACHE=/tmp/ktr-deps KTR_JOBS=$jobs \
+    scripts/bootstrap.sh cuda | tail -n1) || exit 1
+  root=${root#KTR_KOKKOS_ROOT=}
+  cmake -S . -B /tmp/ktr-gpu-build -DKokkos_ROOT="$root" -DKokkosKernels_ROOT="$root" \
+    -DCMAKE_CXX_COMPILER="$root/bin/nvcc_wrapper" -DGTest_ROOT=/tmp/gtest -DCMAKE_PREFIX_PATH="$src/usr" \
+    -Dktr_ENABLE_EXAMPLES=OFF -Dktr_ENABLE_NCCL=OFF -Dktr_STATIC_RUNTIME=ON &&
+    cmake --build /tmp/ktr-gpu-build -j "$jobs" --target ktr_cli ktr_tests || exit 1
+  mkdir -p /tmp/ktr-gpu-bin && cp /tmp/ktr-gpu-build/apps/ktr /tmp/ktr-gpu-build/tests/ktr_tests /tmp/ktr-gpu-bin/
+}
+
+export -f run_libs run_info run_capture pipeline pipeline_fp32 pipeline_tf32 jax_peer jax_highest jax_default run_tests \
+  run_train build_from_source
+export KTR_BIN=$bin KTR_DATA=$data KTR_DEVICE=$dev KTR_PEER=$dev/jax_peer.py CUDA_HOME
+
+: >"$logs/stages.txt"
+echo "$(date -u +%FT%TZ) deadline ${KTR_GPU_DEADLINE_S:-340} s, dry run: $dry" >"$logs/run.txt"
+cat "$dev/MANIFEST" >>"$logs/run.txt" 2>/dev/null || echo "no .device/MANIFEST" >>"$logs/run.txt"
+if [[ $dry != 1 && ! -x $bin/ktr && ${KTR_GPU_BUILD_FROM_SOURCE:-0} != 1 ]]; then
+  echo "no $bin/ktr" >"$logs/libs.log"
+  printf 'libs\tfailed: no %s/ktr (run scripts/gpu-prepare.sh first)\t0\t20\n' "$bin" >>"$logs/stages.txt"
+  publish
+  echo "gpu-run: $bin/ktr is missing: run scripts/gpu-prepare.sh before the GPU run" >&2
+  exit 1
 fi
-
-log "training through the CLI (MLP 2 epochs, CNN 1 epoch, K=16)"
-timeout 90 $ktr train --data "$dev/data" --model mlp --epochs 2 --batch 256 >"$out/train.txt" 2>&1
-timeout 90 $ktr train --data "$dev/data" --model cnn --epochs 1 --batch 32 >>"$out/train.txt" 2>&1
-grep -E 'dispatch:|epoch|capturing' "$out/train.txt" | tail -8
-
-nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -n1)
-if [[ -n $nsys ]]; then
-  log "where the time goes: nsys on the MLP pipeline (multistep-16, graph-16)"
-  timeout 120 "$nsys" profile -o /tmp/ktr-nsys --force-overwrite true --stats=false $ktr bench pipeline \
-    --models mlp --k 16 --steps 64 --rounds 2 >/dev/null 2>&1 &&
-    timeout 60 "$nsys" stats --report cuda_gpu_kern_sum,cuda_api_sum --format csv /tmp/ktr-nsys.nsys-rep \
-      >"$out/nsys.txt" 2>&1
-else
-  log "nsys not found: no profile"
+if [[ ${KTR_GPU_BUILD_FROM_SOURCE:-0} == 1 ]]; then
+  deadline=$((deadline + 240))  # the build alone takes minutes; the command's own 10-minute limit still applies
+  stage build 400 build_from_source || exit 1
+  export KTR_BIN=/tmp/ktr-gpu-bin
 fi
-
-log "results"
-python3 scripts/gpu-results.py "$out" | tee "$out/results.md"
-log "done"
+stage libs 20 run_libs || exit 1
+ld_path=$(cat "$logs/ld_library_path" 2>/dev/null)
+[[ -n $ld_path ]] && export LD_LIBRARY_PATH=$ld_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+stage info 30 run_info || exit 1
+stage capture 90 run_capture
+stage pipeline-fp32 75 pipeline_fp32
+stage jax-highest 120 jax_highest
+stage pipeline-tf32 60 pipeline_tf32
+stage jax-default 100 jax_default
+stage tests 150 run_tests
+stage train 60 run_train
+echo "[gpu-run] done in $(($(date +%s) - t0)) s: $out/results.md, $out/logs.tgz" >&2
+rm -rf "$logs"

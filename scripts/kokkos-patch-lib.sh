@@ -2,7 +2,7 @@
 # Every edit leaves a `ktr-patch(<id>)` comment behind: a fix whose marker is already there is skipped (re-running
 # is harmless), and a fix whose expected source pattern is missing stops the script with an error.
 # The caller sets `src` (the Kokkos source folder) and `patch_tag` (the log prefix).
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154  # src and patch_tag are set by the caller
 
 log() { echo "[$patch_tag] $*" >&2; }
 die() { echo "[$patch_tag] ERROR: $*" >&2; exit 1; }

@@ -14,6 +14,7 @@ src=$1
 cuda_home=$2
 default_arch=${3:-90}
 patch_tag=patch-kokkos-cuda
+# shellcheck source=scripts/kokkos-patch-lib.sh disable=SC2034  # src, patch_tag: read by the library
 source "$(dirname "${BASH_SOURCE[0]}")/kokkos-patch-lib.sh"
 check_kokkos_34
 [[ $default_arch =~ ^[0-9]+$ ]] || die "the default arch is a number such as 90 or 80, not '$default_arch'"

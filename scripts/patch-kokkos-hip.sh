@@ -13,6 +13,7 @@ set -euo pipefail
 if (( $# != 1 )); then echo "usage: $0 <kokkos-src-dir>" >&2; exit 2; fi
 src=$1
 patch_tag=patch-kokkos-hip
+# shellcheck source=scripts/kokkos-patch-lib.sh disable=SC2034  # src, patch_tag: read by the library
 source "$(dirname "${BASH_SOURCE[0]}")/kokkos-patch-lib.sh"
 check_kokkos_34
 add_gpu_arch vega90a-arch VEGA90A "AMD GPU MI200 series GFX90A" VEGA908 CHECK_AMDGPU_ARCH gfx90a
