@@ -16,7 +16,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "gpu-prepare: $*" >&2; exit 1; }
 build=build/cuda
 limit_mib=60
-cuda_home=$(realpath "${CUDA_HOME:-/usr/local/cuda}")
 
 newest_source=$(git ls-files -z -- '*.cpp' '*.hpp' '*.h' 'CMakeLists.txt' '*/CMakeLists.txt' '*.cmake' |
   xargs -0 stat -c %Y | sort -n | tail -n1)
@@ -29,7 +28,7 @@ fi
 # What travels must run there: sm_90 code, and no shared library the GPU machine may lack but cuBLAS (and libc).
 for b in ktr ktr_tests; do
   f=$build/$([[ $b == ktr ]] && echo apps || echo tests)/$b
-  "$cuda_home/bin/cuobjdump" --list-elf "$f" 2>/dev/null | grep -q 'sm_90' ||
+  scripts/fatbin-archs.py "$f" | grep -q '^sm_90 cubin' ||
     die "$f carries no sm_90 code (build/cuda must be the default KTR_CUDA_ARCH=90 build)"
   if readelf -d "$f" | grep NEEDED | grep -E 'libcudart|libstdc\+\+|libgcc_s|libnccl|libz\.so'; then
     die "$f needs the libraries above at run time (configure build/cuda with scripts/build.sh cuda)"
@@ -67,7 +66,9 @@ fi
 {
   echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo ' (with uncommitted changes)')"
   echo "built $(date -u +%FT%TZ) from $build ($(cat "$build/.kokkos_root" 2>/dev/null))"
-  "$cuda_home/bin/cuobjdump" --list-elf "$build/apps/ktr" | sed -n 's/.*\(sm_[0-9a-z]*\).*/ktr device code: \1/p' | sort -u
+  scripts/fatbin-archs.py "$build/apps/ktr" | sed 's/^/ktr device code: /'
+  echo "glibc needed: $(objdump -T .device/bin/ktr .device/bin/ktr_tests | grep -o 'GLIBC_[0-9.]*' | sort -Vu |
+    tail -n1 | sed 's/GLIBC_//')"
   du -b .device/bin/* .device/data .device/*.py .device/*.tar.gz 2>/dev/null
 } >.device/MANIFEST
 du -sh .device/* .device

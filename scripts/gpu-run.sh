@@ -99,6 +99,14 @@ run_libs() {
     echo "libcublas.so.13: $dir"
   fi
   echo "$dir" >"$KTR_LOGS/ld_library_path"
+  local need have
+  need=$(sed -n 's/^glibc needed: //p' "$KTR_DEVICE/MANIFEST" 2>/dev/null)
+  have=$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)
+  echo "glibc: $have here, $need needed"
+  if [[ -n $need && $(printf '%s\n' "$need" "$have" | sort -V | head -n1) != "$need" ]]; then
+    echo "the binaries need glibc $need, this machine has $have: rebuild with KTR_GPU_BUILD_FROM_SOURCE=1"
+    exit 1
+  fi
   for b in "$KTR_BIN/ktr" "$KTR_BIN/ktr_tests"; do
     LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$b" | tee -a "$KTR_LOGS/ldd.txt" |
       grep 'not found' && { echo "$b misses the libraries above:"; cat "$KTR_LOGS/ldd.txt"; exit 1; }
