@@ -69,9 +69,10 @@ fi
   scripts/fatbin-archs.py "$build/apps/ktr" | sed 's/^/ktr device code: /'
   echo "glibc needed: $(objdump -T .device/bin/ktr .device/bin/ktr_tests | grep -o 'GLIBC_[0-9.]*' | sort -Vu |
     tail -n1 | sed 's/GLIBC_//')"
-  du -b .device/bin/* .device/data .device/*.py .device/*.tar.gz 2>/dev/null
+  du -b .device/bin/* .device/data .device/*.py .device/*.tar.gz 2>/dev/null || true
 } >.device/MANIFEST
-du -sh .device/* .device
+du -sh .device/*
+du -sh .device
 total=$(du -sm .device | cut -f1)
 (( total < limit_mib )) || die ".device is ${total} MiB, over the ${limit_mib} MiB limit (generate the data there with ktr synth)"
 echo "gpu-prepare: .device is ${total} MiB (limit ${limit_mib}); carry it: run --carry .device scripts/gpu-run.sh"

@@ -72,7 +72,7 @@ stage() {
     status="dry run"
     rc=0
   else
-    timeout -k 5 "$limit" bash -c "$fn" >"$logs/$name.log" 2>&1
+    timeout -k 5 "$limit" bash -o pipefail -c "$fn" >"$logs/$name.log" 2>&1
     rc=$?
     case $rc in 0) status=ok ;; 124 | 137) status="timed out at ${limit} s" ;; *) status="failed (exit $rc)" ;; esac
   fi
