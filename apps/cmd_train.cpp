@@ -479,9 +479,10 @@ int eval(int argc, char* argv[]) {
       split == "train" || loaded.test.count == 0 ? "train" : (loaded.arrays ? "held-out" : "t10k");
   config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
   validate_run(config, data, nullptr, ckpt);
-  TrainedModel m = load_trained_model(c, ckpt, config.batch);
   ExecSpace const space;
-  EvalResult const r = Evaluator(*m.model, config.batch, m.config.norm, m.config.task).run(space, *m.model, data);
+  TrainedModel m = load_trained_model(space, c, ckpt, config.batch);
+  EvalResult const r =
+      Evaluator(space, *m.model, config.batch, m.config.norm, m.config.task).run(space, *m.model, data);
   std::string const result = config.task == Task::regression
                                  ? fmt("mse %.6g, rmse %.6g", r.loss, r.rmse())
                                  : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);

@@ -44,6 +44,9 @@ std::string Shape::str() const {
 Tensor::Tensor(std::string const& label, Shape shape)
     : view_(label, static_cast<std::size_t>(shape.size())), shape_(shape) {}
 
+Tensor::Tensor(ExecSpace const& space, std::string const& label, Shape shape)
+    : view_(Kokkos::view_alloc(space, label), static_cast<std::size_t>(shape.size())), shape_(shape) {}
+
 Tensor::Tensor(DeviceView<float*> storage, Shape shape) : view_(std::move(storage)), shape_(shape) {
   KTR_REQUIRE(static_cast<std::int64_t>(view_.extent(0)) >= shape_.size(), "ktr::Tensor",
               "storage '" + view_.label() + "' holds " + std::to_string(view_.extent(0)) + " floats, shape " +

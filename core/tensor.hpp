@@ -37,6 +37,8 @@ class Tensor {
   Tensor() = default;
   /// Allocates `shape.size()` zeroed floats in device memory, labelled `label`.
   Tensor(std::string const& label, Shape shape);
+  /// The same, allocated (and zeroed) on `space`.
+  Tensor(ExecSpace const& space, std::string const& label, Shape shape);
   /// Wraps existing storage (which must hold at least shape.size() floats).
   Tensor(DeviceView<float*> storage, Shape shape);
 

@@ -10,7 +10,7 @@
 
 namespace ktr {
 
-Arena::Arena(std::vector<ParamSpec> specs, bool allocate) : specs_(std::move(specs)) {
+Arena::Arena(std::vector<ParamSpec> specs, bool allocate, ExecSpace const& space) : specs_(std::move(specs)) {
   for (auto const& s : specs_) {
     offsets_.push_back(size_);
     size_ =
@@ -18,8 +18,8 @@ Arena::Arena(std::vector<ParamSpec> specs, bool allocate) : specs_(std::move(spe
                     "parameter arena");
   }
   if (!allocate) return;
-  params_ = DeviceView<float*>("ktr::arena::params", static_cast<std::size_t>(size_));
-  grads_ = DeviceView<float*>("ktr::arena::grads", static_cast<std::size_t>(size_));
+  params_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::arena::params"), static_cast<std::size_t>(size_));
+  grads_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::arena::grads"), static_cast<std::size_t>(size_));
 }
 
 Tensor Arena::param(std::size_t i) const {

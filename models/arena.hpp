@@ -27,7 +27,8 @@ class Arena {
 
   Arena() = default;
   /// Lays out and, if `allocate`, allocates (zeroed) parameter and gradient buffers for `specs`.
-  explicit Arena(std::vector<ParamSpec> specs, bool allocate = true);
+  /// Lays out `specs`; allocates (zeroed on `space`) unless `allocate` is false (a plan only).
+  explicit Arena(std::vector<ParamSpec> specs, bool allocate = true, ExecSpace const& space = ExecSpace());
 
   std::int64_t size() const { return size_; }
   std::size_t count() const { return specs_.size(); }

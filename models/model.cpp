@@ -19,15 +19,20 @@ std::string Model::simple_cnn(std::int64_t features, std::int64_t classes) {
          ":relu avgpool2 flatten dense:" + std::to_string(classes);
 }
 
-Model::Model(std::string const& description, std::int64_t max_batch) : Model(description, max_batch, true) {}
+Model::Model(std::string const& description, std::int64_t max_batch)
+    : Model(description, max_batch, true, ExecSpace()) {}
+
+Model::Model(ExecSpace const& space, std::string const& description, std::int64_t max_batch)
+    : Model(description, max_batch, true, space) {}
 
 ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
-  Model const m(description, max_batch, false);
+  Model const m(description, max_batch, false, ExecSpace());
   return ModelPlan{m.description_,  m.input_,           m.output_width(), m.arena_.num_parameters(),
                    m.arena_.size(), m.workspace_floats_};
 }
 
-Model::Model(std::string const& description, std::int64_t max_batch, bool allocate) : max_batch_(max_batch) {
+Model::Model(std::string const& description, std::int64_t max_batch, bool allocate, ExecSpace const& space)
+    : max_batch_(max_batch) {
   KTR_REQUIRE(max_batch > 0, "ktr::Model", "max_batch must be positive");
   Description const d = parse_description(description);
   input_ = d.input.size() == 1 ? Shape{1, d.input[0]} : Shape{1, d.input[0], d.input[1], d.input[2]};
@@ -52,7 +57,7 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
   }
   first_param.push_back(specs.size());
 
-  arena_ = Arena(specs, allocate);
+  arena_ = Arena(specs, allocate, space);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::vector<Tensor> params, grads;
     for (std::size_t p = first_param[i]; p < first_param[i + 1]; ++p) {
@@ -91,7 +96,8 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
   std::int64_t const scratch_base = checked_add(grad_offset_[1], padded(largest), "model workspace");
   workspace_floats_ = checked_add(scratch_base, scratch, "model workspace");
   if (!allocate) return;
-  workspace_ = DeviceView<float*>("ktr::model::workspace", static_cast<std::size_t>(scratch_base + scratch));
+  workspace_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::model::workspace"),
+                                  static_cast<std::size_t>(scratch_base + scratch));
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::int64_t const begin = scratch_base + scratch_offset[i];
     layers_[i]->set_scratch(Kokkos::subview(

@@ -32,6 +32,8 @@ class Model {
  public:
   /// Parses a description; throws ktr::Error naming the bad token. Allocates for batches up to max_batch.
   Model(std::string const& description, std::int64_t max_batch);
+  /// The same, allocating (and zeroing) on `space`: nothing waits for the default instance.
+  Model(ExecSpace const& space, std::string const& description, std::int64_t max_batch);
   /// Parses and sizes a description for batches up to max_batch without allocating (checked arithmetic: absurd
   /// sizes throw ktr::Error instead of overflowing).
   static ModelPlan plan(std::string const& description, std::int64_t max_batch);
@@ -65,7 +67,7 @@ class Model {
   void backward(ExecSpace const& space, Tensor const& dx = Tensor());
 
  private:
-  Model(std::string const& description, std::int64_t max_batch, bool allocate);
+  Model(std::string const& description, std::int64_t max_batch, bool allocate, ExecSpace const& space);
   Shape activation(std::size_t i, std::int64_t batch) const { return shapes_[i].with_batch(batch); }
 
   std::string description_;

@@ -40,8 +40,10 @@ char const* OptimizerConfig::kind_name(Kind kind) {
   return "?";
 }
 
-Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size)
-    : config_(config), scalars_("ktr::optim::scalars", 4), grad_norm_sq_("ktr::optim::grad_norm_sq") {
+Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size, ExecSpace const& space)
+    : config_(config),
+      scalars_(Kokkos::view_alloc(space, "ktr::optim::scalars"), 4),
+      grad_norm_sq_(Kokkos::view_alloc(space, "ktr::optim::grad_norm_sq")) {
   // Library checks name the setting, not a command-line flag: the values may come from a checkpoint or an API.
   KTR_REQUIRE(std::isfinite(config.lr) && config.lr > 0, "ktr::Optimizer", "lr must be a finite number > 0");
   KTR_REQUIRE(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
@@ -52,8 +54,9 @@ Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size)
                   config.clip_norm >= 0,
               "ktr::Optimizer", "weight_decay and clip_norm must be finite numbers >= 0");
   bool const adam = config.kind != OptimizerConfig::Kind::sgd;
-  if (adam || config.momentum > 0) m_ = DeviceView<float*>("ktr::optim::m", std::size_t(size));
-  if (adam) v_ = DeviceView<float*>("ktr::optim::v", std::size_t(size));
+  if (adam || config.momentum > 0)
+    m_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::optim::m"), std::size_t(size));
+  if (adam) v_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::optim::v"), std::size_t(size));
 }
 
 std::vector<DeviceView<float*>> Optimizer::state() const {

@@ -66,7 +66,7 @@ void expect_same_state(Session& a, Session& b, std::string const& what) {
   Kokkos::deep_copy(step_a, a.state().step);
   Kokkos::deep_copy(step_b, b.state().step);
   EXPECT_EQ(step_a, step_b);
-  EXPECT_EQ(a.state().host_step, b.state().host_step);
+  EXPECT_EQ(a.state().host_step(), b.state().host_step());
 }
 
 // Everywhere: the default instance (on CUDA/HIP its stream is the null stream) is never captured.
@@ -130,7 +130,7 @@ TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
           << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
       mc = ktr::read_metrics(space, captured.state(), K);
       ktr::train_steps(space, plain.state(), plain.model(), data, K);
-      plain.state().host_step += K;
+      plain.state().count_steps(K);
       mp = ktr::read_metrics(space, plain.state(), K);
       single_loss.clear(), single_correct.clear();
       for (int i = 0; i < K; ++i) {
@@ -174,7 +174,7 @@ TEST(Capture, ProgramsAreKeyedByModelDataAndK) {
     EXPECT_EQ(path, leg.expected) << ktr::dispatch_path_name(path) << " " << s.state().capture_error();
     auto const m = ktr::read_metrics(space, s.state(), leg.k);
     ktr::train_steps(space, reference.state(), reference.model(), *leg.data, leg.k);
-    reference.state().host_step += leg.k;
+    reference.state().count_steps(leg.k);
     auto const r = ktr::read_metrics(space, reference.state(), leg.k);
     EXPECT_TRUE(same_bits(m.loss, r.loss)) << "a replay used another key's data";
   }
@@ -220,7 +220,7 @@ TEST(Capture, ClippingAccumulationRegressionAndCosineScheduleReplayBitForBit) {
         << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
     auto const mc = ktr::read_metrics(space, captured.state(), K);
     ktr::train_steps(space, plain.state(), plain.model(), data, K);
-    plain.state().host_step += K;
+    plain.state().count_steps(K);
     auto const mp = ktr::read_metrics(space, plain.state(), K);
     EXPECT_TRUE(same_bits(mc.loss, mp.loss)) << "dispatch " << d << ": losses differ from the plain loop";
     for (float l : mc.loss) EXPECT_TRUE(std::isfinite(l));
@@ -241,7 +241,7 @@ TEST(Capture, ProgramsAreKeyedByStream) {
     EXPECT_EQ(path, expected) << ktr::dispatch_path_name(path) << " " << s.state().capture_error();
     auto const m = ktr::read_metrics(space, s.state(), K);
     ktr::train_steps(space, reference.state(), reference.model(), data, K);
-    reference.state().host_step += K;
+    reference.state().count_steps(K);
     auto const r = ktr::read_metrics(space, reference.state(), K);
     EXPECT_TRUE(same_bits(m.loss, r.loss));
   };
@@ -271,7 +271,7 @@ TEST(Capture, TheProgramCacheIsBounded) {
       DispatchPath const path = ktr::dispatch(stream.space(), s.state(), s.model(), data, K);
       EXPECT_EQ(path, rep == 0 ? DispatchPath::captured : DispatchPath::replayed);
       ktr::train_steps(stream.space(), reference.state(), reference.model(), data, K);
-      reference.state().host_step += K;
+      reference.state().count_steps(K);
     }
     EXPECT_LE(s.state().captured_programs(), 3u);
     stream.space().fence();  // the dataset's views go at the end of the iteration

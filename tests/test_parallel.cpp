@@ -77,7 +77,7 @@ TEST(Accumulate, NMicroBatchesEqualOneBatch) {
           EXPECT_EQ(ma.correct[std::size_t(i)], mb.correct[std::size_t(i)]);
         }
       }
-      EXPECT_EQ(b.state().host_step, 30);  // K counts optimiser updates
+      EXPECT_EQ(b.state().host_step(), 30);  // K counts optimiser updates
       EXPECT_LT(max_relative_difference(a, b), 1e-5);
     }
   }

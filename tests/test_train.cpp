@@ -60,8 +60,8 @@ TEST(Train, PlainKStepDispatchOnTheDefaultInstanceEqualsKSingleSteps) {
       ktr::dispatch(space, b.state(), b.model(), data, 1);
       losses.push_back(ktr::read_metrics(space, b.state(), 1).loss[0]);
     }
-    EXPECT_EQ(a.state().host_step, 8);
-    EXPECT_EQ(b.state().host_step, 8);
+    EXPECT_EQ(a.state().host_step(), 8);
+    EXPECT_EQ(b.state().host_step(), 8);
     for (int i = 0; i < 8; ++i) EXPECT_NEAR(ma.loss[std::size_t(i)], losses[std::size_t(i)], 1e-6) << i;
     expect_same_params(a, b);
   }
@@ -136,7 +136,7 @@ TEST(Checkpoint, TrainingNEqualsHalfSaveRestoreHalf) {
     first.save(ktr::ExecSpace(), path);
   }
   auto resumed = Session::restore(path, 10);
-  EXPECT_EQ(resumed->state().host_step, 20);
+  EXPECT_EQ(resumed->state().host_step(), 20);
   EXPECT_EQ(resumed->config().model, c.model);
   EXPECT_EQ(resumed->config().optimizer.schedule.str(), c.optimizer.schedule.str());
   for (int e = 0; e < 2; ++e) ktr::dispatch(ktr::ExecSpace(), resumed->state(), resumed->model(), data, 10);

@@ -181,6 +181,32 @@ struct Surface {
   explicit Surface(int n) : x("x", n, 4), y("y", n, 1) { fill_surface(x, y); }
 };
 
+// A Session used directly with float features and a config that says "standard" but never had its transform
+// fitted would divide the features by 255 while the checkpoint records "standard": the step refuses, saying how
+// to fit it; fitted (or the identity under "none"), the same run trains.
+TEST(Trainer, AnUnfittedInputTransformOnFloatFeaturesIsRefused) {
+  ktr::ExecSpace const space;
+  Surface const s(128);
+  auto const data = ktr::dataset_from_views(space, s.x, s.y);
+  RunConfig c;
+  c.model = "in=4 dense:8:relu dense:1";
+  c.task = ktr::Task::regression;
+  c.batch = 32;
+  for (auto mode : {ktr::NormalizeMode::standard, ktr::NormalizeMode::none}) {
+    c.normalize = mode;
+    ktr::Session unfitted(c, 1);
+    std::string const error =
+        ktr::test::error_of([&] { ktr::dispatch(space, unfitted.state(), unfitted.model(), data, 1); });
+    EXPECT_NE(error.find("fit_normalization"), std::string::npos) << error;
+    EXPECT_EQ(unfitted.state().host_step(), 0);
+    c.norm = ktr::fit_normalization(space, data, mode);
+    ktr::Session fitted(c, 1);
+    EXPECT_EQ(ktr::test::error_of([&] { ktr::dispatch(space, fitted.state(), fitted.model(), data, 1); }),
+              "(no error)");
+    c.norm = ktr::Normalization{};
+  }
+}
+
 TEST(Trainer, OnlineStepsOnCallerBatchesLearnAndAdvanceTheRun) {
   ktr::ExecSpace const space;
   Surface const s(1024);

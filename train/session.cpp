@@ -55,11 +55,14 @@ std::uint64_t seed_of(Checkpoint const& c, std::string const& path) {
   return v;
 }
 
-void upload(DeviceView<float*> const& v, std::vector<float> const& values, std::string const& what) {
+// Copies on `space` and waits for that instance alone (the host vector must outlive the copy).
+void upload(ExecSpace const& space, DeviceView<float*> const& v, std::vector<float> const& values,
+            std::string const& what) {
   KTR_REQUIRE(
       values.size() == v.extent(0), what,
       "holds " + std::to_string(values.size()) + " values, the model needs " + std::to_string(v.extent(0)));
-  Kokkos::deep_copy(v, HostView<const float*>(values.data(), values.size()));
+  Kokkos::deep_copy(space, v, HostView<const float*>(values.data(), values.size()));
+  space.fence();
 }
 
 bool all_finite(std::vector<float> const& values) {
@@ -92,12 +95,14 @@ Session::Session(RunConfig const& config, int max_k, Communicator const& comm)
 Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Communicator const& comm)
     : config_(config),
       // sized for the micro-batch (TrainState reports a batch that does not divide)
-      model_(config.model, micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
-      state_(model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
+      model_(space, config.model,
+             micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
+      state_(space, model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
              Parallelism{comm, config.accumulate, DataLayout::replicated}) {
   KTR_REQUIRE(config.precision == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::Session",
               std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
   state_.precision = config.precision;
+  state_.normalize = config.normalize;
   model_.init(space, config.seed);
   comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
 }
@@ -164,7 +169,7 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
   return checked_mul(floats, 4, what);
 }
 
-RunConfig run_config(Checkpoint const& c, std::string const& path) {
+RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace const& space) {
   RunConfig config;
   constexpr double tiny =
       1.1754943508222875e-38;  // the smallest normal float: a "positive" field is at least this
@@ -210,10 +215,12 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
       auto const& shift = c.buffers.back();
       KTR_REQUIRE(!scale.empty() && scale.size() == shift.size(), path, "malformed per-feature input transform");
       KTR_REQUIRE(all_finite(scale) && all_finite(shift), path, "the per-feature input transform is not finite");
-      config.norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", scale.size());
-      config.norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", shift.size());
-      upload(config.norm.feature_scale, scale, path + ": input transform");
-      upload(config.norm.feature_shift, shift, path + ": input transform");
+      config.norm.feature_scale = DeviceView<float*>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::feature_scale"), scale.size());
+      config.norm.feature_shift = DeviceView<float*>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::feature_shift"), shift.size());
+      upload(space, config.norm.feature_scale, scale, path + ": input transform");
+      upload(space, config.norm.feature_shift, shift, path + ": input transform");
     }
   } catch (Error const& e) {
     std::string const what = e.what();
@@ -229,18 +236,27 @@ RunConfig run_config(Checkpoint const& c, std::string const& path) {
 
 std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const& path, int max_k,
                                           Communicator const& comm, RunConfig const* config) {
-  auto session = std::make_unique<Session>(config ? *config : run_config(c, path), max_k, comm);
+  auto session = restore(ExecSpace(), c, path, max_k, comm, config);
+  ExecSpace().fence();  // training may run on another instance (stream), which does not wait for this one
+  return session;
+}
+
+std::unique_ptr<Session> Session::restore(ExecSpace const& space, Checkpoint const& c, std::string const& path,
+                                          int max_k, Communicator const& comm, RunConfig const* config) {
+  Region const region("ktr::Session::restore");
+  auto session = std::make_unique<Session>(space, config ? *config : run_config(c, path, space), max_k, comm);
   auto& model = session->model_;
   auto state = session->state_.optimizer.state();
   std::size_t const transform = session->config_.norm.per_feature() ? 2 : 0;
   KTR_REQUIRE(c.buffers.size() == 1 + state.size() + transform, path,
               "holds " + std::to_string(c.buffers.size()) + " buffers, the configuration needs " +
                   std::to_string(1 + state.size() + transform));
-  upload(model.arena().params(), c.buffers[0], path + ": parameters");
-  for (std::size_t i = 0; i < state.size(); ++i) upload(state[i], c.buffers[1 + i], path + ": optimiser state");
+  upload(space, model.arena().params(), c.buffers[0], path + ": parameters");
+  for (std::size_t i = 0; i < state.size(); ++i)
+    upload(space, state[i], c.buffers[1 + i], path + ": optimiser state");
   std::int64_t const step = integer(c, "step", path, 0, std::int64_t(9e15));
-  Kokkos::deep_copy(session->state_.step, step);
-  session->state_.host_step = step;
+  Kokkos::deep_copy(space, session->state_.step, step);
+  session->state_.host_step_ = step;
   return session;
 }
 
@@ -249,13 +265,18 @@ TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch)
 }
 
 TrainedModel load_trained_model(Checkpoint const& c, std::string const& path, std::int64_t max_batch) {
+  return load_trained_model(ExecSpace(), c, path, max_batch);
+}
+
+TrainedModel load_trained_model(ExecSpace const& space, Checkpoint const& c, std::string const& path,
+                                std::int64_t max_batch) {
   Region const region("ktr::load_trained_model");
   TrainedModel m;
-  m.config = run_config(c, path);
+  m.config = run_config(c, path, space);
   m.config.batch = max_batch;
-  m.model = std::make_unique<Model>(m.config.model, max_batch);
+  m.model = std::make_unique<Model>(space, m.config.model, max_batch);
   KTR_REQUIRE(!c.buffers.empty(), path, "holds no parameters");
-  upload(m.model->arena().params(), c.buffers[0], path + ": parameters");
+  upload(space, m.model->arena().params(), c.buffers[0], path + ": parameters");
   m.step = integer(c, "step", path, 0, std::int64_t(9e15));
   return m;
 }

@@ -41,6 +41,10 @@ class Session {
   static std::unique_ptr<Session> restore(Checkpoint const& ckpt, std::string const& path, int max_k,
                                           Communicator const& comm = Communicator(),
                                           RunConfig const* config = nullptr);
+  /// The same on the caller's instance: allocations, uploads and their waits use `space` alone.
+  static std::unique_ptr<Session> restore(ExecSpace const& space, Checkpoint const& ckpt, std::string const& path,
+                                          int max_k, Communicator const& comm = Communicator(),
+                                          RunConfig const* config = nullptr);
   /// Writes parameters, optimiser state, step and configuration atomically to `path`, after waiting for `space`
   /// (the instance that ran the training). Refuses (ktr::Error, file untouched) to save non-finite values.
   /// Data-parallel runs keep identical state on every rank: one rank (the CLI: rank 0) saves.
@@ -57,7 +61,8 @@ class Session {
 };
 
 /// The run configuration a checkpoint records; throws ktr::Error naming `path` and the field otherwise.
-RunConfig run_config(Checkpoint const& ckpt, std::string const& path);
+/// A recorded per-feature input transform is uploaded on `space`.
+RunConfig run_config(Checkpoint const& ckpt, std::string const& path, ExecSpace const& space = ExecSpace());
 
 /// A trained model loaded for inference (from a checkpoint written by the CLI or by Session::save): the model
 /// sized for batches up to max_batch, its input transform and task in `config`, and the step it was saved at.
@@ -69,6 +74,9 @@ struct TrainedModel {
 TrainedModel load_trained_model(std::string const& path, std::int64_t max_batch);
 /// The same from a checkpoint already read from `path` (so that its run_config() can be checked first).
 TrainedModel load_trained_model(Checkpoint const& ckpt, std::string const& path, std::int64_t max_batch);
+/// The same on the caller's instance: allocation, upload and their wait use `space` alone.
+TrainedModel load_trained_model(ExecSpace const& space, Checkpoint const& ckpt, std::string const& path,
+                                std::int64_t max_batch);
 
 /// Bytes of device memory a Session for `config` holds on one of `ranks` ranks (model arena, gradients, optimiser
 /// state, workspace, micro-batch buffers, evaluation batch), from the host-side plan of its model (planned for

@@ -47,8 +47,12 @@ void accumulate_gradients(ExecSpace const& space, DeviceView<float*> const& sum,
 
 TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
                        Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
-    : optimizer(opt, model.arena().size()),
-      step("ktr::train::step"),
+    : TrainState(ExecSpace(), model, opt, batch_, seed_, std::move(norm_), max_k_, task_, std::move(parallel_)) {}
+
+TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch_,
+                       std::uint64_t seed_, Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
+    : optimizer(opt, model.arena().size(), space),
+      step(Kokkos::view_alloc(space, "ktr::train::step")),
       batch(batch_),
       parallel(std::move(parallel_)),
       micro_batch(micro_batch_of(model, batch_, parallel)),
@@ -56,16 +60,18 @@ TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int6
       norm(norm_),
       max_k(max_k_),
       task(task_),
-      x("ktr::train::x", model.input_shape(micro_batch)),
-      y("ktr::train::y", task_ == Task::classification ? std::size_t(micro_batch) : 0),
-      values(task_ == Task::regression ? Tensor("ktr::train::values", Shape{micro_batch, model.output_width()})
-                                       : Tensor()),
-      grad_sum(parallel.accumulate > 1
-                   ? DeviceView<float*>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::train::grad_sum"),
-                                        std::size_t(model.arena().size()))
-                   : DeviceView<float*>()),
-      loss("ktr::train::loss", std::size_t(max_k_) * std::size_t(parallel.accumulate)),
-      correct("ktr::train::correct", std::size_t(max_k_) * std::size_t(parallel.accumulate)) {
+      x(space, "ktr::train::x", model.input_shape(micro_batch)),
+      y(Kokkos::view_alloc(space, "ktr::train::y"), task_ == Task::classification ? std::size_t(micro_batch) : 0),
+      values(task_ == Task::regression
+                 ? Tensor(space, "ktr::train::values", Shape{micro_batch, model.output_width()})
+                 : Tensor()),
+      grad_sum(parallel.accumulate > 1 ? DeviceView<float*>(Kokkos::view_alloc(space, Kokkos::WithoutInitializing,
+                                                                               "ktr::train::grad_sum"),
+                                                            std::size_t(model.arena().size()))
+                                       : DeviceView<float*>()),
+      loss(Kokkos::view_alloc(space, "ktr::train::loss"), std::size_t(max_k_) * std::size_t(parallel.accumulate)),
+      correct(Kokkos::view_alloc(space, "ktr::train::correct"),
+              std::size_t(max_k_) * std::size_t(parallel.accumulate)) {
   KTR_REQUIRE(max_k_ > 0, "--steps-per-dispatch", "must be positive");
 }
 
@@ -75,6 +81,14 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   KTR_REQUIRE(data.task() == state.task, "ktr::train_steps",
               state.task == Task::regression ? "the run is a regression, the data has class labels"
                                              : "the run is a classification, the data has regression targets");
+  bool const unfitted = !state.norm.per_feature() && state.norm.scale == Normalization{}.scale &&
+                        state.norm.shift == Normalization{}.shift;
+  KTR_REQUIRE(!(data.feature_kind == DeviceDataset::Features::float32 && unfitted &&
+                (state.normalize == NormalizeMode::standard || state.normalize == NormalizeMode::none)),
+              "ktr::train_steps",
+              std::string("the run says its input transform is '") + normalize_mode_name(state.normalize) +
+                  "' but holds the default pixel transform (x / 255), which would divide float features by 255: "
+                  "set RunConfig::norm = fit_normalization(space, data, RunConfig::normalize) (the Trainer does)");
   Communicator const& comm = state.parallel.comm;
   int const ranks = comm.size(), rank = comm.rank(), n = state.parallel.accumulate;
   bool const sharded = state.parallel.layout == DataLayout::sharded;
@@ -150,7 +164,7 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
       path = DispatchPath::capture_failed;
     }
   }
-  state.host_step += k;
+  state.host_step_ += k;
   return path;
 }
 
@@ -183,15 +197,18 @@ StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k)
 }
 
 Evaluator::Evaluator(Model const& model, std::int64_t batch, Normalization norm, Task task)
+    : Evaluator(ExecSpace(), model, batch, std::move(norm), task) {}
+
+Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm, Task task)
     : batch_(std::min(batch, model.max_batch())),
       norm_(norm),
       task_(task),
-      x_("ktr::eval::x", model.input_shape(batch_)),
-      y_("ktr::eval::y", task == Task::classification ? std::size_t(batch_) : 0),
-      values_(task == Task::regression ? Tensor("ktr::eval::values", Shape{batch_, model.output_width()})
+      x_(space, "ktr::eval::x", model.input_shape(batch_)),
+      y_(Kokkos::view_alloc(space, "ktr::eval::y"), task == Task::classification ? std::size_t(batch_) : 0),
+      values_(task == Task::regression ? Tensor(space, "ktr::eval::values", Shape{batch_, model.output_width()})
                                        : Tensor()),
-      loss_("ktr::eval::loss", 1),
-      correct_("ktr::eval::correct", 1) {}
+      loss_(Kokkos::view_alloc(space, "ktr::eval::loss"), 1),
+      correct_(Kokkos::view_alloc(space, "ktr::eval::correct"), 1) {}
 
 EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
   Region const region("ktr::Evaluator::run");
@@ -224,7 +241,12 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
 }
 
 Predictor::Predictor(Model const& model, std::int64_t batch, Normalization norm)
-    : batch_(std::min(batch, model.max_batch())), norm_(norm), x_("ktr::predict::x", model.input_shape(batch_)) {}
+    : Predictor(ExecSpace(), model, batch, std::move(norm)) {}
+
+Predictor::Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm)
+    : batch_(std::min(batch, model.max_batch())),
+      norm_(norm),
+      x_(space, "ktr::predict::x", model.input_shape(batch_)) {}
 
 void Predictor::run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
                     Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {

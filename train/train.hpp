@@ -65,15 +65,21 @@ struct TrainState {
   /// batch / (ranks * accumulate), which must be a whole number no larger than the model's max_batch.
   TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch, std::uint64_t seed,
              Normalization norm, int max_k, Task task = Task::classification, Parallelism parallel = {});
+  /// The same, every buffer allocated (and zeroed) on `space`.
+  TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch,
+             std::uint64_t seed, Normalization norm, int max_k, Task task = Task::classification,
+             Parallelism parallel = {});
 
   Optimizer optimizer;
   Kokkos::View<std::int64_t, MemSpace> step;  ///< optimiser steps taken (device), also the data position
-  std::int64_t host_step = 0;                 ///< the host's copy, advanced by K per dispatch
   std::int64_t batch;                         ///< samples per update, over all ranks and micro-batches
   Parallelism parallel;
   std::int64_t micro_batch;  ///< samples of one rank's micro-batch: batch / (ranks * accumulate)
   std::uint64_t seed;
   Normalization norm;
+  /// What `norm` claims to be (Session sets RunConfig::normalize): float features under a run that claims
+  /// `standard` or `none` but still holds the unfitted pixel transform (x / 255) are refused by train_steps.
+  NormalizeMode normalize = NormalizeMode::recorded;
   int max_k;
   Task task;
   Tensor x;                     ///< (b, H, W, C) or (b, D), b = micro_batch
@@ -83,6 +89,11 @@ struct TrainState {
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
   MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's gemms (set for the dispatch's duration)
+
+  /// Optimiser steps taken, as the host counts them: dispatch advances it by K (the device's own count is `step`).
+  std::int64_t host_step() const { return host_step_; }
+  /// For code that enqueues train_steps itself (dispatch counts its own): k more steps.
+  void count_steps(int k) { host_step_ += k; }
 
   /// Why the last failed capture failed ("" if none did).
   std::string const& capture_error() const { return capture_error_; }
@@ -95,9 +106,12 @@ struct TrainState {
   std::int64_t evicted_programs() const { return programs_.evictions(); }
 
  private:
-  // The training loop's own: the captured programs it replays, and why a capture failed.
+  // The training loop's own: the host's step count, the captured programs it replays, why a capture failed.
   friend DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data,
                                int k);
+  friend class Session;  // restores the count from a checkpoint
+  friend class Trainer;  // online steps share the run's count
+  std::int64_t host_step_ = 0;
   ProgramCache programs_;
   std::string capture_error_;
 };
@@ -108,7 +122,7 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
 /// Runs K steps: replays the captured K-step program for (model, data, K, precision, stream) where the backend,
 /// the instance and the communicator can capture (recording it on the first such dispatch, after running it
 /// plainly; MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps. Advances
-/// state.host_step. Asynchronous.
+/// state.host_step(). Asynchronous.
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
 /// Predictions for every sample of `inputs` (their targets are ignored), in batches, into `out` (N, width):
@@ -116,6 +130,8 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
 class Predictor {
  public:
   Predictor(Model const& model, std::int64_t batch, Normalization norm);
+  /// The same, its batch buffer allocated on `space`.
+  Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm);
   void run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
            Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out);
 
@@ -146,6 +162,9 @@ struct EvalResult {
 class Evaluator {
  public:
   Evaluator(Model const& model, std::int64_t batch, Normalization norm, Task task = Task::classification);
+  /// The same, its buffers allocated on `space`.
+  Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm,
+            Task task = Task::classification);
   EvalResult run(ExecSpace const& space, Model& model, DeviceDataset const& data);
 
  private:

@@ -57,8 +57,7 @@ std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, Checkpoint cons
                                          RunConfig const& config, DeviceDataset train, DeviceDataset test,
                                          TrainerOptions options, Communicator comm) {
   Region const region("ktr::Trainer::resume");
-  (void)space;  // the restored state is uploaded by deep copies that complete before they return
-  auto session = Session::restore(ckpt, path, options.steps_per_dispatch, comm, &config);
+  auto session = Session::restore(space, ckpt, path, options.steps_per_dispatch, comm, &config);
   return std::unique_ptr<Trainer>(
       new Trainer(std::move(session), std::move(train), std::move(test), std::move(options), std::move(comm)));
 }
@@ -68,10 +67,11 @@ void Trainer::save(ExecSpace const& space, std::string const& path) const {
   session_->save(space, path);
 }
 
-Evaluator& Trainer::evaluator() {
-  // Made once (its batch buffers are allocated then) and kept: fit's per-epoch evaluations, evaluate() calls.
+Evaluator& Trainer::evaluator(ExecSpace const& space) {
+  // Made once (its batch buffers are allocated then, on `space`) and kept: fit's per-epoch evaluations,
+  // evaluate().
   if (!evaluator_)
-    evaluator_ = std::make_unique<Evaluator>(model(), options_.eval_batch, config().norm, config().task);
+    evaluator_ = std::make_unique<Evaluator>(space, model(), options_.eval_batch, config().norm, config().task);
   return *evaluator_;
 }
 
@@ -82,14 +82,14 @@ void Trainer::save_if_asked(ExecSpace const& space) const {
 EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) {
   Region const region("ktr::Trainer::evaluate");
   ScopedMatmulPrecision const precision(config().precision);
-  return evaluator().run(space, model(), data);
+  return evaluator(space).run(space, model(), data);
 }
 
 void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
                       Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
   Region const region("ktr::Trainer::predict");
   ScopedMatmulPrecision const precision(config().precision);
-  if (!predictor_) predictor_ = std::make_unique<Predictor>(model(), options_.eval_batch, config().norm);
+  if (!predictor_) predictor_ = std::make_unique<Predictor>(space, model(), options_.eval_batch, config().norm);
   predictor_->run(space, model(), inputs, out);
 }
 
@@ -110,17 +110,17 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
                   std::to_string(model().max_batch()) + ")");
   auto& slot = online_[batch.count];
   if (!slot) {  // each rank's own batch of b samples: b x ranks per update, one micro-batch each
-    slot = std::make_unique<TrainState>(model(), cfg.optimizer, batch.count * comm_.size(), cfg.seed, cfg.norm, 1,
-                                        cfg.task, Parallelism{comm_, 1, DataLayout::sharded});
+    slot = std::make_unique<TrainState>(space, model(), cfg.optimizer, batch.count * comm_.size(), cfg.seed,
+                                        cfg.norm, 1, cfg.task, Parallelism{comm_, 1, DataLayout::sharded});
     slot->optimizer = run.optimizer;  // shares the run's moments (views are shared handles)
     slot->step = run.step;            // and its device step counter (the schedule's position)
     slot->precision = cfg.precision;
   }
-  slot->host_step = run.host_step;
+  slot->host_step_ = run.host_step_;
   // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
   // program is keyed by the data's address (one step gains little from a graph anyway).
   train_steps(space, *slot, model(), batch, 1);
-  run.host_step = slot->host_step + 1;
+  run.host_step_ = slot->host_step_ + 1;
   last_online_ = slot.get();
 }
 
@@ -146,7 +146,7 @@ DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks
   for (int i = 0; i < k; ++i) {
     float const l = m.loss[std::size_t(i)];
     if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
-      std::int64_t const bad_step = state.host_step - k + i + 1;
+      std::int64_t const bad_step = state.host_step() - k + i + 1;
       hooks.on_divergence(bad_step, l);
       throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
                             (std::isnan(l) ? "nan" : "infinite") +
@@ -157,8 +157,8 @@ DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks
     loss += l, hits += m.correct[std::size_t(i)];
   }
   DispatchRecord record;
-  record.step = state.host_step;
-  record.epoch = (state.host_step - 1) / steps_per_epoch_ + 1;
+  record.step = state.host_step();
+  record.epoch = (state.host_step() - 1) / steps_per_epoch_ + 1;
   record.k = k;
   record.loss = loss / k;
   record.quality =
@@ -215,18 +215,18 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
   RunConfig const& cfg = config();
   TrainState& state = session_->state();
   std::int64_t const spe = steps_per_epoch_, total = epochs * spe;
-  KTR_REQUIRE(state.host_step <= total, "ktr::Trainer::fit",
+  KTR_REQUIRE(state.host_step() <= total, "ktr::Trainer::fit",
               std::to_string(epochs) + " epochs are " + std::to_string(total) +
-                  " steps, the run is already at step " + std::to_string(state.host_step));
+                  " steps, the run is already at step " + std::to_string(state.host_step()));
   bool const regression = cfg.task == Task::regression;
   bool const evaluate_test = options_.evaluate && test_.count > 0;
   RunSummary summary;
-  summary.first_step = state.host_step;
+  summary.first_step = state.host_step();
   auto const t_start = std::chrono::steady_clock::now();
   double epoch_loss = 0;
   std::int64_t epoch_steps = 0, epoch_hits = 0;
-  while (state.host_step < total) {
-    std::int64_t const in_epoch = state.host_step % spe;
+  while (state.host_step() < total) {
+    std::int64_t const in_epoch = state.host_step() % spe;
     int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, spe - in_epoch));  // never straddles
     double loss = 0;
     std::int64_t hits = 0;
@@ -236,11 +236,11 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
       summary.stopped = true;
       break;
     }
-    if (state.host_step % spe == 0) {
+    if (state.host_step() % spe == 0) {
       EpochRecord e;
-      e.epoch = state.host_step / spe;
+      e.epoch = state.host_step() / spe;
       e.wall_s = seconds_since(t_start);
-      if (evaluate_test && lead()) e.test = evaluator().run(space, model(), test_), e.evaluated = true;
+      if (evaluate_test && lead()) e.test = evaluator(space).run(space, model(), test_), e.evaluated = true;
       e.train_loss = epoch_loss / double(epoch_steps);
       e.train_quality =
           regression ? std::sqrt(e.train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
@@ -251,7 +251,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
     }
   }
   summary.wall_s = seconds_since(t_start);
-  summary.last_step = state.host_step;
+  summary.last_step = state.host_step();
   double const trained = double(summary.last_step - summary.first_step) * double(cfg.batch);
   summary.samples_per_s = summary.wall_s > 0 ? trained / summary.wall_s : 0.0;
   if (summary.stopped) {
@@ -260,7 +260,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
   }
   // A resumed run that had nothing left to do still reports the model it holds.
   if (evaluate_test && !summary.evaluated && lead())
-    summary.test = evaluator().run(space, model(), test_), summary.evaluated = true;
+    summary.test = evaluator(space).run(space, model(), test_), summary.evaluated = true;
   return summary;
 }
 

@@ -140,7 +140,7 @@ class Trainer {
   RunConfig const& config() const { return session_->config(); }
   Model& model() { return session_->model(); }
   Session& session() { return *session_; }
-  std::int64_t step() const { return session_->state().host_step; }
+  std::int64_t step() const { return session_->state().host_step(); }
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
   DeviceDataset const& train_data() const { return train_; }
   DeviceDataset const& test_data() const { return test_; }
@@ -156,7 +156,8 @@ class Trainer {
   DispatchRecord run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
                               std::int64_t& hits);
   void save_if_asked(ExecSpace const& space) const;
-  Evaluator& evaluator();  // rank 0's evaluation, in batches of up to eval_batch (at most the model's batch)
+  Evaluator& evaluator(
+      ExecSpace const& space);  // rank 0's evaluation, in batches of up to eval_batch (at most the model's batch)
 
   std::unique_ptr<Session> session_;
   DeviceDataset train_, test_;
