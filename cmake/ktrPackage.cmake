@@ -4,12 +4,20 @@ install(TARGETS ktr EXPORT ktrTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# Every header a public header reaches; the test and benchmark instruments (Kokkos Tools counters, the kernel
-# timer) and the profiling-region helper, which only ktr's own sources include, stay in the build tree.
+# Every header a public header reaches. The internals only ktr's own sources (and its tests, benchmarks and CLI,
+# which build in the tree) include stay there: the Kokkos Tools counters, the kernel timer, the profiling-region
+# helper, the host kernels' SIMD packs and direct/narrow kernels, the device-side hash permutation, the element-wise
+# ops, checked arithmetic, strict number parsing and output-path checks. scripts/check-layers.sh verifies that no
+# installed header includes one of them.
+set(ktr_INTERNAL_HEADERS tools_counter.hpp kernel_timer.hpp region.hpp pack.hpp conv_direct.hpp dense_narrow.hpp
+    permutation.hpp ops.hpp checked.hpp parse.hpp file.hpp)
+set(ktr_internal_patterns)
+foreach(h IN LISTS ktr_INTERNAL_HEADERS)
+  list(APPEND ktr_internal_patterns PATTERN ${h} EXCLUDE)
+endforeach()
 foreach(dir IN LISTS ktr_LIBRARY_DIRS)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr/${dir}
-          FILES_MATCHING PATTERN "*.hpp"
-          PATTERN "tools_counter.hpp" EXCLUDE PATTERN "kernel_timer.hpp" EXCLUDE PATTERN "region.hpp" EXCLUDE)
+          FILES_MATCHING PATTERN "*.hpp" ${ktr_internal_patterns})
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/ktr.hpp ${ktr_BUILD_INCLUDE}/ktr/ktr_config.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ktr)
