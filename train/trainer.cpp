@@ -35,7 +35,9 @@ Trainer::Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDa
       test_(std::move(test)),
       options_(std::move(options)),
       comm_(std::move(comm)) {
-  steps_per_epoch_ = ktr::steps_per_epoch(train_, session_->config().batch);
+  // Data smaller than a batch still serves online steps (step(), predict()); fit() refuses it.
+  if (train_.count >= session_->config().batch)
+    steps_per_epoch_ = ktr::steps_per_epoch(train_, session_->config().batch);
 }
 
 Trainer::Trainer(ExecSpace const& space, RunConfig config, DeviceDataset train, DeviceDataset test,
@@ -158,7 +160,7 @@ DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks
   }
   DispatchRecord record;
   record.step = state.host_step();
-  record.epoch = (state.host_step() - 1) / steps_per_epoch_ + 1;
+  record.epoch = steps_per_epoch_ > 0 ? (state.host_step() - 1) / steps_per_epoch_ + 1 : 0;
   record.k = k;
   record.loss = loss / k;
   record.quality =
@@ -214,6 +216,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
   ScopedMatmulPrecision const precision(config().precision);  // the per-epoch evaluations' too
   RunConfig const& cfg = config();
   TrainState& state = session_->state();
+  if (steps_per_epoch_ == 0) (void)ktr::steps_per_epoch(train_, config().batch);  // refuses, naming both
   std::int64_t const spe = steps_per_epoch_, total = epochs * spe;
   KTR_REQUIRE(state.host_step() <= total, "ktr::Trainer::fit",
               std::to_string(epochs) + " epochs are " + std::to_string(total) +
