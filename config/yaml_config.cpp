@@ -1,0 +1,427 @@
+// The YAML configuration: see yaml_config.hpp. Every key of every section goes through one table of handlers, so
+// an unknown key is always refused and every message names the file, the line and the key's full path.
+#include "yaml_config.hpp"
+
+#include "../core/parse.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace ktr {
+
+namespace {
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(YAML::Node const& at, std::string const& key, std::string const& reason,
+                         bool not_supported = false) const {
+    std::string where = path_;
+    if (at.IsDefined() && at.Mark().line >= 0) where += ":" + std::to_string(at.Mark().line + 1);
+    throw ConfigError(where + ": " + key + ": " + reason, not_supported);
+  }
+
+  using Handler = std::function<void(YAML::Node const&, std::string const&)>;
+
+  /// Runs the handler of each key of the map `node` (the section `name`); an unknown key is refused.
+  void section(YAML::Node const& node, std::string const& name,
+               std::map<std::string, Handler> const& handlers) const {
+    if (!node.IsMap()) fail(node, name, "must be a mapping of keys to values");
+    for (auto const& entry : node) {
+      std::string const key = entry.first.as<std::string>();
+      std::string const full = name.empty() ? key : name + "." + key;
+      auto const h = handlers.find(key);
+      if (h == handlers.end()) {
+        std::string known;
+        for (auto const& k : handlers) known += (known.empty() ? "" : ", ") + k.first;
+        fail(entry.first, full, "unknown key (known here: " + known + ")");
+      }
+      h->second(entry.second, full);
+    }
+  }
+
+  std::string text(YAML::Node const& n, std::string const& key) const {
+    if (!n.IsScalar()) fail(n, key, "must be a single value");
+    return n.as<std::string>();
+  }
+  double number(YAML::Node const& n, std::string const& key, double lo, double hi) const {
+    double v = 0;
+    std::string const t = text(n, key);
+    if (!parse_number(t, lo, hi, v))
+      fail(n, key, "'" + escaped(t) + "' is not a number in [" + fmt(lo) + ", " + fmt(hi) + "]");
+    return v;
+  }
+  std::int64_t integer(YAML::Node const& n, std::string const& key, std::int64_t lo, std::int64_t hi) const {
+    std::int64_t v = 0;
+    std::string const t = text(n, key);
+    if (!parse_integer(t, lo, hi, v))
+      fail(n, key,
+           "'" + escaped(t) + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+  }
+  bool boolean(YAML::Node const& n, std::string const& key) const {
+    std::string const t = text(n, key);
+    if (t == "true" || t == "True" || t == "TRUE" || t == "on" || t == "yes") return true;
+    if (t == "false" || t == "False" || t == "FALSE" || t == "off" || t == "no") return false;
+    fail(n, key, "'" + escaped(t) + "' is not true or false");
+  }
+  /// A TorchFort key ktr does not implement: accepted at its default, refused (not supported) otherwise.
+  Handler only_default(double default_value) const {
+    return [this, default_value](YAML::Node const& n, std::string const& key) {
+      std::string const t = text(n, key);
+      double v = 0;
+      bool const is_default = (t == "false" && default_value == 0) || (t == "true" && default_value == 1) ||
+                              (parse_number(t, -1e300, 1e300, v) && v == default_value);
+      if (!is_default)
+        fail(n, key, "'" + escaped(t) + "' is not supported by ktr (only the default, " + fmt(default_value) + ")",
+             true);
+    };
+  }
+  Handler ignored() const {
+    return [](YAML::Node const&, std::string const&) {};
+  }
+
+ private:
+  static std::string fmt(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  }
+  std::string path_;
+};
+
+constexpr double kBig = 1e30;
+constexpr std::int64_t kMaxCount = std::int64_t(1) << 40;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The activation a layer token takes: ktr's dense layers fuse ReLU or nothing (the layer-registry issue adds the
+// rest; until then they are refused as not supported).
+std::string activation_suffix(Reader const& r, YAML::Node const& n, std::string const& key) {
+  std::string const a = lower(r.text(n, key));
+  if (a == "relu") return ":relu";
+  if (a == "identity" || a == "none" || a == "linear") return "";
+  r.fail(n, key, "activation '" + escaped(a) + "' is not supported by this ktr (relu or identity)", true);
+}
+
+}  // namespace
+
+FileConfig parse_config(std::string const& yaml, std::string const& path) {
+  Reader const r(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (YAML::Exception const& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg, false);
+  }
+  FileConfig c;
+  c.path = path;
+  if (!root.IsDefined() || root.IsNull()) throw ConfigError(path + ": the file holds no configuration", false);
+  bool has_model = false;
+  // What the model section leaves for later: an MLP's sizes and activations.
+  std::vector<std::int64_t> sizes;
+  std::string hidden = ":relu", output;
+  YAML::Node sizes_node;
+  std::string model_type;
+  YAML::Node model_type_node;
+  std::string schedule = "constant";
+  YAML::Node schedule_node;
+  double step_size = 0, gamma = 0.1, t_max = 0, eta_min = 0;
+
+  r.section(
+      root, "",
+      {
+          {"general",
+           [&](YAML::Node const& n, std::string const& k) {
+             r.section(
+                 n, k,
+                 {
+                     {"report_frequency",
+                      [&](auto const& v, auto const& key) {
+                        c.general.report_frequency = int(r.integer(v, key, 0, 1 << 30));
+                      }},
+                     {"verbose", [&](auto const& v, auto const& key) { c.general.verbose = r.boolean(v, key); }},
+                     {"enable_graphs",
+                      [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
+                     {"enable_cuda_graphs",
+                      [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
+                     {"steps_per_dispatch",
+                      [&](auto const& v, auto const& key) {
+                        c.general.steps_per_dispatch = int(r.integer(v, key, 1, 4096));
+                      }},
+                     {"batch_size",
+                      [&](auto const& v, auto const& key) {
+                        c.general.batch_size = r.integer(v, key, 1, 1 << 20);
+                      }},
+                     {"buffer_size",
+                      [&](auto const& v, auto const& key) {
+                        c.general.buffer_size = r.integer(v, key, 1, kMaxCount);
+                      }},
+                     {"seed",
+                      [&](auto const& v, auto const& key) {
+                        c.run.seed = std::uint64_t(r.integer(v, key, 0, std::numeric_limits<std::int64_t>::max()));
+                      }},
+                     {"normalize",
+                      [&](auto const& v, auto const& key) {
+                        std::string const m = r.text(v, key);
+                        if (m == "none")
+                          c.general.normalize = NormalizeMode::none;
+                        else if (m == "standard")
+                          c.general.normalize = NormalizeMode::standard;
+                        else
+                          r.fail(v, key, "'" + escaped(m) + "' must be none or standard");
+                      }},
+                     {"enable_wandb_hook", r.only_default(0)},
+                 });
+           }},
+          {"model",
+           [&](YAML::Node const& n, std::string const& k) {
+             has_model = true;
+             r.section(
+                 n, k,
+                 {
+                     {"type",
+                      [&](auto const& v, auto const& key) {
+                        model_type = lower(r.text(v, key));
+                        model_type_node = v;
+                        if (model_type == "torchscript")
+                          r.fail(
+                              v, key,
+                              "TorchScript models need libtorch, which ktr does not use: describe the model with "
+                              "type: mlp (layer_sizes) or type: ktr (a description such as \"in=4 dense:64:relu "
+                              "dense:1\")",
+                              true);
+                        if (model_type != "mlp" && model_type != "ktr")
+                          r.fail(v, key, "'" + escaped(model_type) + "' must be mlp or ktr");
+                      }},
+                     {"parameters",
+                      [&](YAML::Node const& p, std::string const& pk) {
+                        r.section(
+                            p, pk,
+                            {
+                                {"layer_sizes",
+                                 [&](auto const& v, auto const& key) {
+                                   if (!v.IsSequence() || v.size() < 2)
+                                     r.fail(v, key, "must be a list of at least two sizes [in, ..., out]");
+                                   sizes.clear();
+                                   for (std::size_t i = 0; i < v.size(); ++i)
+                                     sizes.push_back(
+                                         r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
+                                   sizes_node = v;
+                                 }},
+                                {"activation",
+                                 [&](auto const& v, auto const& key) { hidden = activation_suffix(r, v, key); }},
+                                {"output_activation",
+                                 [&](auto const& v, auto const& key) { output = activation_suffix(r, v, key); }},
+                                {"dropout", r.only_default(0)},
+                                {"flatten_non_batch_dims",
+                                 [&](auto const& v, auto const& key) {
+                                   if (!r.boolean(v, key))
+                                     r.fail(v, key, "false is not supported: an MLP takes each sample flattened",
+                                            true);
+                                 }},
+                                {"description",
+                                 [&](auto const& v, auto const& key) { c.run.model = r.text(v, key); }},
+                            });
+                      }},
+                 });
+           }},
+          {"loss",
+           [&](YAML::Node const& n, std::string const& k) {
+             r.section(
+                 n, k,
+                 {
+                     {"type",
+                      [&](auto const& v, auto const& key) {
+                        std::string const t = lower(r.text(v, key));
+                        if (t == "mse" || t == "l2")
+                          c.loss = "mse";
+                        else if (t == "cross_entropy" || t == "crossentropy")
+                          c.loss = "cross_entropy";
+                        else if (t == "l1" || t == "huber" || t == "bce" || t == "smoothl1")
+                          r.fail(v, key,
+                                 "'" + escaped(t) + "' is not supported by this ktr yet (mse, cross_entropy)",
+                                 true);
+                        else
+                          r.fail(v, key, "'" + escaped(t) + "' is not a loss (mse, cross_entropy)");
+                      }},
+                     {"parameters",
+                      [&](YAML::Node const& p, std::string const& pk) {
+                        r.section(p, pk,
+                                  {
+                                      {"reduction",
+                                       [&](auto const& v, auto const& key) {
+                                         std::string const t = r.text(v, key);
+                                         if (t == "sum")
+                                           r.fail(v, key, "'sum' is not supported by this ktr yet (mean)", true);
+                                         if (t != "mean")
+                                           r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
+                                       }},
+                                  });
+                      }},
+                 });
+           }},
+          {"optimizer",
+           [&](YAML::Node const& n, std::string const& k) {
+             r.section(
+                 n, k,
+                 {
+                     {"type",
+                      [&](auto const& v, auto const& key) {
+                        std::string const t = lower(r.text(v, key));
+                        if (t == "sgd")
+                          c.run.optimizer.kind = OptimizerConfig::Kind::sgd;
+                        else if (t == "adam")
+                          c.run.optimizer.kind = OptimizerConfig::Kind::adam;
+                        else if (t == "adamw")
+                          c.run.optimizer.kind = OptimizerConfig::Kind::adamw;
+                        else
+                          r.fail(v, key, "'" + escaped(t) + "' must be sgd, adam or adamw");
+                      }},
+                     {"parameters",
+                      [&](YAML::Node const& p, std::string const& pk) {
+                        auto& o = c.run.optimizer;
+                        r.section(
+                            p, pk,
+                            {
+                                {"learning_rate",
+                                 [&](auto const& v, auto const& key) {
+                                   o.lr = float(r.number(v, key, 1e-30, kBig));
+                                 }},
+                                {"momentum",
+                                 [&](auto const& v, auto const& key) {
+                                   o.momentum = float(r.number(v, key, 0, 0.999999));
+                                 }},
+                                {"nesterov",
+                                 [&](auto const& v, auto const& key) { o.nesterov = r.boolean(v, key); }},
+                                {"weight_decay",
+                                 [&](auto const& v, auto const& key) {
+                                   o.weight_decay = float(r.number(v, key, 0, kBig));
+                                 }},
+                                {"beta1", [&](auto const& v,
+                                              auto const& key) { o.b1 = float(r.number(v, key, 0, 0.999999)); }},
+                                {"beta2", [&](auto const& v,
+                                              auto const& key) { o.b2 = float(r.number(v, key, 0, 0.999999)); }},
+                                {"eps", [&](auto const& v,
+                                            auto const& key) { o.eps = float(r.number(v, key, 1e-30, 1)); }},
+                                {"dampening", r.only_default(0)},
+                                {"amsgrad", r.only_default(0)},
+                                {"maximize", r.only_default(0)},
+                            });
+                      }},
+                     {"general",
+                      [&](YAML::Node const& p, std::string const& pk) {
+                        r.section(p, pk,
+                                  {
+                                      {"grad_accumulation_steps",
+                                       [&](auto const& v, auto const& key) {
+                                         c.run.accumulate = int(r.integer(v, key, 1, 1024));
+                                       }},
+                                      {"max_grad_norm",
+                                       [&](auto const& v, auto const& key) {
+                                         c.run.optimizer.clip_norm = float(r.number(v, key, 0, kBig));
+                                       }},
+                                  });
+                      }},
+                 });
+           }},
+          {"lr_scheduler",
+           [&](YAML::Node const& n, std::string const& k) {
+             r.section(
+                 n, k,
+                 {
+                     {"type",
+                      [&](auto const& v, auto const& key) {
+                        schedule = lower(r.text(v, key));
+                        schedule_node = v;
+                        if (schedule == "multistep" || schedule == "polynomial" || schedule == "linear")
+                          r.fail(v, key,
+                                 "'" + escaped(schedule) +
+                                     "' is not supported by this ktr yet (constant, step, "
+                                     "cosine_annealing)",
+                                 true);
+                        if (schedule != "constant" && schedule != "step" && schedule != "cosine_annealing")
+                          r.fail(
+                              v, key,
+                              "'" + escaped(schedule) + "' is not a schedule (constant, step, cosine_annealing)");
+                      }},
+                     {"parameters",
+                      [&](YAML::Node const& p, std::string const& pk) {
+                        r.section(p, pk,
+                                  {
+                                      {"step_size",
+                                       [&](auto const& v, auto const& key) {
+                                         step_size = double(r.integer(v, key, 1, kMaxCount));
+                                       }},
+                                      {"gamma",
+                                       [&](auto const& v, auto const& key) { gamma = r.number(v, key, 0, kBig); }},
+                                      {"T_max",
+                                       [&](auto const& v, auto const& key) {
+                                         t_max = double(r.integer(v, key, 1, kMaxCount));
+                                       }},
+                                      {"eta_min", [&](auto const& v,
+                                                      auto const& key) { eta_min = r.number(v, key, 0, kBig); }},
+                                  });
+                      }},
+                 });
+           }},
+      });
+
+  if (!has_model) r.fail(root, "model", "missing: the file must describe a model");
+  if (model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
+  if (model_type == "mlp") {
+    if (sizes.empty()) r.fail(model_type_node, "model.parameters.layer_sizes", "missing: an mlp needs its sizes");
+    std::string d = "in=" + std::to_string(sizes[0]);
+    for (std::size_t i = 1; i < sizes.size(); ++i)
+      d += " dense:" + std::to_string(sizes[i]) + (i + 1 < sizes.size() ? hidden : output);
+    c.run.model = d;
+  } else if (c.run.model == RunConfig{}.model) {
+    r.fail(model_type_node, "model.parameters.description", "missing: a ktr model needs its description");
+  }
+  try {
+    (void)Model::plan(c.run.model, 1);  // the description parses and the shapes fit
+  } catch (Error const& e) {
+    r.fail(model_type_node, "model", e.what());
+  }
+  if (schedule == "step") {
+    if (step_size <= 0) r.fail(schedule_node, "lr_scheduler.parameters.step_size", "missing for a step schedule");
+    c.run.optimizer.schedule.kind = Schedule::Kind::step;
+    c.run.optimizer.schedule.step_every = std::int64_t(step_size);
+    c.run.optimizer.schedule.factor = float(gamma);
+  } else if (schedule == "cosine_annealing") {
+    if (t_max <= 0) r.fail(schedule_node, "lr_scheduler.parameters.T_max", "missing for cosine_annealing");
+    if (eta_min > c.run.optimizer.lr)
+      r.fail(schedule_node, "lr_scheduler.parameters.eta_min", "is larger than the learning rate");
+    c.run.optimizer.schedule.kind = Schedule::Kind::cosine;
+    c.run.optimizer.schedule.decay_steps = std::int64_t(t_max);
+    c.run.optimizer.schedule.alpha = float(eta_min / c.run.optimizer.lr);
+  }
+  if ((c.general.batch_size > 0) != (c.general.buffer_size > 0))
+    r.fail(root["general"], "general", "batch_size and buffer_size go together (the replay buffer needs both)");
+  if (c.general.buffer_size > 0 && c.general.buffer_size < c.general.batch_size)
+    r.fail(root["general"]["buffer_size"], "general.buffer_size", "is smaller than general.batch_size");
+  c.run.normalize = c.general.normalize;
+  c.run.norm = Normalization::identity();
+  if (c.general.batch_size > 0) c.run.batch = c.general.batch_size;
+  return c;
+}
+
+FileConfig read_config_file(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot open the configuration file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path);
+}
+
+}  // namespace ktr

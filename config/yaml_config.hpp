@@ -1,0 +1,63 @@
+// A training configuration read from a YAML file: TorchFort's schema (general, model, loss, optimizer,
+// lr_scheduler), so that a TorchFort user's file works as it is, plus ktr's keys (steps_per_dispatch, buffer_size,
+// normalize, a model `type: ktr` with a description). What it reads becomes a RunConfig (model, optimiser,
+// schedule, batch, seed, input transform) and the online-training options of the C and Fortran API.
+//
+//   general:   {report_frequency, verbose, enable_graphs (alias enable_cuda_graphs), steps_per_dispatch,
+//               batch_size, buffer_size, seed, normalize: none | standard}
+//   model:     {type: mlp, parameters: {layer_sizes: [in, h1, ..., out], activation, output_activation,
+//               dropout, flatten_non_batch_dims}}  or  {type: ktr, parameters: {description: "in=... dense:..."}}
+//   loss:      {type: mse | cross_entropy, parameters: {reduction: mean}}
+//   optimizer: {type: sgd | adam | adamw, parameters: {learning_rate, momentum, nesterov, weight_decay, beta1,
+//               beta2, eps, dampening, amsgrad}, general: {grad_accumulation_steps, max_grad_norm}}
+//   lr_scheduler: {type: constant | step | cosine_annealing, parameters: {step_size, gamma, T_max, eta_min}}
+//
+// A TorchFort key ktr does not implement is accepted at its default value and refused otherwise, as not
+// supported; an unknown key, a value of the wrong type or out of range is refused. Every refusal is a
+// ktr::ConfigError naming the file, the line and the key.
+#pragma once
+
+#include "../train/session.hpp"
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace ktr {
+
+/// A refused configuration: `file:line: key: reason`. `not_supported` marks a value ktr does not implement (as
+/// opposed to one that is wrong).
+class ConfigError : public Error {
+ public:
+  ConfigError(std::string const& message, bool not_supported) : Error(message), not_supported_(not_supported) {}
+  bool not_supported() const { return not_supported_; }
+
+ private:
+  bool not_supported_;
+};
+
+/// The `general` section: how an online run (the C and Fortran API) trains.
+struct GeneralConfig {
+  int report_frequency = 0;      ///< steps between loss reports on stdout (0: none)
+  bool verbose = false;          ///< print the configuration when a model is created
+  bool enable_graphs = true;     ///< replay captured K-step programs where the backend can (ktr_train_steps)
+  int steps_per_dispatch = 16;   ///< K: optimiser steps per dispatch of ktr_train_steps
+  std::int64_t batch_size = 0;   ///< samples per step drawn from the replay buffer (0: no buffer)
+  std::int64_t buffer_size = 0;  ///< replay buffer capacity in samples (0: no buffer)
+  NormalizeMode normalize = NormalizeMode::none;  ///< standard: fitted on the first batch (or the buffer)
+};
+
+/// Everything a configuration file says.
+struct FileConfig {
+  RunConfig run;  ///< model, optimiser, schedule, batch, accumulation, seed (the task comes from the data)
+  GeneralConfig general;
+  std::string loss = "default";  ///< "mse", "cross_entropy", or "default" (by the targets' type)
+  std::string path;              ///< the file it came from
+};
+
+/// Reads and checks `path`. Throws ConfigError (a missing file: ktr::Error naming it).
+FileConfig read_config_file(std::string const& path);
+/// The same from YAML text; `path` names it in messages.
+FileConfig parse_config(std::string const& yaml, std::string const& path);
+
+}  // namespace ktr

@@ -1,0 +1,144 @@
+// The YAML configuration: TorchFort's keys become a RunConfig; unknown keys, wrong types, values out of range and
+// TorchFort features ktr lacks are refused naming the file, the line and the key.
+#include <ktr/config/yaml_config.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using ktr::ConfigError;
+using ktr::parse_config;
+
+std::string const kMlp = R"(
+general:
+  report_frequency: 10
+  enable_cuda_graphs: false
+  steps_per_dispatch: 8
+  batch_size: 32
+  buffer_size: 1024
+  seed: 7
+model:
+  type: mlp
+  parameters:
+    layer_sizes: [3, 64, 64, 1]
+    activation: relu
+    dropout: 0.0
+    flatten_non_batch_dims: true
+loss:
+  type: MSE
+optimizer:
+  type: adam
+  parameters:
+    learning_rate: 0.002
+    beta1: 0.8
+    amsgrad: false
+  general:
+    grad_accumulation_steps: 2
+    max_grad_norm: 1.5
+lr_scheduler:
+  type: cosine_annealing
+  parameters:
+    T_max: 100
+    eta_min: 0.0002
+)";
+
+// The message a refused configuration gives, and whether it was "not supported".
+std::pair<std::string, bool> refusal(std::string const& yaml) {
+  try {
+    parse_config(yaml, "test.yaml");
+  } catch (ConfigError const& e) {
+    return {e.what(), e.not_supported()};
+  }
+  return {"(accepted)", false};
+}
+
+TEST(Config, TorchFortKeysBecomeTheRunConfiguration) {
+  ktr::FileConfig const c = parse_config(kMlp, "test.yaml");
+  EXPECT_EQ(c.run.model, "in=3 dense:64:relu dense:64:relu dense:1");
+  EXPECT_EQ(c.run.batch, 32);
+  EXPECT_EQ(c.run.accumulate, 2);
+  EXPECT_EQ(c.run.seed, 7u);
+  EXPECT_EQ(c.run.optimizer.kind, ktr::OptimizerConfig::Kind::adam);
+  EXPECT_FLOAT_EQ(c.run.optimizer.lr, 0.002f);
+  EXPECT_FLOAT_EQ(c.run.optimizer.b1, 0.8f);
+  EXPECT_FLOAT_EQ(c.run.optimizer.clip_norm, 1.5f);
+  EXPECT_EQ(c.run.optimizer.schedule.kind, ktr::Schedule::Kind::cosine);
+  EXPECT_EQ(c.run.optimizer.schedule.decay_steps, 100);
+  EXPECT_FLOAT_EQ(c.run.optimizer.schedule.alpha, 0.1f);  // eta_min / learning_rate
+  // cosine_annealing ends at eta_min and stays there
+  EXPECT_NEAR(c.run.optimizer.schedule.scale(100) * 0.002, 0.0002, 1e-9);
+  EXPECT_NEAR(c.run.optimizer.schedule.scale(500) * 0.002, 0.0002, 1e-9);
+  EXPECT_FALSE(c.general.enable_graphs);
+  EXPECT_EQ(c.general.steps_per_dispatch, 8);
+  EXPECT_EQ(c.general.buffer_size, 1024);
+  EXPECT_EQ(c.general.report_frequency, 10);
+  EXPECT_EQ(c.general.normalize, ktr::NormalizeMode::none);
+  EXPECT_EQ(c.loss, "mse");
+}
+
+TEST(Config, AKtrDescriptionAndAStepScheduleAreRead) {
+  ktr::FileConfig const c = parse_config(R"(
+model: {type: ktr, parameters: {description: "in=8x8x1 conv3x3:4:relu avgpool2 flatten dense:10"}}
+optimizer: {type: sgd, parameters: {learning_rate: 0.1, momentum: 0.9, nesterov: true}}
+lr_scheduler: {type: step, parameters: {step_size: 10, gamma: 0.5}}
+)",
+                                         "k.yaml");
+  EXPECT_EQ(c.run.model, "in=8x8x1 conv3x3:4:relu avgpool2 flatten dense:10");
+  EXPECT_TRUE(c.run.optimizer.nesterov);
+  EXPECT_EQ(c.run.optimizer.schedule.kind, ktr::Schedule::Kind::step);
+  EXPECT_DOUBLE_EQ(c.run.optimizer.schedule.scale(25), 0.25);
+}
+
+TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
+  struct Case {
+    std::string yaml, expected;
+    bool not_supported;
+  };
+  Case const cases[] = {
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nfoo: 1\n", "test.yaml:2: foo: unknown key", false},
+      {"model:\n  type: mlp\n  parameters:\n    layer_sizes: [2, 1]\n    widths: 3\n",
+       "test.yaml:5: model.parameters.widths: unknown key", false},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\noptimizer:\n  parameters:\n    learning_rate: "
+       "fast\n",
+       "test.yaml:4: optimizer.parameters.learning_rate: 'fast' is not a number", false},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\ngeneral:\n  batch_size: -3\n",
+       "test.yaml:3: general.batch_size: '-3' is not an integer", false},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\noptimizer:\n  parameters:\n    amsgrad: true\n",
+       "test.yaml:4: optimizer.parameters.amsgrad: 'true' is not supported", true},
+      {"model:\n  type: torchscript\n", "test.yaml:2: model.type: TorchScript models need libtorch", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1], activation: tanh}}\n",
+       "model.parameters.activation: activation 'tanh' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: L1}\n",
+       "loss.type: 'l1' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: polynomial}\n",
+       "lr_scheduler.type: 'polynomial' is not supported", true},
+      {"general: {batch_size: 8}\nmodel: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n",
+       "general: batch_size and buffer_size go together", false},
+      {"model: {type: ktr, parameters: {description: \"in=2 dense:0\"}}\n", "test.yaml:1: model:", false},
+      {"model: [1, 2\n", "test.yaml:", false},
+      {"general: {seed: 1}\n", "model: missing", false},
+  };
+  for (Case const& c : cases) {
+    auto const [message, not_supported] = refusal(c.yaml);
+    EXPECT_NE(message.find(c.expected), std::string::npos) << c.yaml << "\n -> " << message;
+    EXPECT_EQ(not_supported, c.not_supported) << message;
+  }
+  EXPECT_EQ(
+      refusal("model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\noptimizer: {parameters: {amsgrad: false}}\n")
+          .first,
+      "(accepted)")
+      << "a TorchFort key at its default value is accepted";
+}
+
+TEST(Config, AMissingFileIsNamed) {
+  try {
+    ktr::read_config_file("/nonexistent/ktr.yaml");
+    FAIL() << "no error";
+  } catch (ktr::Error const& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/ktr.yaml: cannot open"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
