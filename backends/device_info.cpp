@@ -1,6 +1,7 @@
 // Backend-specific device queries behind a plain string interface.
 #include "device_info.hpp"
 
+#include "../core/error.hpp"
 #include "../core/types.hpp"
 
 #include <cstdio>
@@ -119,6 +120,59 @@ std::string enabled_backends() {
 #endif
   if (!s.empty()) s.pop_back();
   return s;
+}
+
+bool device_can_read(void const* p) {
+  if (p == nullptr) return false;
+#if defined(KOKKOS_ENABLE_CUDA)
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();  // an unregistered host pointer: clear the error
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+#elif defined(KOKKOS_ENABLE_HIP)
+  hipPointerAttribute_t a{};
+  if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+    (void)hipGetLastError();
+    return false;
+  }
+  return a.memoryType == hipMemoryTypeDevice || a.isManaged;
+#else
+  return true;  // the device is the host
+#endif
+}
+
+ExecSpace instance_of_stream(void* stream) {
+  if (stream == nullptr) return ExecSpace();
+#if defined(KOKKOS_ENABLE_CUDA)
+  return ExecSpace(static_cast<cudaStream_t>(stream));
+#elif defined(KOKKOS_ENABLE_HIP)
+  return ExecSpace(static_cast<hipStream_t>(stream));
+#else
+  throw UsageError(std::string("a stream was given, but this build runs on ") + ExecSpace::name() +
+                   ", which has none (pass NULL)");
+#endif
+}
+
+int gpu_count() {
+  int n = 0;
+#if defined(KOKKOS_ENABLE_CUDA)
+  if (cudaGetDeviceCount(&n) != cudaSuccess) (void)cudaGetLastError(), n = 0;
+#elif defined(KOKKOS_ENABLE_HIP)
+  if (hipGetDeviceCount(&n) != hipSuccess) (void)hipGetLastError(), n = 0;
+#endif
+  return n;
+}
+
+int kokkos_gpu() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  return ExecSpace().cuda_device();
+#elif defined(KOKKOS_ENABLE_HIP)
+  return ExecSpace().hip_device();
+#else
+  return -1;
+#endif
 }
 
 }  // namespace ktr

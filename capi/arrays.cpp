@@ -1,0 +1,266 @@
+// Reading and writing the caller's arrays: see arrays.hpp.
+#include "arrays.hpp"
+
+#include "../backends/device_info.hpp"
+
+#include <vector>
+
+namespace ktr::capi {
+
+namespace {
+
+char const* dtype_name(ktr_datatype_t t) {
+  switch (t) {
+    case KTR_FLOAT:
+      return "KTR_FLOAT";
+    case KTR_DOUBLE:
+      return "KTR_DOUBLE";
+    case KTR_INT32:
+      return "KTR_INT32";
+    case KTR_INT64:
+      return "KTR_INT64";
+  }
+  return "an unknown datatype";
+}
+
+// The element at flat row-major position e of `a` (extents in order, strides in elements).
+template <class T>
+KOKKOS_INLINE_FUNCTION T const& element(Array const& a, T const* p, std::int64_t e) {
+  std::int64_t offset = 0;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    offset += (e % a.extent[d]) * a.stride[d];
+    e /= a.extent[d];
+  }
+  return p[offset];
+}
+
+// a as a contiguous device buffer of Out (row-major), converted from its datatype, wherever it lives.
+template <class Out, class T>
+Kokkos::View<Out*, MemSpace> pack_as(ExecSpace const& space, Array const& a, std::int64_t total) {
+  Kokkos::View<Out*, MemSpace> out(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::capi::pack"),
+                                   std::size_t(total));
+  T const* const src = static_cast<T const*>(a.data);
+  if (device_can_read(a.data)) {
+    Out* const dst = out.data();
+    Array const shape = a;
+    Kokkos::parallel_for(
+        "ktr::capi::pack", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, total),
+        KOKKOS_LAMBDA(std::int64_t e) { dst[e] = static_cast<Out>(element(shape, src, e)); });
+  } else {  // host memory on a GPU build: packed on the host, one copy
+    std::vector<Out> host(static_cast<std::size_t>(total));
+    for (std::int64_t e = 0; e < total; ++e) host[std::size_t(e)] = static_cast<Out>(element(a, src, e));
+    Kokkos::deep_copy(space, out, HostView<Out const*>(host.data(), host.size()));
+    space.fence();  // `host` goes at the end of this scope
+  }
+  return out;
+}
+
+template <class Out>
+Kokkos::View<Out*, MemSpace> pack(ExecSpace const& space, Array const& a) {
+  std::int64_t const total = a.count() * a.sample_size();
+  switch (a.dtype) {
+    case KTR_FLOAT:
+      return pack_as<Out, float>(space, a, total);
+    case KTR_DOUBLE:
+      return pack_as<Out, double>(space, a, total);
+    case KTR_INT32:
+      return pack_as<Out, std::int32_t>(space, a, total);
+    case KTR_INT64:
+      return pack_as<Out, std::int64_t>(space, a, total);
+  }
+  throw UsageError("unknown datatype");
+}
+
+// The stride of one element within a sample if the sample dimensions collapse into one strided run, else 0.
+std::int64_t collapsed_stride(Array const& a) {
+  for (int d = 1; d + 1 < a.rank; ++d)
+    if (a.stride[d] != a.stride[d + 1] * a.extent[d + 1]) return 0;
+  return a.rank > 1 ? a.stride[a.rank - 1] : 1;
+}
+
+using Strided2 =
+    Kokkos::View<float const**, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using Strided4 =
+    Kokkos::View<float const****, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+// A (N, S) float view of x and what keeps its memory alive: in place if possible, else packed.
+struct Flat {
+  float const* data;
+  std::int64_t n, s, row_stride, col_stride;
+  std::shared_ptr<void const> keep;
+};
+
+Flat flat_features(ExecSpace const& space, Array const& x) {
+  std::int64_t const n = x.count(), s = x.sample_size();
+  std::int64_t const inner = collapsed_stride(x);
+  if (x.dtype == KTR_FLOAT && inner > 0 && device_can_read(x.data))
+    return Flat{static_cast<float const*>(x.data), n, s, x.stride[0], inner, nullptr};
+  auto packed = pack<float>(space, x);
+  return Flat{packed.data(), n, s, s, 1, std::make_shared<Kokkos::View<float*, MemSpace>>(packed)};
+}
+
+// The features as a dataset of the given sample shape ({D} or {H, W, C}) with `targets` attached.
+template <class Targets>
+DeviceDataset as_dataset(ExecSpace const& space, Flat const& f, Shape const& sample, Targets const& y,
+                         int classes) {
+  DeviceDataset d;
+  if (sample.rank == 1) {
+    Strided2 const v(f.data, Kokkos::LayoutStride(std::size_t(f.n), std::size_t(f.row_stride), std::size_t(f.s),
+                                                  std::size_t(f.col_stride)));
+    d = dataset_from_views(space, v, y, classes);
+  } else {
+    std::int64_t const h = sample[0], w = sample[1], c = sample[2], e = f.col_stride;
+    Strided4 const v(f.data, Kokkos::LayoutStride(std::size_t(f.n), std::size_t(f.row_stride), std::size_t(h),
+                                                  std::size_t(w * c * e), std::size_t(w), std::size_t(c * e),
+                                                  std::size_t(c), std::size_t(e)));
+    d = dataset_from_views(space, v, y, classes);
+  }
+  auto const inner = d.keep;
+  d.keep =
+      std::make_shared<std::pair<std::shared_ptr<void const>, std::shared_ptr<void const>> const>(inner, f.keep);
+  return d;
+}
+
+Shape sample_of(Shape const& in) { return in.rank == 2 ? Shape{in[1]} : Shape{in[1], in[2], in[3]}; }
+
+void check_features(Array const& x, Shape const& sample, char const* what) {
+  KTR_REQUIRE(x.dtype == KTR_FLOAT || x.dtype == KTR_DOUBLE, what,
+              std::string("must be KTR_FLOAT or KTR_DOUBLE, not ") + dtype_name(x.dtype));
+  KTR_REQUIRE(x.sample_size() == sample.size(), what,
+              "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() + " (" +
+                  std::to_string(sample.size()) + ")");
+}
+
+template <class Fn>
+DeviceDataset with_targets(ExecSpace const& space, Array const& y, std::int64_t n, Fn&& make) {
+  KTR_REQUIRE(y.data != nullptr, "label", "is a null pointer");
+  KTR_REQUIRE(y.count() == n, "label",
+              "holds " + std::to_string(y.count()) + " samples, the input " + std::to_string(n));
+  if (y.dtype == KTR_INT32 || y.dtype == KTR_INT64) {
+    KTR_REQUIRE(
+        y.sample_size() == 1, "label",
+        "class labels are one integer per sample ((batch) or (batch, 1)), not " + std::to_string(y.sample_size()));
+    Kokkos::View<std::int32_t*, MemSpace> labels;
+    if (y.dtype == KTR_INT32 && device_can_read(y.data))
+      return make(Kokkos::View<std::int32_t const*, Kokkos::LayoutStride, MemSpace,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                      static_cast<std::int32_t const*>(y.data),
+                      Kokkos::LayoutStride(std::size_t(n), std::size_t(y.stride[0]))),
+                  nullptr);
+    labels = pack<std::int32_t>(space, y);
+    return make(labels, std::make_shared<Kokkos::View<std::int32_t*, MemSpace>>(labels));
+  }
+  std::int64_t const t = y.sample_size(), inner = collapsed_stride(y);
+  if (y.dtype == KTR_FLOAT && inner > 0 && device_can_read(y.data))
+    return make(
+        Strided2(static_cast<float const*>(y.data), Kokkos::LayoutStride(std::size_t(n), std::size_t(y.stride[0]),
+                                                                         std::size_t(t), std::size_t(inner))),
+        nullptr);
+  auto const packed = pack<float>(space, y);
+  return make(Strided2(packed.data(), Kokkos::LayoutStride(std::size_t(n), std::size_t(t), std::size_t(t), 1)),
+              std::make_shared<Kokkos::View<float*, MemSpace>>(packed));
+}
+
+DeviceDataset batch_with_shape(ExecSpace const& space, Array const& x, Array const& y, Shape const& sample,
+                               int classes) {
+  Flat const f = flat_features(space, x);
+  return with_targets(space, y, f.n, [&](auto const& targets, std::shared_ptr<void const> keep) {
+    DeviceDataset d = as_dataset(space, f, sample, targets, classes);
+    if (keep)
+      d.keep = std::make_shared<std::pair<std::shared_ptr<void const>, std::shared_ptr<void const>> const>(d.keep,
+                                                                                                           keep);
+    return d;
+  });
+}
+
+}  // namespace
+
+std::int64_t Array::sample_size() const {
+  std::int64_t s = 1;
+  for (int d = 1; d < rank; ++d) s *= extent[d];
+  return s;
+}
+
+Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datatype_t dtype, char const* what) {
+  KTR_REQUIRE(data != nullptr, what, "is a null pointer");
+  KTR_REQUIRE(shape != nullptr, what, "has a null shape pointer");
+  KTR_REQUIRE(dim >= 1 && dim <= kMaxRank, what,
+              "has " + std::to_string(dim) + " dimensions; 1 to " + std::to_string(kMaxRank) + " (batch first)");
+  KTR_REQUIRE(dtype == KTR_FLOAT || dtype == KTR_DOUBLE || dtype == KTR_INT32 || dtype == KTR_INT64, what,
+              "has an unknown datatype " + std::to_string(int(dtype)));
+  Array a;
+  a.data = data, a.dtype = dtype, a.rank = int(dim);
+  std::int64_t stride = 1;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    KTR_REQUIRE(shape[d] > 0 && shape[d] <= (std::int64_t(1) << 40), what,
+                "dimension " + std::to_string(d) + " is " + std::to_string(shape[d]) + ", not a positive size");
+    a.extent[d] = shape[d], a.stride[d] = stride;
+    stride *= shape[d];
+  }
+  return a;
+}
+
+DeviceDataset features_of(ExecSpace const& space, Array const& x, Model const& model, char const* what) {
+  Shape const sample = sample_of(model.input_shape(1));
+  check_features(x, sample, what);
+  KTR_REQUIRE(x.rank >= 2 || sample.size() == 1, what, "needs a batch dimension and sample dimensions");
+  Flat const f = flat_features(space, x);
+  Kokkos::View<float*, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> none(
+      static_cast<float*>(nullptr), Kokkos::LayoutStride(std::size_t(f.n), 0));
+  DeviceDataset d = as_dataset(space, f, sample, none, 0);
+  d.values = DeviceDataset::Values();
+  d.target_kind = DeviceDataset::Targets::none;
+  return d;
+}
+
+DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, Model const& model, int classes) {
+  Shape const sample = sample_of(model.input_shape(1));
+  check_features(x, sample, "input");
+  return batch_with_shape(space, x, y, sample, classes);
+}
+
+DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, ModelPlan const& plan) {
+  Shape const sample = sample_of(plan.input);
+  check_features(x, sample, "input");
+  return batch_with_shape(space, x, y, sample, int(plan.output_width));
+}
+
+void store_output(ExecSpace const& space, Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> const& values,
+                  Array const& out) {
+  std::int64_t const n = std::int64_t(values.extent(0)), w = std::int64_t(values.extent(1));
+  KTR_REQUIRE(out.dtype == KTR_FLOAT || out.dtype == KTR_DOUBLE, "output",
+              std::string("must be KTR_FLOAT or KTR_DOUBLE, not ") + dtype_name(out.dtype));
+  KTR_REQUIRE(out.count() == n && out.sample_size() == w, "output",
+              "must hold (" + std::to_string(n) + ", " + std::to_string(w) + ") values, not " +
+                  std::to_string(out.count()) + " x " + std::to_string(out.sample_size()));
+  float const* const src = values.data();
+  Array const a = out;
+  std::int64_t const total = n * w;
+  if (device_can_read(out.data)) {
+    bool const is_float = out.dtype == KTR_FLOAT;
+    void* const dst = out.data;
+    Kokkos::parallel_for(
+        "ktr::capi::store", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, total),
+        KOKKOS_LAMBDA(std::int64_t e) {
+          if (is_float)
+            const_cast<float&>(element(a, static_cast<float const*>(dst), e)) = src[e];
+          else
+            const_cast<double&>(element(a, static_cast<double const*>(dst), e)) = double(src[e]);
+        });
+    space.fence();
+    return;
+  }
+  std::vector<float> host(static_cast<std::size_t>(total));
+  Kokkos::deep_copy(
+      space, HostView<float*>(host.data(), host.size()),
+      Kokkos::View<float const*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(src, host.size()));
+  space.fence();
+  for (std::int64_t e = 0; e < total; ++e) {
+    if (out.dtype == KTR_FLOAT)
+      const_cast<float&>(element(a, static_cast<float const*>(out.data), e)) = host[std::size_t(e)];
+    else
+      const_cast<double&>(element(a, static_cast<double const*>(out.data), e)) = double(host[std::size_t(e)]);
+  }
+}
+
+}  // namespace ktr::capi

@@ -1,0 +1,46 @@
+// The caller's arrays as the C and Fortran bindings hand them over: a pointer, a datatype, extents and strides
+// (in elements, batch first), in host memory or in the device's. The bindings build an Array (C: row-major from a
+// shape; Fortran: from a C descriptor, dimensions reversed) and the API reads every Array the same way: float data
+// the device can read whose sample dimensions collapse into one strided run is read in place; anything else
+// (double, 64-bit labels, host memory on a GPU build, a section that does not collapse) is packed once into a
+// contiguous float (or int32) device buffer.
+#pragma once
+
+#include "ktr_c.h"
+
+#include "../train/trainer.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace ktr::capi {
+
+constexpr int kMaxRank = 5;
+
+struct Array {
+  void* data = nullptr;
+  ktr_datatype_t dtype = KTR_FLOAT;
+  int rank = 0;
+  std::int64_t extent[kMaxRank] = {};
+  std::int64_t stride[kMaxRank] = {};  ///< elements
+  std::int64_t count() const { return rank ? extent[0] : 0; }
+  std::int64_t sample_size() const;
+};
+
+/// A C array: `dim` dimensions of `shape`, row-major. Throws UsageError naming `what`.
+Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datatype_t dtype, char const* what);
+
+/// Features as `model` takes them ((N, D) or (N, H, W, C)), in place or packed; `keep` holds any copy.
+DeviceDataset features_of(ExecSpace const& space, Array const& x, Model const& model, char const* what);
+/// Features and targets (labels: int32/int64 (N) or (N, 1); values: float/double (N) or (N, T)).
+DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, Model const& model, int classes);
+/// The same for a model that does not exist yet (its plan): labels are checked against its output width.
+DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, ModelPlan const& plan);
+
+/// Writes `values` (N, W) (device) into the caller's output array `out` (float or double, any strides, host or
+/// device memory).
+void store_output(ExecSpace const& space, Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> const& values,
+                  Array const& out);
+
+}  // namespace ktr::capi

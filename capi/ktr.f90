@@ -1,0 +1,208 @@
+! ktr from Fortran: train a surrogate on the simulation's own arrays, configured by a YAML file. The calls are
+! TorchFort's, renamed: every function returns an integer status (KTR_RESULT_SUCCESS = 0); ktr_last_error()
+! says why one failed.
+!
+! Arrays are real(real32) or real(real64) (class labels integer(int32) or integer(int64)) of rank 1 to 5, passed
+! as they are: the LAST dimension is the sample, so x(n_features, batch) is ktr's (batch, n_features) with no
+! copy, and an array section such as x(:, j:j+63) or x(:, 1:n:2) is read through its strides. Device arrays
+! (OpenMP `target data use_device_addr`, OpenACC `host_data use_device`) go through the same calls.
+!
+!   use ktr
+!   istat = ktr_create_model("surrogate", "surrogate.yaml", KTR_DEVICE_CPU)
+!   istat = ktr_train("surrogate", x, y, loss)          ! x(4, batch), y(1, batch)
+!   istat = ktr_inference("surrogate", x, prediction)
+module ktr
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: int64
+  implicit none
+  private
+
+  integer, parameter, public :: KTR_RESULT_SUCCESS = 0, KTR_RESULT_INVALID_USAGE = 1, &
+                                KTR_RESULT_NOT_SUPPORTED = 2, KTR_RESULT_INTERNAL_ERROR = 3, &
+                                KTR_RESULT_DEVICE_ERROR = 4, KTR_RESULT_MPI_ERROR = 5
+  integer, parameter, public :: KTR_DEVICE_CPU = -1
+
+  public :: ktr_create_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
+            ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &
+            ktr_last_error, ktr_version
+
+  interface
+    integer(c_int) function c_create_model(name, config, device) bind(C, name="ktr_create_model")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, config
+      integer(c_int), value :: device
+    end function
+    integer(c_int) function c_train(name, input, label, loss, stream) bind(C, name="ktr_train_F")
+      import :: c_char, c_int, c_float, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: input, label
+      real(c_float), intent(out) :: loss
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_inference(name, input, output, stream) bind(C, name="ktr_inference_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: input
+      type(*), dimension(..), intent(inout) :: output
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_push(name, input, label, stream) bind(C, name="ktr_push_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: input, label
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_train_steps(name, k, loss, stream) bind(C, name="ktr_train_steps")
+      import :: c_char, c_int, c_float, c_ptr
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int), value :: k
+      real(c_float), intent(out) :: loss
+      type(c_ptr), value :: stream
+    end function
+    integer(c_int) function c_name_file(name, file) bind(C)
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, file
+    end function
+    integer(c_int) function c_load_checkpoint(name, dir, step_train, step_inference) &
+        bind(C, name="ktr_load_checkpoint")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, dir
+      integer(c_int64_t), intent(out) :: step_train, step_inference
+    end function
+    integer(c_int) function c_destroy_model(name) bind(C, name="ktr_destroy_model")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name
+    end function
+    integer(c_int) function c_finalize() bind(C, name="ktr_finalize")
+      import :: c_int
+    end function
+    type(c_ptr) function c_last_error() bind(C, name="ktr_last_error")
+      import :: c_ptr
+    end function
+    type(c_ptr) function c_version() bind(C, name="ktr_version")
+      import :: c_ptr
+    end function
+    integer(c_size_t) function c_strlen(s) bind(C, name="strlen")
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+    end function
+  end interface
+
+  ! The four calls of the form f(name, file) share one interface, bound to each C function by name.
+  procedure(c_name_file), bind(C, name="ktr_save_model") :: c_save_model
+  procedure(c_name_file), bind(C, name="ktr_load_model") :: c_load_model
+  procedure(c_name_file), bind(C, name="ktr_save_checkpoint") :: c_save_checkpoint
+
+contains
+
+  function c_string(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=len_trim(s) + 1) :: c
+    c = trim(s) // c_null_char
+  end function
+
+  function f_string(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
+    character(kind=c_char), pointer :: chars(:)
+    integer :: i, n
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate(character(len=n) :: s)
+    do i = 1, n
+      s(i:i) = chars(i)
+    end do
+  end function
+
+  integer(c_int64_t) function stream_of(stream)
+    integer(int64), intent(in), optional :: stream
+    stream_of = 0
+    if (present(stream)) stream_of = stream
+  end function
+
+  integer function ktr_create_model(name, config_file, device) result(istat)
+    character(len=*), intent(in) :: name, config_file
+    integer, intent(in) :: device
+    istat = c_create_model(c_string(name), c_string(config_file), int(device, c_int))
+  end function
+
+  !> One optimiser step on the batch (input, label); loss_val receives its loss.
+  integer function ktr_train(name, input, label, loss_val, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: input, label
+    real(c_float), intent(out) :: loss_val
+    integer(int64), intent(in), optional :: stream
+    istat = c_train(c_string(name), input, label, loss_val, stream_of(stream))
+  end function
+
+  !> Predictions for every sample of input into output(n_outputs, batch).
+  integer function ktr_inference(name, input, output, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: input
+    type(*), dimension(..), intent(inout) :: output
+    integer(int64), intent(in), optional :: stream
+    istat = c_inference(c_string(name), input, output, stream_of(stream))
+  end function
+
+  !> Appends the batch to the model's replay buffer on the device (general.buffer_size samples).
+  integer function ktr_push(name, input, label, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: input, label
+    integer(int64), intent(in), optional :: stream
+    istat = c_push(c_string(name), input, label, stream_of(stream))
+  end function
+
+  !> k optimiser steps on batches drawn on the device from the replay buffer; one read-back (loss_val).
+  integer function ktr_train_steps(name, k, loss_val, stream) result(istat)
+    character(len=*), intent(in) :: name
+    integer, intent(in) :: k
+    real(c_float), intent(out) :: loss_val
+    integer(int64), intent(in), optional :: stream
+    istat = c_train_steps(c_string(name), int(k, c_int), loss_val, transfer(stream_of(stream), c_null_ptr))
+  end function
+
+  integer function ktr_save_model(name, file) result(istat)
+    character(len=*), intent(in) :: name, file
+    istat = c_save_model(c_string(name), c_string(file))
+  end function
+
+  integer function ktr_load_model(name, file) result(istat)
+    character(len=*), intent(in) :: name, file
+    istat = c_load_model(c_string(name), c_string(file))
+  end function
+
+  integer function ktr_save_checkpoint(name, directory) result(istat)
+    character(len=*), intent(in) :: name, directory
+    istat = c_save_checkpoint(c_string(name), c_string(directory))
+  end function
+
+  integer function ktr_load_checkpoint(name, directory, step_train, step_inference) result(istat)
+    character(len=*), intent(in) :: name, directory
+    integer(int64), intent(out) :: step_train, step_inference
+    integer(c_int64_t) :: st, si
+    istat = c_load_checkpoint(c_string(name), c_string(directory), st, si)
+    step_train = st
+    step_inference = si
+  end function
+
+  integer function ktr_destroy_model(name) result(istat)
+    character(len=*), intent(in) :: name
+    istat = c_destroy_model(c_string(name))
+  end function
+
+  integer function ktr_finalize() result(istat)
+    istat = c_finalize()
+  end function
+
+  !> The calling thread's last failure message.
+  function ktr_last_error() result(message)
+    character(len=:), allocatable :: message
+    message = f_string(c_last_error())
+  end function
+
+  function ktr_version() result(version)
+    character(len=:), allocatable :: version
+    version = f_string(c_version())
+  end function
+
+end module ktr

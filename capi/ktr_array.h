@@ -1,0 +1,36 @@
+/* Internal to ktr's language bindings (not installed): an array described by pointer, datatype, extents and
+ * strides in elements, batch first, and the C API's entry points on such descriptions. The Fortran binding
+ * (fortran.c) builds them from the Fortran 2018 C descriptors of assumed-rank arrays, so array sections are read
+ * through their strides. */
+#ifndef KTR_ARRAY_H
+#define KTR_ARRAY_H
+
+#include "ktr_c.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KTR_MAX_RANK 5
+
+typedef struct {
+  void* data;
+  int dtype; /* ktr_datatype_t */
+  int rank;
+  int64_t extent[KTR_MAX_RANK];
+  int64_t stride[KTR_MAX_RANK]; /* elements */
+} ktr_array_t;
+
+ktr_result_t ktr_train_array(const char* name, const ktr_array_t* input, const ktr_array_t* label, float* loss_val,
+                             void* stream);
+ktr_result_t ktr_inference_array(const char* name, const ktr_array_t* input, const ktr_array_t* output,
+                                 void* stream);
+ktr_result_t ktr_push_array(const char* name, const ktr_array_t* input, const ktr_array_t* label, void* stream);
+/* A failure found by the binding itself (an unsupported Fortran type or rank): recorded as ktr_last_error(). */
+ktr_result_t ktr_binding_error(const char* message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KTR_ARRAY_H */

@@ -1,0 +1,91 @@
+/* ktr from C (C99): train a model on the caller's batches, in place where they live, configured by a YAML file.
+ * Shaped like TorchFort's C API (torchfort_create_model, torchfort_train, ...), so that its users move over by
+ * renaming; it runs wherever this ktr build runs (NVIDIA, AMD, CPU), without libtorch or Python.
+ *
+ *   ktr_create_model("surrogate", "surrogate.yaml", KTR_DEVICE_CPU);
+ *   int64_t xs[2] = {batch, 4}, ys[2] = {batch, 1};
+ *   float loss;
+ *   ktr_train("surrogate", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, &loss, NULL);
+ *   ktr_inference("surrogate", x, 2, xs, KTR_FLOAT, out, 2, ys, KTR_FLOAT, NULL);
+ *
+ * Arrays are C-ordered (row-major), the batch first. Every call returns a ktr_result_t; on failure
+ * ktr_last_error() says why (the calling thread's last failure). No call aborts, exits or throws into the caller;
+ * calls from several host threads are serialised. */
+#ifndef KTR_C_H
+#define KTR_C_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  KTR_RESULT_SUCCESS = 0,
+  KTR_RESULT_INVALID_USAGE = 1, /* a bad argument, name, shape, datatype or configuration */
+  KTR_RESULT_NOT_SUPPORTED = 2, /* valid, but not in this build or this ktr (the message says which) */
+  KTR_RESULT_INTERNAL_ERROR = 3,
+  KTR_RESULT_DEVICE_ERROR = 4,
+  KTR_RESULT_MPI_ERROR = 5
+} ktr_result_t;
+
+typedef enum { KTR_FLOAT = 0, KTR_DOUBLE = 1, KTR_INT32 = 2, KTR_INT64 = 3 } ktr_datatype_t;
+
+#define KTR_DEVICE_CPU (-1)
+
+/* The calling thread's last failure message ("" if none); valid until its next ktr call. */
+const char* ktr_last_error(void);
+/* The library version, e.g. "0.1.0". */
+const char* ktr_version(void);
+
+/* Creates the model `name` from the YAML file `config_file`. `device`: KTR_DEVICE_CPU (-1) or a GPU index. A
+ * host-only build accepts -1 and 0 (both the host); a GPU build accepts the index of the GPU Kokkos uses (0
+ * unless the application initialised Kokkos on another) and answers KTR_RESULT_NOT_SUPPORTED otherwise. Kokkos is
+ * initialised here if the application has not done it (and finalised by ktr_finalize() or at exit). */
+ktr_result_t ktr_create_model(const char* name, const char* config_file, int device);
+
+/* One optimiser step on the caller's batch: input (input_shape[0] samples of the model's input; KTR_FLOAT or
+ * KTR_DOUBLE) and label (KTR_INT32 or KTR_INT64 class labels of shape (batch) or (batch, 1), or KTR_FLOAT /
+ * KTR_DOUBLE regression targets of shape (batch, outputs)). Pointers may be host memory or memory of the build's
+ * device; KTR_FLOAT inputs on the device are read in place. `stream`: the CUDA/HIP stream to work on, or NULL.
+ * loss_val NULL: returns once the step is enqueued, with no read-back. */
+ktr_result_t ktr_train(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
+                       ktr_datatype_t input_dtype, void* label, int64_t label_dim, const int64_t* label_shape,
+                       ktr_datatype_t label_dtype, float* loss_val, void* stream);
+
+/* Predictions for every sample of `input` into `output` (batch, outputs), KTR_FLOAT or KTR_DOUBLE, in chunks of
+ * the model's batch. */
+ktr_result_t ktr_inference(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
+                           ktr_datatype_t input_dtype, void* output, int64_t output_dim, const int64_t* output_shape,
+                           ktr_datatype_t output_dtype, void* stream);
+
+/* Appends the batch's samples to the model's replay buffer on the device (general.buffer_size samples; the
+ * oldest are overwritten). */
+ktr_result_t ktr_push(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
+                      ktr_datatype_t input_dtype, void* label, int64_t label_dim, const int64_t* label_shape,
+                      ktr_datatype_t label_dtype, void* stream);
+
+/* k optimiser steps on batches of general.batch_size drawn on the device from the replay buffer, with one
+ * read-back (none if loss_val is NULL: the mean loss of the last step's dispatch otherwise). */
+ktr_result_t ktr_train_steps(const char* name, int k, float* loss_val, void* stream);
+
+/* The model's weights as Flax-named safetensors (as `ktr export`), and back (as `ktr import`). */
+ktr_result_t ktr_save_model(const char* name, const char* file);
+ktr_result_t ktr_load_model(const char* name, const char* file);
+
+/* A directory holding the whole run: parameters, optimiser state, schedule step, configuration and the replay
+ * buffer, so that a loaded run continues bit for bit. step_train: optimiser steps taken; step_inference:
+ * ktr_inference calls made. Either pointer may be NULL. */
+ktr_result_t ktr_save_checkpoint(const char* name, const char* directory);
+ktr_result_t ktr_load_checkpoint(const char* name, const char* directory, int64_t* step_train,
+                                 int64_t* step_inference);
+
+ktr_result_t ktr_destroy_model(const char* name);
+/* Destroys every model and, if ktr initialised Kokkos, finalises it. */
+ktr_result_t ktr_finalize(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KTR_C_H */

@@ -1,0 +1,315 @@
+// The C API, called as a C program calls it: every function with good and bad arguments, the in-place reading of
+// device-readable data, the replay buffer's single read-back, datatype conversions, strided arrays, and a
+// checkpoint that continues bit for bit.
+#include <ktr/ktr_c.h>
+#include <ktr/backends/tools_counter.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string write_file(std::string const& name, std::string const& text) {
+  std::string const path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// y = sin(x0) + x1 * x2 / 2 on x in [-1, 1]^3: a surrogate's small regression problem.
+struct Surface {
+  std::vector<float> x, y;
+  explicit Surface(int n, unsigned seed) : x(std::size_t(3 * n)), y(std::size_t(n)) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int i = 0; i < n; ++i) {
+      float* s = &x[std::size_t(3 * i)];
+      s[0] = u(rng), s[1] = u(rng), s[2] = u(rng);
+      y[std::size_t(i)] = std::sin(s[0]) + s[1] * s[2] / 2;
+    }
+  }
+};
+
+std::string config(std::string const& general = "") {
+  return "general:\n  seed: 3\n" + general +
+         "model:\n  type: mlp\n  parameters:\n    layer_sizes: [3, 32, 32, 1]\n    activation: relu\n"
+         "optimizer:\n  type: adam\n  parameters:\n    learning_rate: 0.005\n";
+}
+
+std::string last_error() { return ktr_last_error(); }
+
+// RMS error of the model's predictions on `s`, and of predicting the mean.
+std::pair<double, double> errors(char const* name, Surface const& s) {
+  int64_t const n = int64_t(s.y.size());
+  std::vector<float> out(s.y.size());
+  int64_t const xs[2] = {n, 3}, os[2] = {n, 1};
+  EXPECT_EQ(
+      ktr_inference(name, const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT, out.data(), 2, os, KTR_FLOAT, nullptr),
+      KTR_RESULT_SUCCESS)
+      << last_error();
+  double mean = 0, se = 0, sm = 0;
+  for (float v : s.y) mean += v / double(n);
+  for (std::size_t i = 0; i < s.y.size(); ++i)
+    se += std::pow(out[i] - s.y[i], 2), sm += std::pow(mean - s.y[i], 2);
+  return {std::sqrt(se / double(n)), std::sqrt(sm / double(n))};
+}
+
+TEST(CApi, TrainsASurrogateOnCallerBatchesAndBeatsTheMean) {
+  std::string const cfg = write_file("capi_online.yaml", config());
+  ASSERT_EQ(ktr_create_model("online", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface const train(2048, 1), test(512, 2);
+  float first = 0, loss = 0;
+  for (int step = 0; step < 400; ++step) {
+    int64_t const b = 64, at = (step * b) % 2048;
+    int64_t const xs[2] = {b, 3}, ys[2] = {b, 1};
+    float* l = step % 4 == 3 ? nullptr : &loss;  // some steps leave the loss on the device
+    ASSERT_EQ(ktr_train("online", const_cast<float*>(&train.x[std::size_t(3 * at)]), 2, xs, KTR_FLOAT,
+                        const_cast<float*>(&train.y[std::size_t(at)]), 2, ys, KTR_FLOAT, l, nullptr),
+              KTR_RESULT_SUCCESS)
+        << last_error();
+    if (step == 0) first = loss;
+  }
+  EXPECT_LT(loss, first / 5);
+  auto const [model, mean] = errors("online", test);
+  EXPECT_LT(model * 5, mean) << "surrogate RMS " << model << " vs the mean's " << mean;
+  EXPECT_EQ(ktr_destroy_model("online"), KTR_RESULT_SUCCESS);
+}
+
+TEST(CApi, BadArgumentsAreRefusedNamingTheProblemAndTheModelGoesOn) {
+  std::string const cfg = write_file("capi_bad.yaml", config());
+  ASSERT_EQ(ktr_create_model("bad", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface const s(64, 3);
+  float* x = const_cast<float*>(s.x.data());
+  float* y = const_cast<float*>(s.y.data());
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1}, wrong[2] = {64, 4}, fewer[2] = {32, 1};
+  std::int32_t labels[64] = {};
+  struct Case {
+    ktr_result_t got, expected;
+    char const* message;
+  };
+  float loss = 0;
+  auto train = [&](char const* name, void* in, int64_t dim, int64_t const* shape, ktr_datatype_t t, void* lab,
+                   int64_t const* lshape, ktr_datatype_t lt) {
+    ktr_result_t const r = ktr_train(name, in, dim, shape, t, lab, 2, lshape, lt, &loss, nullptr);
+    return std::make_pair(r, last_error());
+  };
+  std::vector<std::pair<std::pair<ktr_result_t, std::string>, std::pair<ktr_result_t, char const*>>> const cases =
+      {
+          {train("nobody", x, 2, xs, KTR_FLOAT, y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "model 'nobody': does not exist"}},
+          {train("bad", nullptr, 2, xs, KTR_FLOAT, y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "input: is a null pointer"}},
+          {train("bad", x, 0, xs, KTR_FLOAT, y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "input: has 0 dimensions"}},
+          {train("bad", x, 2, xs, KTR_INT32, y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "input: must be KTR_FLOAT or"}},
+          {train("bad", x, 2, xs, ktr_datatype_t(9), y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "unknown datatype 9"}},
+          {train("bad", x, 2, wrong, KTR_FLOAT, y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "samples of 4 values, the model takes (3)"}},
+          {train("bad", x, 2, xs, KTR_FLOAT, y, fewer, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "label: holds 32 samples, the input 64"}},
+          {train(nullptr, x, 2, xs, KTR_FLOAT, y, ys, KTR_FLOAT),
+           {KTR_RESULT_INVALID_USAGE, "name: is null or empty"}},
+      };
+  for (auto const& c : cases) {
+    EXPECT_EQ(c.first.first, c.second.first) << c.first.second;
+    EXPECT_NE(c.first.second.find(c.second.second), std::string::npos) << c.first.second;
+  }
+  // The first good batch makes it a regression; class labels are then refused.
+  ASSERT_EQ(train("bad", x, 2, xs, KTR_FLOAT, y, ys, KTR_FLOAT).first, KTR_RESULT_SUCCESS) << last_error();
+  int64_t const ls[2] = {64, 1};
+  auto const r = train("bad", x, 2, xs, KTR_FLOAT, labels, ls, KTR_INT32);
+  EXPECT_EQ(r.first, KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(r.second.find("targets do not match the model"), std::string::npos) << r.second;
+  // Model management and files.
+  EXPECT_EQ(ktr_create_model("bad", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("model 'bad': exists already"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_create_model("other", "/nonexistent.yaml", KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("/nonexistent.yaml: cannot be opened"), std::string::npos) << last_error();
+  std::string const unknown = write_file("capi_unknown.yaml", config() + "widgets: 3\n");
+  EXPECT_EQ(ktr_create_model("other", unknown.c_str(), KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("capi_unknown.yaml:12: widgets: unknown key"), std::string::npos) << last_error();
+  std::string const ts = write_file("capi_ts.yaml", "model: {type: torchscript}\n");
+  EXPECT_EQ(ktr_create_model("other", ts.c_str(), KTR_DEVICE_CPU), KTR_RESULT_NOT_SUPPORTED) << last_error();
+  EXPECT_EQ(ktr_create_model("other", cfg.c_str(), 5), KTR_RESULT_NOT_SUPPORTED);
+  EXPECT_NE(last_error().find("device 5"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_train_steps("bad", 4, &loss, nullptr), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("replay buffer"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_push("bad", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, nullptr), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("no replay buffer"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_train_steps("bad", 0, &loss, nullptr), KTR_RESULT_INVALID_USAGE);
+  std::vector<float> out(64);
+  EXPECT_EQ(ktr_inference("bad", x, 2, xs, KTR_FLOAT, out.data(), 2, wrong, KTR_FLOAT, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("output: must hold (64, 1) values"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_destroy_model("nobody"), KTR_RESULT_INVALID_USAGE);
+  // ... and after all of that the model still trains.
+  EXPECT_EQ(train("bad", x, 2, xs, KTR_FLOAT, y, ys, KTR_FLOAT).first, KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_STREQ(ktr_last_error(), "");
+  EXPECT_EQ(ktr_destroy_model("bad"), KTR_RESULT_SUCCESS);
+}
+
+// The same steps from float + float targets and from double + double give the same model (the conversions are
+// exact for these values), and double outputs hold the float predictions.
+TEST(CApi, DoublesTrainAsFloatsDo) {
+  std::string const cfg = write_file("capi_types.yaml", config());
+  Surface const s(96, 4);
+  std::vector<double> xd(s.x.begin(), s.x.end()), yd(s.y.begin(), s.y.end());
+  int64_t const xs[2] = {96, 3}, ys[2] = {96, 1};
+  std::vector<std::vector<float>> predictions;
+  for (int variant = 0; variant < 2; ++variant) {
+    ASSERT_EQ(ktr_create_model("types", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+    for (int step = 0; step < 5; ++step) {
+      ktr_result_t const r =
+          variant == 0
+              ? ktr_train("types", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT,
+                          const_cast<float*>(s.y.data()), 2, ys, KTR_FLOAT, nullptr, nullptr)
+              : ktr_train("types", xd.data(), 2, xs, KTR_DOUBLE, yd.data(), 2, ys, KTR_DOUBLE, nullptr, nullptr);
+      ASSERT_EQ(r, KTR_RESULT_SUCCESS) << last_error();
+    }
+    std::vector<float> out(96);
+    ASSERT_EQ(ktr_inference("types", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT, out.data(), 2, ys,
+                            KTR_FLOAT, nullptr),
+              KTR_RESULT_SUCCESS)
+        << last_error();
+    std::vector<double> outd(96);
+    ASSERT_EQ(ktr_inference("types", xd.data(), 2, xs, KTR_DOUBLE, outd.data(), 2, ys, KTR_DOUBLE, nullptr),
+              KTR_RESULT_SUCCESS)
+        << last_error();
+    for (int i = 0; i < 96; ++i) EXPECT_EQ(float(outd[std::size_t(i)]), out[std::size_t(i)]) << i;
+    predictions.push_back(out);
+    ASSERT_EQ(ktr_destroy_model("types"), KTR_RESULT_SUCCESS);
+  }
+  EXPECT_EQ(predictions[0], predictions[1]) << "double inputs trained differently from floats";
+}
+
+TEST(CApi, TrainOnDeviceReadableDataCopiesNothingAndTrainStepsReadsBackOnce) {
+  std::string const cfg =
+      write_file("capi_buffer.yaml", config("  batch_size: 32\n  buffer_size: 256\n  steps_per_dispatch: 4\n"));
+  ASSERT_EQ(ktr_create_model("buf", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface const s(32, 5);
+  int64_t const xs[2] = {32, 3}, ys[2] = {32, 1};
+  float* x = const_cast<float*>(s.x.data());
+  float* y = const_cast<float*>(s.y.data());
+  ASSERT_EQ(ktr_train("buf", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, nullptr, nullptr), KTR_RESULT_SUCCESS)
+      << last_error();  // the first step creates the run
+  {
+    ktr::ToolsCounter counter;
+    for (int i = 0; i < 3; ++i)
+      ASSERT_EQ(ktr_train("buf", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, nullptr, nullptr), KTR_RESULT_SUCCESS);
+    EXPECT_EQ(counter.deep_copies(), 0) << "the caller's batch was copied";
+    EXPECT_EQ(counter.allocations(), 0) << "a step allocated";
+  }
+  Surface const more(300, 6);  // more than the buffer holds: the oldest samples are overwritten
+  for (int at = 0; at < 300; at += 60) {
+    int64_t const bs[2] = {60, 3}, bl[2] = {60, 1};
+    ASSERT_EQ(ktr_push("buf", const_cast<float*>(&more.x[std::size_t(3 * at)]), 2, bs, KTR_FLOAT,
+                       const_cast<float*>(&more.y[std::size_t(at)]), 2, bl, KTR_FLOAT, nullptr),
+              KTR_RESULT_SUCCESS)
+        << last_error();
+  }
+  float loss = 0;
+  ASSERT_EQ(ktr_train_steps("buf", 10, &loss, nullptr), KTR_RESULT_SUCCESS) << last_error();  // warm-up
+  {
+    ktr::ToolsCounter counter;
+    ASSERT_EQ(ktr_train_steps("buf", 10, &loss, nullptr), KTR_RESULT_SUCCESS) << last_error();
+    EXPECT_EQ(counter.deep_copies(), 1) << "ktr_train_steps reads back once";
+    ASSERT_EQ(ktr_train_steps("buf", 10, nullptr, nullptr), KTR_RESULT_SUCCESS) << last_error();
+    EXPECT_EQ(counter.deep_copies(), 1) << "without loss_val nothing is read back";
+  }
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_EQ(ktr_destroy_model("buf"), KTR_RESULT_SUCCESS);
+}
+
+// Save after some buffered training, go on; load the checkpoint into a fresh model and go on the same way: the
+// same losses and predictions, bit for bit.
+TEST(CApi, ACheckpointContinuesBitForBit) {
+  std::string const cfg =
+      write_file("capi_ckpt.yaml", config("  batch_size: 16\n  buffer_size: 128\n  steps_per_dispatch: 4\n"));
+  std::string const dir = ::testing::TempDir() + "capi_ckpt_dir";
+  Surface const s(200, 7), probe(20, 8);
+  int64_t const xs[2] = {100, 3}, ys[2] = {100, 1}, ps[2] = {20, 3}, po[2] = {20, 1};
+  auto push = [&](char const* name, int half) {
+    return ktr_push(name, const_cast<float*>(&s.x[std::size_t(300 * half)]), 2, xs, KTR_FLOAT,
+                    const_cast<float*>(&s.y[std::size_t(100 * half)]), 2, ys, KTR_FLOAT, nullptr);
+  };
+  auto go_on = [&](char const* name) {
+    std::vector<float> trace;
+    for (int i = 0; i < 3; ++i) {
+      float loss = 0;
+      EXPECT_EQ(ktr_train_steps(name, 6, &loss, nullptr), KTR_RESULT_SUCCESS) << last_error();
+      trace.push_back(loss);
+    }
+    EXPECT_EQ(push(name, 1), KTR_RESULT_SUCCESS) << last_error();  // the buffer's state matters too
+    float loss = 0;
+    EXPECT_EQ(ktr_train_steps(name, 6, &loss, nullptr), KTR_RESULT_SUCCESS) << last_error();
+    trace.push_back(loss);
+    std::vector<float> out(20);
+    EXPECT_EQ(ktr_inference(name, const_cast<float*>(probe.x.data()), 2, ps, KTR_FLOAT, out.data(), 2, po,
+                            KTR_FLOAT, nullptr),
+              KTR_RESULT_SUCCESS);
+    trace.insert(trace.end(), out.begin(), out.end());
+    return trace;
+  };
+  ASSERT_EQ(ktr_create_model("a", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(push("a", 0), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_train_steps("a", 8, nullptr, nullptr), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_save_checkpoint("a", dir.c_str()), KTR_RESULT_SUCCESS) << last_error();
+  std::vector<float> const expected = go_on("a");
+  ASSERT_EQ(ktr_create_model("b", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  int64_t step = -1, calls = -1;
+  ASSERT_EQ(ktr_load_checkpoint("b", dir.c_str(), &step, &calls), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_EQ(step, 8);
+  EXPECT_EQ(calls, 0);
+  std::vector<float> const got = go_on("b");
+  ASSERT_EQ(got.size(), expected.size());
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)), 0) << "the resumed run differs";
+  EXPECT_EQ(ktr_load_checkpoint("b", "/nonexistent", nullptr, nullptr), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("/nonexistent/state.bin"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_destroy_model("a"), KTR_RESULT_SUCCESS);
+  EXPECT_EQ(ktr_destroy_model("b"), KTR_RESULT_SUCCESS);
+}
+
+TEST(CApi, ClassLabelsAsInt32OrInt64AndTheVersion) {
+  std::string const cfg =
+      write_file("capi_cls.yaml",
+                 "model: {type: mlp, parameters: {layer_sizes: [3, 16, 4]}}\nloss: {type: cross_entropy}\n"
+                 "optimizer: {parameters: {learning_rate: 0.01}}\n");
+  Surface const s(64, 9);
+  std::vector<std::int32_t> l32(64);
+  std::vector<std::int64_t> l64(64);
+  for (int i = 0; i < 64; ++i)
+    l32[std::size_t(i)] = (s.x[std::size_t(3 * i)] > 0) + 2 * (s.x[std::size_t(3 * i + 1)] > 0);
+  std::copy(l32.begin(), l32.end(), l64.begin());
+  int64_t const xs[2] = {64, 3}, ls[1] = {64};
+  float loss32 = 0, loss64 = 0;
+  for (int variant = 0; variant < 2; ++variant) {
+    ASSERT_EQ(ktr_create_model("cls", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+    ktr_result_t const r = variant == 0 ? ktr_train("cls", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT,
+                                                    l32.data(), 1, ls, KTR_INT32, &loss32, nullptr)
+                                        : ktr_train("cls", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT,
+                                                    l64.data(), 1, ls, KTR_INT64, &loss64, nullptr);
+    ASSERT_EQ(r, KTR_RESULT_SUCCESS) << last_error();
+    ASSERT_EQ(ktr_destroy_model("cls"), KTR_RESULT_SUCCESS);
+  }
+  EXPECT_EQ(loss32, loss64);
+  EXPECT_NEAR(loss32, std::log(4.0f), 0.5f);
+  l32[3] = 7;  // beyond the model's 4 classes
+  ASSERT_EQ(ktr_create_model("cls", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_EQ(ktr_train("cls", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT, l32.data(), 1, ls, KTR_INT32,
+                      &loss32, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("7"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_destroy_model("cls"), KTR_RESULT_SUCCESS);
+  EXPECT_STRNE(ktr_version(), "");
+}
+
+}  // namespace
