@@ -33,8 +33,7 @@ struct OptimizerConfig {
 
 class Optimizer {
  public:
-  /// Allocates the moment buffers (zeroed) for an arena of `size` floats.
-  /// State for `size` parameters, allocated (zeroed) on `space`.
+  /// Allocates the moment buffers (zeroed, on `space`) for an arena of `size` floats.
   Optimizer(OptimizerConfig const& config, std::int64_t size, ExecSpace const& space = ExecSpace());
 
   OptimizerConfig const& config() const { return config_; }
