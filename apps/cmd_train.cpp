@@ -4,6 +4,7 @@
 #include <ktr/backends/device_info.hpp>
 #include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
+#include <ktr/config/yaml_config.hpp>
 #include <ktr/ktr_config.hpp>
 
 #include <ktr/core/file.hpp>
@@ -153,7 +154,8 @@ namespace {
 // Every flag of `ktr train`, as parsed.
 struct TrainFlags {
   std::string model_name, optimizer = "adam", schedule = "constant", normalize = "standard", precision = "fp32";
-  std::string ckpt_path, resume, metrics_path;
+  std::string ckpt_path, resume, metrics_path, config_path;
+  std::string loss = "default";  // from --config: mse or cross_entropy, checked against the data
   std::int64_t batch = 256, seed = 0, epochs = 5;
   double lr = 1e-3, momentum = 0, weight_decay = 1e-4, clip_norm = 0;
   int k = 16, threads = -1, accumulate = 1;
@@ -163,6 +165,10 @@ struct TrainFlags {
 
 // The flags a checkpoint records: the model, the optimiser and its schedule, the batch, the seed.
 void add_model_flags(CLI::App& app, TrainFlags& f) {
+  app.add_option("--config", f.config_path,
+                 "a YAML configuration (TorchFort's schema, as the C and Fortran API read it): model, loss, "
+                 "optimizer, lr_scheduler, general.batch_size, seed, normalize, steps_per_dispatch; flags given "
+                 "beside it override it");
   app.add_option("--model", f.model_name,
                  "mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description such as "
                  "'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu dense:3' (default for "
@@ -232,26 +238,40 @@ void add_run_flags(CLI::App& app, TrainFlags& f) {
       "B / R samples of each batch; rank 0 prints, evaluates and writes metrics and checkpoints");
 }
 
-// The run the flags describe (a fresh run; a resumed one takes its configuration from the checkpoint).
-RunConfig config_from_flags(CLI::App const& app, TrainFlags const& f) {
+// The run the flags describe (a fresh run; a resumed one takes its configuration from the checkpoint): the
+// defaults, or the --config file, with the flags given on top (each one that overrides the file says so).
+RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
   RunConfig config;
-  config.model = f.model_name.empty() ? "" : model_flag(f.model_name);
-  config.batch = given(app, "--batch") ? f.batch : f.model_name == "cnn" ? 32 : 256;
-  config.seed = std::uint64_t(f.seed);
-  config.accumulate = f.accumulate;
+  bool const file = !f.config_path.empty();
+  if (file) {
+    FileConfig const fc = read_config_file(f.config_path);
+    config = fc.run;
+    f.loss = fc.loss;
+    if (!given(app, "--steps-per-dispatch")) f.k = fc.general.steps_per_dispatch;
+  }
+  auto apply = [&](char const* flag, auto&& set) {
+    if (file && !given(app, flag)) return;
+    set();
+    if (file) std::fprintf(stderr, "ktr train: %s overrides %s\n", flag, f.config_path.c_str());
+  };
   auto& o = config.optimizer;
+  apply("--model", [&] { config.model = f.model_name.empty() ? "" : model_flag(f.model_name); });
+  apply("--batch", [&] { config.batch = given(app, "--batch") ? f.batch : f.model_name == "cnn" ? 32 : 256; });
+  apply("--seed", [&] { config.seed = std::uint64_t(f.seed); });
+  apply("--accumulate", [&] { config.accumulate = f.accumulate; });
   try {
-    o.kind = OptimizerConfig::parse_kind(f.optimizer);
-    o.schedule = Schedule::parse(f.schedule);
+    apply("--optimizer", [&] { o.kind = OptimizerConfig::parse_kind(f.optimizer); });
+    apply("--schedule", [&] { o.schedule = Schedule::parse(f.schedule); });
   } catch (Error const& e) {
     throw FlagError(e.what());
   }
-  o.lr = float(f.lr);
-  o.momentum = float(f.momentum);
-  o.nesterov = f.nesterov;
-  o.weight_decay = float(f.weight_decay);
-  o.clip_norm = float(f.clip_norm);
-  config.normalize = parse_normalize_mode(f.normalize);  // the flag's validator accepts only the fittable ones
+  apply("--lr", [&] { o.lr = float(f.lr); });
+  apply("--momentum", [&] { o.momentum = float(f.momentum); });
+  apply("--nesterov", [&] { o.nesterov = f.nesterov; });
+  apply("--weight-decay", [&] { o.weight_decay = float(f.weight_decay); });
+  apply("--clip-norm", [&] { o.clip_norm = float(f.clip_norm); });
+  // the flag's validator accepts only the fittable modes
+  apply("--normalize", [&] { config.normalize = parse_normalize_mode(f.normalize); });
   return config;
 }
 
@@ -387,7 +407,7 @@ int train(int argc, char* argv[]) {
   // Flags first: every usage error is reported before any file is read or memory committed.
   if (!f.resume.empty()) {
     for (char const* fixed : {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov",
-                              "--weight-decay", "--clip-norm", "--schedule", "--seed", "--normalize"})
+                              "--weight-decay", "--clip-norm", "--schedule", "--seed", "--normalize", "--config"})
       if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
@@ -418,6 +438,10 @@ int train(int argc, char* argv[]) {
   double const load_s = seconds_since(t_load);
   if (f.resume.empty()) {
     config.task = data.train.task();
+    if ((f.loss == "mse" && config.task == Task::classification) ||
+        (f.loss == "cross_entropy" && config.task == Task::regression))
+      throw Error(f.config_path + ": loss " + f.loss + " does not fit the data's " +
+                  (config.task == Task::regression ? "float targets" : "class labels"));
     if (config.model.empty()) config.model = data.arrays ? default_model(data.train) : Model::mlp();
     if (data.arrays && !given(app, "--batch"))
       config.batch = std::min<std::int64_t>(config.batch, data.train.count);

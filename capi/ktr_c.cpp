@@ -268,7 +268,7 @@ ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream
     std::int64_t const capacity = e.cfg.general.buffer_size;
     if (capacity == 0)
       throw Error(e.cfg.path +
-                  ": general.buffer_size and general.batch_size are not set: the model has no "
+                  ": general.buffer_size is not set: the model has no "
                   "replay buffer to push to");
     ExecSpace const space = instance_of_stream(stream);
     Trainer& t = trainer_for(space, e, x, y);

@@ -406,8 +406,9 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
     c.run.optimizer.schedule.decay_steps = std::int64_t(t_max);
     c.run.optimizer.schedule.alpha = float(eta_min / c.run.optimizer.lr);
   }
-  if ((c.general.batch_size > 0) != (c.general.buffer_size > 0))
-    r.fail(root["general"], "general", "batch_size and buffer_size go together (the replay buffer needs both)");
+  if (c.general.buffer_size > 0 && c.general.batch_size == 0)
+    r.fail(root["general"]["buffer_size"], "general.buffer_size",
+           "needs general.batch_size (the size of the batches drawn from the replay buffer)");
   if (c.general.buffer_size > 0 && c.general.buffer_size < c.general.batch_size)
     r.fail(root["general"]["buffer_size"], "general.buffer_size", "is smaller than general.batch_size");
   c.run.normalize = c.general.normalize;

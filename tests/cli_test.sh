@@ -411,6 +411,36 @@ case $case_name in
     grep -q "4 micro-batches of 8" "$work/log" || fail "--accumulate did not apply when resuming: $(cat "$work/log")"
     same "$work/one.ckpt" "$work/resumed.ckpt"
     ;;
+  config)
+    # ktr train --config: the YAML file the C and Fortran API read; flags beside it override it and say so.
+    synth
+    cat >"$work/run.yaml" <<'YAML'
+general: {batch_size: 32, seed: 5, normalize: standard, steps_per_dispatch: 4}
+model: {type: ktr, parameters: {description: "in=28x28x1 flatten dense:32:relu dense:10"}}
+loss: {type: cross_entropy}
+optimizer: {type: sgd, parameters: {learning_rate: 0.05, momentum: 0.9}}
+lr_scheduler: {type: step, parameters: {step_size: 10, gamma: 0.5}}
+YAML
+    out=$("$ktr" train --data "$work/data" --config "$work/run.yaml" --epochs 1 --checkpoint "$work/c.ckpt" 2>&1) ||
+      fail "train --config failed: $out"
+    grep -q "in=28x28x1 flatten dense:32:relu dense:10" <<<"$out" || fail "the file's model is not the run's: $out"
+    grep -q "sgd" <<<"$out" || fail "the file's optimizer is not the run's: $out"
+    grep -q "overrides" <<<"$out" && fail "nothing was overridden: $out"
+    out=$("$ktr" train --data "$work/data" --config "$work/run.yaml" --epochs 1 --lr 0.01 --no-eval 2>&1) ||
+      fail "train --config --lr failed: $out"
+    grep -q "ktr train: --lr overrides $work/run.yaml" <<<"$out" || fail "the override was not said: $out"
+    printf 'model: {type: mlp, parameters: {layer_sizes: [784, 10]}}\noptimizer:\n  parameters: {rate: 1}\n' \
+      >"$work/bad.yaml"
+    expect 1 "bad.yaml:3: optimizer.parameters.rate: unknown key" -- "$ktr" train --data "$work/data" \
+      --config "$work/bad.yaml"
+    printf 'model: {type: mlp, parameters: {layer_sizes: [784, 1]}}\nloss: {type: mse}\n' >"$work/mse.yaml"
+    expect 1 "mse.yaml: loss mse does not fit the data's class labels" -- "$ktr" train --data "$work/data" \
+      --config "$work/mse.yaml"
+    expect 1 "missing.yaml: cannot open the configuration file" -- "$ktr" train --data "$work/data" \
+      --config "$work/missing.yaml"
+    expect 2 "--config: comes from the checkpoint when resuming" -- "$ktr" train --data "$work/data" \
+      --config "$work/run.yaml" --resume "$work/c.ckpt"
+    ;;
   mpi-equal)
     # 2 ranks with global batch 32 (16 each) follow 1 rank with batch 32: 40 Adam updates in dispatches of 8.
     synth

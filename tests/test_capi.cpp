@@ -1,6 +1,7 @@
 // The C API, called as a C program calls it: every function with good and bad arguments, the in-place reading of
 // device-readable data, the replay buffer's single read-back, datatype conversions, strided arrays, and a
 // checkpoint that continues bit for bit.
+#include <ktr/core/types.hpp>
 #include <ktr/ktr_c.h>
 #include <ktr/backends/tools_counter.hpp>
 
@@ -227,6 +228,40 @@ TEST(CApi, TrainOnDeviceReadableDataCopiesNothingAndTrainStepsReadsBackOnce) {
   }
   EXPECT_TRUE(std::isfinite(loss));
   EXPECT_EQ(ktr_destroy_model("buf"), KTR_RESULT_SUCCESS);
+}
+
+// Device memory (a Kokkos view of the build's memory space: cudaMalloc'd on CUDA, hipMalloc'd on HIP, host memory
+// on host builds) is read in place: no copy and no allocation per step, for inputs and targets alike.
+TEST(CApi, DeviceArraysAreReadInPlace) {
+  std::string const cfg = write_file("capi_device.yaml", config());
+  ASSERT_EQ(ktr_create_model("dev", cfg.c_str(), ktr::device_is_host ? KTR_DEVICE_CPU : 0), KTR_RESULT_SUCCESS)
+      << last_error();
+  Surface const s(64, 10);
+  Kokkos::View<float**, Kokkos::LayoutRight, ktr::MemSpace> x("x", 64, 3), y("y", 64, 1);
+  Kokkos::deep_copy(x, Kokkos::View<float const**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.x.data(), 64, 3));
+  Kokkos::deep_copy(y, Kokkos::View<float const**, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.y.data(), 64, 1));
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1};
+  ASSERT_EQ(ktr_train("dev", x.data(), 2, xs, KTR_FLOAT, y.data(), 2, ys, KTR_FLOAT, nullptr, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  {
+    ktr::ToolsCounter counter;
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(ktr_train("dev", x.data(), 2, xs, KTR_FLOAT, y.data(), 2, ys, KTR_FLOAT, nullptr, nullptr),
+                KTR_RESULT_SUCCESS)
+          << last_error();
+    EXPECT_EQ(counter.deep_copies(), 0) << "device data was copied";
+    EXPECT_EQ(counter.allocations(), 0) << "a step on device data allocated";
+  }
+  Kokkos::View<float**, Kokkos::LayoutRight, ktr::MemSpace> out("out", 64, 1);
+  EXPECT_EQ(ktr_inference("dev", x.data(), 2, xs, KTR_FLOAT, out.data(), 2, ys, KTR_FLOAT, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  auto const host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (int i = 0; i < 64; ++i) EXPECT_TRUE(std::isfinite(host(i, 0))) << i;
+  EXPECT_EQ(ktr_destroy_model("dev"), KTR_RESULT_SUCCESS);
 }
 
 // Save after some buffered training, go on; load the checkpoint into a fresh model and go on the same way: the
