@@ -64,7 +64,7 @@ need_update=0
 flavour=${flavour%-mpi}
 src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
-case $flavour in openmp) recipe=3 ;; cuda) recipe=3 ;; hip) recipe=2 ;; *) recipe=1 ;; esac
+case $flavour in openmp) recipe=4 ;; cuda) recipe=4 ;; hip) recipe=3 ;; *) recipe=1 ;; esac
 # Host code is built for this machine's vector ISA through Kokkos's own architecture option (ktr inherits
 # Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2); AVX-512 (F, CD, BW, DQ,
 # VL) -> Kokkos_ARCH_SKX (-march=skylake-avx512), where ktr's direct kernels use 16-float packs. The cache key
@@ -138,13 +138,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ktr-bootstrap.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cp -r "$src/kokkos" "$src/kokkos-kernels" "$work/"
 
-kokkos_opts=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_SERIAL=ON)
+# Position-independent: libktr_c.so (the C and Fortran API) carries Kokkos and Kokkos Kernels inside.
+kokkos_opts=(-DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=17 -DKokkos_ENABLE_SERIAL=ON
+             -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 # Host BLAS: OpenBLAS. For the OpenMP flavour, Debian's OpenMP build of it, so that gemm and Kokkos share one
 # libgomp thread pool; with the pthread build both keep their own threads and spin against each other (on two
 # cores that halved the MLP step rate). The library is linked by full path, so ktr's RPATH selects it.
 multiarch=$(gcc -print-multiarch)
 blas_variant=$([[ $flavour == openmp ]] && echo openblas-openmp || echo openblas-pthread)
-kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF)
+kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF
+         -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
 if [[ ${KTR_HOST_BLAS:-openblas} == openblas ]]; then
   blas_dir=/usr/lib/$multiarch/$blas_variant
   # Fail here, naming the package, rather than deep inside Kokkos Kernels' configure.

@@ -3,7 +3,7 @@
 # The host BLAS variant is named explicitly: libopenblas-dev is satisfied by any one variant, so the one whose
 # library folder the bootstrap uses must be installed by name.
 ktr_packages() {
-  local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev libyaml-cpp-dev gfortran"
+  local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev libyaml-cpp-dev gfortran pkgconf"
   case $1 in
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
     # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun); CMake's FindMPI runs pkg-config

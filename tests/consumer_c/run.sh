@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs BUILD_DIR into a temporary prefix, then builds ktr's C and Fortran examples as a simulation code would:
+# a CMake project that enables only C and Fortran (find_package(ktr), ktr::c, ktr::fortran), and a plain
+# `cc app.c $(pkg-config --cflags --libs ktr)`. Runs each; all must beat predicting the mean 5x.
+#   run.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+cmake -S "$(dirname "${BASH_SOURCE[0]}")" -B "$work/build" -DKTR_SOURCE_DIR="$src" \
+  -DCMAKE_PREFIX_PATH="$work/prefix" >"$work/configure.log" 2>&1 || { cat "$work/configure.log"; exit 1; }
+cmake --build "$work/build" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046  # pkg-config's output is a list of flags
+cc -std=c99 -o "$work/heat_pc" "$src/examples/c/heat_surrogate.c" $(pkg-config --cflags --libs ktr) -lm
+# shellcheck disable=SC2046
+gfortran -o "$work/heat_pcf" "$src/examples/fortran/heat_surrogate.f90" $(pkg-config --cflags --libs ktr-fortran)
+export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
+for run in "heat_c $src/examples/c/heat.yaml push" "heat_f $src/examples/fortran/heat.yaml train"; do
+  set -- $run
+  "$work/build/$1" "$2" "$3" | tail -n 2
+done
+"$work/heat_pc" "$src/examples/c/heat.yaml" train | tail -n 1
+"$work/heat_pcf" "$src/examples/fortran/heat.yaml" push | tail -n 1
+echo "C and Fortran consumers: find_package(ktr) and pkg-config both work"
