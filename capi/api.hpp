@@ -7,7 +7,7 @@
 
 namespace ktr::capi {
 
-ktr_result_t create_model(char const* name, char const* config_file, int device);
+ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm);
 ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss_val, void* stream);
 ktr_result_t inference(char const* name, Array const& x, Array const& out, void* stream);
 ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream);

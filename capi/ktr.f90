@@ -22,7 +22,7 @@ module ktr
                                 KTR_RESULT_DEVICE_ERROR = 4, KTR_RESULT_MPI_ERROR = 5
   integer, parameter, public :: KTR_DEVICE_CPU = -1
 
-  public :: ktr_create_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
+  public :: ktr_create_model, ktr_create_distributed_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
             ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &
             ktr_last_error, ktr_version
 
@@ -31,6 +31,12 @@ module ktr
       import :: c_char, c_int
       character(kind=c_char), dimension(*), intent(in) :: name, config
       integer(c_int), value :: device
+    end function
+    integer(c_int) function c_create_distributed_model(name, config, comm, device) &
+        bind(C, name="ktr_create_distributed_model_F")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, config
+      integer(c_int), value :: comm, device
     end function
     integer(c_int) function c_train(name, input, label, loss, stream) bind(C, name="ktr_train_F")
       import :: c_char, c_int, c_float, c_int64_t
@@ -124,6 +130,14 @@ contains
     character(len=*), intent(in) :: name, config_file
     integer, intent(in) :: device
     istat = c_create_model(c_string(name), c_string(config_file), int(device, c_int))
+  end function
+
+  !> Data-parallel training over the ranks of `comm` (an integer communicator, as mpi_f08's comm%mpi_val or the
+  !> mpi module's); an MPI build of ktr, KTR_RESULT_NOT_SUPPORTED otherwise.
+  integer function ktr_create_distributed_model(name, config_file, comm, device) result(istat)
+    character(len=*), intent(in) :: name, config_file
+    integer, intent(in) :: comm, device
+    istat = c_create_distributed_model(c_string(name), c_string(config_file), int(comm, c_int), int(device, c_int))
   end function
 
   !> One optimiser step on the batch (input, label); loss_val receives its loss.

@@ -1,8 +1,12 @@
 // The C API (ktr_c.h): named models, each a Trainer created by its first batch (the task comes from the labels'
 // datatype, a `standard` input transform is fitted on that batch), plus a replay buffer on the device. Every entry
 // point runs under one lock and catches everything at the boundary.
-#include "ktr_c.h"
+#if defined(KTR_ENABLE_MPI)
+#include <mpi.h>  // first: ktr_c.h then declares ktr_create_distributed_model(..., MPI_Comm, ...)
+#endif
+
 #include "ktr_array.h"
+#include "ktr_c.h"
 
 #include <ktr/ktr_config.hpp>
 #include "../backends/device_info.hpp"
@@ -37,6 +41,7 @@ bool g_finalize_hook = false;
 
 struct Entry {
   FileConfig cfg;
+  Communicator comm;        // one rank, or the ranks of a distributed model
   std::string config_text;  // kept in checkpoints
   std::unique_ptr<Trainer> trainer;
   std::int64_t inference_calls = 0;
@@ -138,7 +143,7 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   if (e.cfg.loss == "cross_entropy" && !labels)
     throw Error(e.cfg.path + ": loss cross_entropy needs integer class labels, the targets are floats");
   if (e.cfg.general.batch_size == 0) run.batch = std::max<std::int64_t>(first.count, 1);
-  e.trainer = std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg));
+  e.trainer = std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg), e.comm);
   return *e.trainer;
 }
 
@@ -200,7 +205,7 @@ void upload_all(ExecSpace const& space, T* data, std::vector<T> const& host) {
 
 }  // namespace
 
-ktr_result_t create_model(char const* name, char const* config_file, int device) {
+ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm) {
   return guarded([&] {
     std::string const n = name_of(name);
     KTR_REQUIRE(config_file != nullptr, "config_file", "is a null pointer");
@@ -221,6 +226,7 @@ ktr_result_t create_model(char const* name, char const* config_file, int device)
     if (e->cfg.general.verbose)
       std::printf("ktr: model %s: %s from %s on %s\n", n.c_str(), e->cfg.run.model.c_str(), config_file,
                   device_description().c_str());
+    e->comm = comm;
     g_models[n] = std::move(e);
   });
 }
@@ -374,8 +380,28 @@ char const* ktr_last_error(void) { return t_error.c_str(); }
 char const* ktr_version(void) { return KTR_VERSION; }
 
 ktr_result_t ktr_create_model(char const* name, char const* config_file, int device) {
-  return create_model(name, config_file, device);
+  return create_model(name, config_file, device, Communicator());
 }
+
+#if defined(KTR_ENABLE_MPI)
+ktr_result_t ktr_create_distributed_model(char const* name, char const* config_file, MPI_Comm comm, int device) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised)
+    return guarded([] { throw Error("ktr_create_distributed_model: MPI is not initialised (MPI_Init first)"); });
+  return create_model(name, config_file, device, Communicator(comm));
+}
+
+ktr_result_t ktr_create_distributed_model_F(char const* name, char const* config_file, int comm, int device) {
+  return ktr_create_distributed_model(name, config_file, MPI_Comm_f2c(MPI_Fint(comm)), device);
+}
+#else
+ktr_result_t ktr_create_distributed_model_F(char const*, char const*, int, int) {
+  return guarded([] {
+    throw NotSupported("ktr_create_distributed_model: this ktr was built without MPI (-Dktr_ENABLE_MPI=ON)");
+  });
+}
+#endif
 
 ktr_result_t ktr_train(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
                        ktr_datatype_t input_dtype, void* label, std::int64_t label_dim,
@@ -542,7 +568,8 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     in.get();  // the newline before the rows
     std::size_t const offset = std::size_t(in.tellg());
     ExecSpace const space;
-    auto t = Trainer::resume(space, dir + "/model.ckpt", DeviceDataset{}, DeviceDataset{}, options_of(e.cfg));
+    auto t =
+        Trainer::resume(space, dir + "/model.ckpt", DeviceDataset{}, DeviceDataset{}, options_of(e.cfg), e.comm);
     Entry fresh;
     if (has_buffer) {
       std::int64_t const width = t->model().output_width();

@@ -44,6 +44,15 @@ const char* ktr_version(void);
  * initialised here if the application has not done it (and finalised by ktr_finalize() or at exit). */
 ktr_result_t ktr_create_model(const char* name, const char* config_file, int device);
 
+/* The same for data-parallel training over the ranks of an MPI communicator (an MPI build of ktr; others answer
+ * KTR_RESULT_NOT_SUPPORTED): every rank creates the model and hands ktr_train its own batch; each update averages
+ * the ranks' gradients, and every rank holds the same model. `comm` in the _F form is a Fortran communicator
+ * (MPI_Fint, what MPI_Comm_c2f returns). The MPI_Comm form is declared where <mpi.h> was included first. */
+ktr_result_t ktr_create_distributed_model_F(const char* name, const char* config_file, int comm, int device);
+#if defined(MPI_VERSION)
+ktr_result_t ktr_create_distributed_model(const char* name, const char* config_file, MPI_Comm comm, int device);
+#endif
+
 /* One optimiser step on the caller's batch: input (input_shape[0] samples of the model's input; KTR_FLOAT or
  * KTR_DOUBLE) and label (KTR_INT32 or KTR_INT64 class labels of shape (batch) or (batch, 1), or KTR_FLOAT /
  * KTR_DOUBLE regression targets of shape (batch, outputs)). Pointers may be host memory or memory of the build's

@@ -151,6 +151,10 @@ TEST(CApi, BadArgumentsAreRefusedNamingTheProblemAndTheModelGoesOn) {
             KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(last_error().find("output: must hold (64, 1) values"), std::string::npos) << last_error();
   EXPECT_EQ(ktr_destroy_model("nobody"), KTR_RESULT_INVALID_USAGE);
+#if !defined(KTR_ENABLE_MPI)
+  EXPECT_EQ(ktr_create_distributed_model_F("other", cfg.c_str(), 0, KTR_DEVICE_CPU), KTR_RESULT_NOT_SUPPORTED);
+  EXPECT_NE(last_error().find("built without MPI"), std::string::npos) << last_error();
+#endif
   // ... and after all of that the model still trains.
   EXPECT_EQ(train("bad", x, 2, xs, KTR_FLOAT, y, ys, KTR_FLOAT).first, KTR_RESULT_SUCCESS) << last_error();
   EXPECT_TRUE(std::isfinite(loss));
