@@ -142,7 +142,9 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
     throw Error(e.cfg.path + ": loss mse needs float targets, the labels are integers");
   if (e.cfg.loss == "cross_entropy" && !labels)
     throw Error(e.cfg.path + ": loss cross_entropy needs integer class labels, the targets are floats");
-  if (e.cfg.general.batch_size == 0) run.batch = std::max<std::int64_t>(first.count, 1);
+  // Each rank's batch: general.batch_size, or without it the first batch's size; an update takes every rank's.
+  std::int64_t const per_rank = e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count;
+  run.batch = per_rank * e.comm.size();
   e.trainer = std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg), e.comm);
   return *e.trainer;
 }

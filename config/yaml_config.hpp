@@ -42,7 +42,7 @@ struct GeneralConfig {
   bool verbose = false;          ///< print the configuration when a model is created
   bool enable_graphs = true;     ///< replay captured K-step programs where the backend can (ktr_train_steps)
   int steps_per_dispatch = 16;   ///< K: optimiser steps per dispatch of ktr_train_steps
-  std::int64_t batch_size = 0;   ///< samples per step (drawn from the replay buffer; ktr train's --batch)
+  std::int64_t batch_size = 0;   ///< samples per step and rank (from the replay buffer; ktr train's --batch)
   std::int64_t buffer_size = 0;  ///< replay buffer capacity in samples (0: no buffer)
   NormalizeMode normalize = NormalizeMode::none;  ///< standard: fitted on the first batch (or the buffer)
 };
