@@ -1,9 +1,9 @@
 // The C API, called as a C program calls it: every function with good and bad arguments, the in-place reading of
 // device-readable data, the replay buffer's single read-back, datatype conversions, strided arrays, and a
 // checkpoint that continues bit for bit.
-#include <ktr/core/types.hpp>
 #include <ktr/ktr_c.h>
 #include <ktr/backends/tools_counter.hpp>
+#include <ktr/core/types.hpp>
 
 #include <gtest/gtest.h>
 
@@ -242,10 +242,14 @@ TEST(CApi, DeviceArraysAreReadInPlace) {
       << last_error();
   Surface const s(64, 10);
   Kokkos::View<float**, Kokkos::LayoutRight, ktr::MemSpace> x("x", 64, 3), y("y", 64, 1);
-  Kokkos::deep_copy(x, Kokkos::View<float const**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.x.data(), 64, 3));
-  Kokkos::deep_copy(y, Kokkos::View<float const**, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                    Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.y.data(), 64, 1));
+  Kokkos::deep_copy(
+      x,
+      Kokkos::View<float const**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          s.x.data(), 64, 3));
+  Kokkos::deep_copy(
+      y,
+      Kokkos::View<float const**, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+          s.y.data(), 64, 1));
   int64_t const xs[2] = {64, 3}, ys[2] = {64, 1};
   ASSERT_EQ(ktr_train("dev", x.data(), 2, xs, KTR_FLOAT, y.data(), 2, ys, KTR_FLOAT, nullptr, nullptr),
             KTR_RESULT_SUCCESS)
@@ -315,6 +319,40 @@ TEST(CApi, ACheckpointContinuesBitForBit) {
   EXPECT_NE(last_error().find("/nonexistent/state.bin"), std::string::npos) << last_error();
   EXPECT_EQ(ktr_destroy_model("a"), KTR_RESULT_SUCCESS);
   EXPECT_EQ(ktr_destroy_model("b"), KTR_RESULT_SUCCESS);
+}
+
+// Weights out as Flax-named safetensors and into another model: the same predictions; bad files and names refused.
+TEST(CApi, SavedWeightsLoadIntoAnotherModel) {
+  std::string const cfg = write_file("capi_weights.yaml", config());
+  std::string const file = ::testing::TempDir() + "capi_weights.safetensors";
+  Surface const s(64, 11);
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1};
+  float* x = const_cast<float*>(s.x.data());
+  float* y = const_cast<float*>(s.y.data());
+  ASSERT_EQ(ktr_create_model("w1", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_create_model("w2", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_EQ(ktr_save_model("w1", file.c_str()), KTR_RESULT_INVALID_USAGE);  // nothing trained yet
+  EXPECT_NE(last_error().find("has no weights yet"), std::string::npos) << last_error();
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(ktr_train("w1", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, nullptr, nullptr), KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_train("w2", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, nullptr, nullptr), KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_save_model("w1", file.c_str()), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_load_model("w2", file.c_str()), KTR_RESULT_SUCCESS) << last_error();
+  std::vector<float> a(64), b(64);
+  ASSERT_EQ(ktr_inference("w1", x, 2, xs, KTR_FLOAT, a.data(), 2, ys, KTR_FLOAT, nullptr), KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_inference("w2", x, 2, xs, KTR_FLOAT, b.data(), 2, ys, KTR_FLOAT, nullptr), KTR_RESULT_SUCCESS);
+  EXPECT_EQ(a, b) << "the loaded weights predict differently";
+  EXPECT_EQ(ktr_load_model("w2", "/nonexistent.safetensors"), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("/nonexistent.safetensors"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_save_model("w1", nullptr), KTR_RESULT_INVALID_USAGE);
+  EXPECT_EQ(ktr_save_checkpoint("w1", "/nonexistent/dir/ckpt"), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("/nonexistent/dir/ckpt"), std::string::npos) << last_error();
+  std::string const other =
+      write_file("capi_other.yaml", "model: {type: mlp, parameters: {layer_sizes: [3, 8, 1]}}\n");
+  ASSERT_EQ(ktr_create_model("w3", other.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_train("w3", x, 2, xs, KTR_FLOAT, y, 2, ys, KTR_FLOAT, nullptr, nullptr), KTR_RESULT_SUCCESS);
+  EXPECT_EQ(ktr_load_model("w3", file.c_str()), KTR_RESULT_INVALID_USAGE) << "another architecture's weights";
+  for (char const* n : {"w1", "w2", "w3"}) EXPECT_EQ(ktr_destroy_model(n), KTR_RESULT_SUCCESS);
 }
 
 TEST(CApi, ClassLabelsAsInt32OrInt64AndTheVersion) {
