@@ -189,7 +189,9 @@ void add_model_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--clip-norm", f.clip_norm, "clip gradients to this global norm (0: off)")
       ->check(number_in(0, 1e9))
       ->capture_default_str();
-  app.add_option("--schedule", f.schedule, "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor]")
+  app.add_option("--schedule", f.schedule,
+                 "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor] | multistep:M1,M2,...[:factor] | "
+                 "poly:T[:power] | linear:T[:start[:end]]")
       ->capture_default_str();
   app.add_option("--seed", f.seed, "initialisation and shuffling seed")
       ->check(integer_in(0, INT64_MAX))

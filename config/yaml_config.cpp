@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <vector>
 
 namespace ktr {
 
@@ -136,7 +137,9 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   YAML::Node model_type_node;
   std::string schedule = "constant";
   YAML::Node schedule_node;
-  double step_size = 0, gamma = 0.1, t_max = 0, eta_min = 0;
+  double step_size = 0, gamma = 0.1, t_max = 0, eta_min = 0, power = 1, start = 1.0 / 3.0, end = 1;
+  std::vector<std::int64_t> milestones;
+  std::int64_t total_iters = 5;  // PyTorch's default for polynomial and linear
 
   r.section(
       root, "",
@@ -337,27 +340,23 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
            }},
           {"lr_scheduler",
            [&](YAML::Node const& n, std::string const& k) {
-             r.section(
-                 n, k,
-                 {
-                     {"type",
-                      [&](auto const& v, auto const& key) {
-                        schedule = lower(r.text(v, key));
-                        schedule_node = v;
-                        if (schedule == "multistep" || schedule == "polynomial" || schedule == "linear")
-                          r.fail(v, key,
-                                 "'" + escaped(schedule) +
-                                     "' is not supported by this ktr yet (constant, step, "
-                                     "cosine_annealing)",
-                                 true);
-                        if (schedule != "constant" && schedule != "step" && schedule != "cosine_annealing")
-                          r.fail(
-                              v, key,
-                              "'" + escaped(schedule) + "' is not a schedule (constant, step, cosine_annealing)");
-                      }},
-                     {"parameters",
-                      [&](YAML::Node const& p, std::string const& pk) {
-                        r.section(p, pk,
+             r.section(n, k,
+                       {
+                           {"type",
+                            [&](auto const& v, auto const& key) {
+                              schedule = lower(r.text(v, key));
+                              schedule_node = v;
+                              if (schedule != "constant" && schedule != "step" && schedule != "cosine_annealing" &&
+                                  schedule != "multistep" && schedule != "polynomial" && schedule != "linear")
+                                r.fail(v, key,
+                                       "'" + escaped(schedule) +
+                                           "' is not a schedule (constant, step, multistep, polynomial, linear, "
+                                           "cosine_annealing)");
+                            }},
+                           {"parameters",
+                            [&](YAML::Node const& p, std::string const& pk) {
+                              r.section(
+                                  p, pk,
                                   {
                                       {"step_size",
                                        [&](auto const& v, auto const& key) {
@@ -371,9 +370,34 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                                        }},
                                       {"eta_min", [&](auto const& v,
                                                       auto const& key) { eta_min = r.number(v, key, 0, kBig); }},
+                                      {"milestones",
+                                       [&](auto const& v, auto const& key) {
+                                         if (!v.IsSequence() || v.size() == 0 ||
+                                             v.size() > std::size_t(Schedule::max_milestones))
+                                           r.fail(v, key,
+                                                  "must be a list of 1 to " +
+                                                      std::to_string(Schedule::max_milestones) + " steps");
+                                         milestones.clear();
+                                         for (std::size_t i = 0; i < v.size(); ++i) {
+                                           milestones.push_back(
+                                               r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, kMaxCount));
+                                           if (i > 0 && milestones[i] <= milestones[i - 1])
+                                             r.fail(v[i], key, "must increase");
+                                         }
+                                       }},
+                                      {"total_iters",
+                                       [&](auto const& v, auto const& key) {
+                                         total_iters = r.integer(v, key, 1, kMaxCount);
+                                       }},
+                                      {"power",
+                                       [&](auto const& v, auto const& key) { power = r.number(v, key, 0, 1000); }},
+                                      {"start_factor",
+                                       [&](auto const& v, auto const& key) { start = r.number(v, key, 0, 1); }},
+                                      {"end_factor",
+                                       [&](auto const& v, auto const& key) { end = r.number(v, key, 0, 1); }},
                                   });
-                      }},
-                 });
+                            }},
+                       });
            }},
       });
 
@@ -398,6 +422,19 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
     c.run.optimizer.schedule.kind = Schedule::Kind::step;
     c.run.optimizer.schedule.step_every = std::int64_t(step_size);
     c.run.optimizer.schedule.factor = float(gamma);
+  } else if (schedule == "multistep") {
+    if (milestones.empty())
+      r.fail(schedule_node, "lr_scheduler.parameters.milestones", "missing for a multistep schedule");
+    auto& sc = c.run.optimizer.schedule;
+    sc.kind = Schedule::Kind::multistep;
+    sc.factor = float(gamma);
+    sc.milestone_count = int(milestones.size());
+    for (std::size_t i = 0; i < milestones.size(); ++i) sc.milestones[i] = milestones[i];
+  } else if (schedule == "polynomial" || schedule == "linear") {
+    auto& sc = c.run.optimizer.schedule;
+    sc.kind = schedule == "linear" ? Schedule::Kind::linear : Schedule::Kind::polynomial;
+    sc.total_steps = total_iters;
+    sc.power = float(power), sc.start = float(start), sc.end = float(end);
   } else if (schedule == "cosine_annealing") {
     if (t_max <= 0) r.fail(schedule_node, "lr_scheduler.parameters.T_max", "missing for cosine_annealing");
     if (eta_min > c.run.optimizer.lr)

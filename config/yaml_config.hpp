@@ -10,7 +10,8 @@
 //   loss:      {type: mse | cross_entropy, parameters: {reduction: mean}}
 //   optimizer: {type: sgd | adam | adamw, parameters: {learning_rate, momentum, nesterov, weight_decay, beta1,
 //               beta2, eps, dampening, amsgrad}, general: {grad_accumulation_steps, max_grad_norm}}
-//   lr_scheduler: {type: constant | step | cosine_annealing, parameters: {step_size, gamma, T_max, eta_min}}
+//   lr_scheduler: {type: constant | step | multistep | polynomial | linear | cosine_annealing, parameters:
+//                 {step_size, gamma, milestones, total_iters, power, start_factor, end_factor, T_max, eta_min}}
 //
 // A TorchFort key ktr does not implement is accepted at its default value and refused otherwise, as not
 // supported; an unknown key, a value of the wrong type or out of range is refused. Every refusal is a

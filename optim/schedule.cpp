@@ -62,8 +62,40 @@ Schedule Schedule::parse(std::string const& text) {
     if (s.step_every == 0) throw Error("--schedule: step needs N > 0 in '" + text + "'");
     return s;
   }
+  if (p[0] == "multistep" && (p.size() == 2 || p.size() == 3)) {
+    s.kind = Kind::multistep;
+    std::stringstream ms(p[1]);
+    std::string m;
+    while (std::getline(ms, m, ',')) {
+      if (s.milestone_count == max_milestones)
+        throw Error("--schedule: at most " + std::to_string(max_milestones) + " milestones in '" + text + "'");
+      std::int64_t const v = parse_count(m, text);
+      if (s.milestone_count > 0 && v <= s.milestones[s.milestone_count - 1])
+        throw Error("--schedule: milestones must increase in '" + text + "'");
+      s.milestones[s.milestone_count++] = v;
+    }
+    if (s.milestone_count == 0) throw Error("--schedule: multistep needs milestones in '" + text + "'");
+    if (p.size() == 3) s.factor = parse_float(p[2], text);
+    return s;
+  }
+  if (p[0] == "poly" && (p.size() == 2 || p.size() == 3)) {
+    s.kind = Kind::polynomial;
+    s.total_steps = parse_count(p[1], text);
+    if (p.size() == 3) s.power = parse_float(p[2], text);
+    if (s.total_steps == 0) throw Error("--schedule: poly needs T > 0 in '" + text + "'");
+    return s;
+  }
+  if (p[0] == "linear" && p.size() >= 2 && p.size() <= 4) {
+    s.kind = Kind::linear;
+    s.total_steps = parse_count(p[1], text);
+    if (p.size() >= 3) s.start = parse_float(p[2], text);
+    if (p.size() == 4) s.end = parse_float(p[3], text);
+    if (s.total_steps == 0) throw Error("--schedule: linear needs T > 0 in '" + text + "'");
+    return s;
+  }
   throw Error("--schedule: unknown schedule '" + text +
-              "' (constant, warmup:W, cosine:D[:W[:alpha]], step:N[:factor])");
+              "' (constant, warmup:W, cosine:D[:W[:alpha]], step:N[:factor], multistep:M1,M2,...[:factor], "
+              "poly:T[:power], linear:T[:start[:end]])");
 }
 
 std::string Schedule::str() const {
@@ -81,6 +113,17 @@ std::string Schedule::str() const {
       break;
     case Kind::step:
       o << "step:" << step_every << ":" << factor;
+      break;
+    case Kind::multistep:
+      o << "multistep:";
+      for (int i = 0; i < milestone_count; ++i) o << (i ? "," : "") << milestones[i];
+      o << ":" << factor;
+      break;
+    case Kind::polynomial:
+      o << "poly:" << total_steps << ":" << power;
+      break;
+    case Kind::linear:
+      o << "linear:" << total_steps << ":" << start << ":" << end;
       break;
   }
   return o.str();

@@ -10,13 +10,19 @@
 namespace ktr {
 
 struct Schedule {
-  enum class Kind { constant, warmup, cosine, step };
+  enum class Kind { constant, warmup, cosine, step, multistep, polynomial, linear };
+  static constexpr int max_milestones = 8;
   Kind kind = Kind::constant;
-  std::int64_t warmup_steps = 0;  ///< warmup, cosine: linear ramp from 0 over this many steps
-  std::int64_t decay_steps = 0;   ///< cosine: steps (after warmup) to decay over
-  float alpha = 0.0f;             ///< cosine: final rate as a fraction of the peak
-  std::int64_t step_every = 0;    ///< step: multiply by `factor` every this many steps
-  float factor = 0.1f;            ///< step: the multiplier
+  std::int64_t warmup_steps = 0;                 ///< warmup, cosine: linear ramp from 0 over this many steps
+  std::int64_t decay_steps = 0;                  ///< cosine: steps (after warmup) to decay over
+  float alpha = 0.0f;                            ///< cosine: final rate as a fraction of the peak
+  std::int64_t step_every = 0;                   ///< step: multiply by `factor` every this many steps
+  float factor = 0.1f;                           ///< step, multistep: the multiplier
+  std::int64_t milestones[max_milestones] = {};  ///< multistep: the steps where the rate is multiplied, ascending
+  int milestone_count = 0;
+  std::int64_t total_steps = 0;           ///< polynomial, linear: steps to reach the final rate (and stay there)
+  float power = 1.0f;                     ///< polynomial: (1 - t / total)^power
+  float start = 1.0f / 3.0f, end = 1.0f;  ///< linear: the multiplier goes from start to end (PyTorch's LinearLR)
 
   /// The multiplier of the base rate at update t.
   KOKKOS_INLINE_FUNCTION double scale(std::int64_t t) const {
@@ -40,11 +46,25 @@ struct Schedule {
       }
       case Kind::step:
         return step_every > 0 ? compat::pow(double(factor), double(t / step_every)) : 1.0;
+      case Kind::multistep: {
+        int passed = 0;
+        for (int i = 0; i < milestone_count; ++i) passed += t >= milestones[i] ? 1 : 0;
+        return compat::pow(double(factor), double(passed));
+      }
+      case Kind::polynomial: {
+        double const done = total_steps > 0 && t < total_steps ? double(t) / double(total_steps) : 1.0;
+        return compat::pow(1.0 - done, double(power));
+      }
+      case Kind::linear: {
+        double const done = total_steps > 0 && t < total_steps ? double(t) / double(total_steps) : 1.0;
+        return double(start) + (double(end) - double(start)) * done;
+      }
     }
     return 1.0;
   }
 
-  /// Parses "constant", "warmup:W", "cosine:D[:W[:alpha]]", "step:N[:factor]"; throws ktr::Error otherwise.
+  /// Parses "constant", "warmup:W", "cosine:D[:W[:alpha]]", "step:N[:factor]", "multistep:M1,M2,...[:factor]",
+  /// "poly:T[:power]", "linear:T[:start[:end]]"; throws ktr::Error otherwise.
   static Schedule parse(std::string const& text);
   std::string str() const;
 };

@@ -91,6 +91,34 @@ lr_scheduler: {type: step, parameters: {step_size: 10, gamma: 0.5}}
   EXPECT_DOUBLE_EQ(c.run.optimizer.schedule.scale(25), 0.25);
 }
 
+// TorchFort's other schedules, as PyTorch defines them: MultiStepLR, PolynomialLR, LinearLR.
+TEST(Config, MultistepPolynomialAndLinearSchedulesFollowPyTorch) {
+  auto schedule = [](std::string const& yaml) {
+    return parse_config("model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: " + yaml + "\n",
+                        "s.yaml")
+        .run.optimizer.schedule;
+  };
+  ktr::Schedule const m = schedule("{type: multistep, parameters: {milestones: [10, 30], gamma: 0.5}}");
+  EXPECT_DOUBLE_EQ(m.scale(9), 1.0);
+  EXPECT_DOUBLE_EQ(m.scale(10), 0.5);
+  EXPECT_DOUBLE_EQ(m.scale(29), 0.5);
+  EXPECT_DOUBLE_EQ(m.scale(30), 0.25);
+  ktr::Schedule const p = schedule("{type: polynomial, parameters: {total_iters: 10, power: 2}}");
+  EXPECT_DOUBLE_EQ(p.scale(0), 1.0);
+  EXPECT_DOUBLE_EQ(p.scale(5), 0.25);
+  EXPECT_DOUBLE_EQ(p.scale(10), 0.0);
+  EXPECT_DOUBLE_EQ(p.scale(50), 0.0);
+  ktr::Schedule const l =
+      schedule("{type: linear, parameters: {start_factor: 0.5, end_factor: 1.0, total_iters: 4}}");
+  EXPECT_DOUBLE_EQ(l.scale(0), 0.5);
+  EXPECT_DOUBLE_EQ(l.scale(2), 0.75);
+  EXPECT_DOUBLE_EQ(l.scale(9), 1.0);
+  for (ktr::Schedule const& s : {m, p, l}) {  // the text form checkpoints record gives the schedule back
+    ktr::Schedule const back = ktr::Schedule::parse(s.str());
+    for (std::int64_t t : {0, 3, 10, 29, 30, 100}) EXPECT_DOUBLE_EQ(back.scale(t), s.scale(t)) << s.str();
+  }
+}
+
 TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
   struct Case {
     std::string yaml, expected;
@@ -112,8 +140,11 @@ TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
        "model.parameters.activation: activation 'tanh' is not supported", true},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: L1}\n",
        "loss.type: 'l1' is not supported", true},
-      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: polynomial}\n",
-       "lr_scheduler.type: 'polynomial' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: exponential}\n",
+       "lr_scheduler.type: 'exponential' is not a schedule", false},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler:\n  type: multistep\n  parameters:\n"
+       "    milestones: [10, 5]\n",
+       "test.yaml:5: lr_scheduler.parameters.milestones: must increase", false},
       {"general: {buffer_size: 8}\nmodel: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n",
        "test.yaml:1: general.buffer_size: needs general.batch_size", false},
       {"model: {type: ktr, parameters: {description: \"in=2 dense:0\"}}\n", "test.yaml:1: model:", false},

@@ -180,7 +180,8 @@ TEST(Schedule, ValuesAtChosenSteps) {
   EXPECT_DOUBLE_EQ(st.scale(30), 0.5);
   EXPECT_DOUBLE_EQ(st.scale(95), 0.125);
   EXPECT_EQ(ktr::Schedule::parse("constant").scale(12345), 1.0);
-  for (char const* bad : {"", "cosine", "cosine:0", "step:x", "warmup:-1", "linear:3", "warmup:1:2"})
+  for (char const* bad : {"", "cosine", "cosine:0", "step:x", "warmup:-1", "linear:0", "warmup:1:2",
+                          "exponential:3", "multistep:5,3", "multistep:", "poly:0", "multistep:1,2,3,4,5,6,7,8,9"})
     EXPECT_THROW(ktr::Schedule::parse(bad), ktr::Error) << bad;
 }
 
