@@ -12,8 +12,10 @@ deps=$flavour
 extra=()
 if [[ $flavour == openmp-asan ]]; then
   deps=openmp
-  extra+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
-          "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer")
+  # C and Fortran too: the C and Fortran examples load libktr_c.so, whose sanitizer runtime must come first.
+  san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  extra+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS=$san" "-DCMAKE_C_FLAGS=$san"
+          "-DCMAKE_Fortran_FLAGS=$san")
 fi
 [[ $flavour == openmp-mpi ]] && extra+=(-Dktr_ENABLE_MPI=ON)
 root=$(scripts/bootstrap.sh "$deps" | tail -n1)
