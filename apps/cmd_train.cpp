@@ -507,8 +507,7 @@ int eval(int argc, char* argv[]) {
   validate_run(config, data, nullptr, ckpt);
   ExecSpace const space;
   TrainedModel m = load_trained_model(space, c, ckpt, config.batch);
-  EvalResult const r =
-      Evaluator(space, *m.model, config.batch, m.config.norm, m.config.task).run(space, *m.model, data);
+  EvalResult const r = evaluator_for(space, m, config.batch).run(space, *m.model, data);
   std::string const result = config.task == Task::regression
                                  ? fmt("mse %.6g, rmse %.6g", r.loss, r.rmse())
                                  : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);

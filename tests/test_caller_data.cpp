@@ -112,7 +112,7 @@ TEST(CallerData, RegressionOnCallerViewsLearnsTheTargets) {
   RunConfig c = regression_config();
   c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
   Session s(c, 10);
-  ktr::Evaluator eval(s.model(), 64, c.norm, ktr::Task::regression);
+  ktr::Evaluator eval = ktr::evaluator_for(space, s, 64);  // the session's transform and task
   double const before = eval.run(space, s.model(), data).loss;
   for (int i = 0; i < 60; ++i) ktr::dispatch(space, s.state(), s.model(), data, 10);
   auto const after = eval.run(space, s.model(), data);

@@ -285,4 +285,20 @@ std::unique_ptr<Session> Session::restore(std::string const& path, int max_k, Co
   return restore(read_checkpoint(path), path, max_k, comm);
 }
 
+Evaluator evaluator_for(ExecSpace const& space, Session& session, std::int64_t batch) {
+  return Evaluator(space, session.model(), batch, session.config().norm, session.config().task);
+}
+
+Evaluator evaluator_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
+  return Evaluator(space, *model.model, batch, model.config.norm, model.config.task);
+}
+
+Predictor predictor_for(ExecSpace const& space, Session& session, std::int64_t batch) {
+  return Predictor(space, session.model(), batch, session.config().norm);
+}
+
+Predictor predictor_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
+  return Predictor(space, *model.model, batch, model.config.norm);
+}
+
 }  // namespace ktr

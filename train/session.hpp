@@ -78,6 +78,14 @@ TrainedModel load_trained_model(Checkpoint const& ckpt, std::string const& path,
 TrainedModel load_trained_model(ExecSpace const& space, Checkpoint const& ckpt, std::string const& path,
                                 std::int64_t max_batch);
 
+/// An Evaluator and a Predictor for a session's (or a loaded model's) model, with the input transform and the task
+/// the model was trained with: the low-level counterparts of Trainer::evaluate and Trainer::predict, with no way
+/// to pass another transform. Buffers for batches of up to `batch` samples are allocated on `space`.
+Evaluator evaluator_for(ExecSpace const& space, Session& session, std::int64_t batch);
+Evaluator evaluator_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch);
+Predictor predictor_for(ExecSpace const& space, Session& session, std::int64_t batch);
+Predictor predictor_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch);
+
 /// Bytes of device memory a Session for `config` holds on one of `ranks` ranks (model arena, gradients, optimiser
 /// state, workspace, micro-batch buffers, evaluation batch), from the host-side plan of its model (planned for
 /// the micro-batch); checked arithmetic.
