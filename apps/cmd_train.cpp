@@ -177,6 +177,9 @@ void add_model_flags(CLI::App& app, TrainFlags& f) {
                  "samples per optimiser step (default 256, 32 for cnn, at most N for arrays); the last partial "
                  "batch of an epoch is dropped")
       ->check(integer_in(1, 1 << 24));
+  app.add_option("--loss", f.loss,
+                 "regression: mse (default), l1, huber or huber:DELTA (delta 1 by default); class labels: "
+                 "cross_entropy (default)");
   app.add_option("--optimizer", f.optimizer, "sgd, adam or adamw")
       ->check(one_of({"sgd", "adam", "adamw"}))
       ->capture_default_str();
@@ -248,7 +251,7 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
   if (file) {
     FileConfig const fc = read_config_file(f.config_path);
     config = fc.run;
-    f.loss = fc.loss;
+    if (!given(app, "--loss")) f.loss = fc.loss;
     if (!given(app, "--steps-per-dispatch")) f.k = fc.general.steps_per_dispatch;
   }
   auto apply = [&](char const* flag, auto&& set) {
@@ -274,6 +277,15 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
   apply("--clip-norm", [&] { o.clip_norm = float(f.clip_norm); });
   // the flag's validator accepts only the fittable modes
   apply("--normalize", [&] { config.normalize = parse_normalize_mode(f.normalize); });
+  if (given(app, "--loss") && file)
+    std::fprintf(stderr, "ktr train: --loss overrides %s\n", f.config_path.c_str());
+  if (f.loss != "default" && f.loss != "cross_entropy") {
+    try {
+      config.loss = RegressionLoss::parse(f.loss);
+    } catch (Error const& e) {
+      throw FlagError(e.what());
+    }
+  }
   return config;
 }
 
@@ -286,8 +298,9 @@ void print_header(Trainer& trainer, RunData const& data, double load_s, bool res
   std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data.source.c_str(),
               (long long)data.train.count, (long long)data.test.count,
               (data.train.device_bytes() + data.test.device_bytes()) / 1e6, load_s);
-  std::printf("model: %s (%lld parameters)\n", cfg.model.c_str(),
-              (long long)trainer.model().arena().num_parameters());
+  std::printf("model: %s (%lld parameters)%s\n", cfg.model.c_str(),
+              (long long)trainer.model().arena().num_parameters(),
+              cfg.task == Task::regression ? (", loss " + cfg.loss.str()).c_str() : "");
   std::printf("optimizer: %s lr %g schedule %s, batch %lld, %lld steps/epoch, K=%d steps per dispatch%s\n",
               OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
               cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)trainer.steps_per_epoch(),
@@ -408,8 +421,9 @@ int train(int argc, char* argv[]) {
   if (!parse(app, argc, argv, 2)) return 0;
   // Flags first: every usage error is reported before any file is read or memory committed.
   if (!f.resume.empty()) {
-    for (char const* fixed : {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov",
-                              "--weight-decay", "--clip-norm", "--schedule", "--seed", "--normalize", "--config"})
+    for (char const* fixed :
+         {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--clip-norm",
+          "--schedule", "--seed", "--normalize", "--config", "--loss"})
       if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
@@ -440,10 +454,13 @@ int train(int argc, char* argv[]) {
   double const load_s = seconds_since(t_load);
   if (f.resume.empty()) {
     config.task = data.train.task();
-    if ((f.loss == "mse" && config.task == Task::classification) ||
-        (f.loss == "cross_entropy" && config.task == Task::regression))
-      throw Error(f.config_path + ": loss " + f.loss + " does not fit the data's " +
+    bool const regression_loss = f.loss != "default" && f.loss != "cross_entropy";
+    if ((regression_loss && config.task == Task::classification) ||
+        (f.loss == "cross_entropy" && config.task == Task::regression)) {
+      std::string const what = given(app, "--loss") ? std::string("--loss") : f.config_path;
+      throw Error(what + ": loss " + f.loss + " does not fit the data's " +
                   (config.task == Task::regression ? "float targets" : "class labels"));
+    }
     if (config.model.empty()) config.model = data.arrays ? default_model(data.train) : Model::mlp();
     if (data.arrays && !given(app, "--batch"))
       config.batch = std::min<std::int64_t>(config.batch, data.train.count);

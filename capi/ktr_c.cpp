@@ -138,8 +138,9 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   ModelPlan const plan = Model::plan(run.model, 1);
   DeviceDataset const first = batch_of(space, x, y, plan);
   bool const labels = first.task() == Task::classification;
-  if (e.cfg.loss == "mse" && labels)
-    throw Error(e.cfg.path + ": loss mse needs float targets, the labels are integers");
+  bool const regression_loss = e.cfg.loss != "default" && e.cfg.loss != "cross_entropy";
+  if (regression_loss && labels)
+    throw Error(e.cfg.path + ": loss " + e.cfg.loss + " needs float targets, the labels are integers");
   if (e.cfg.loss == "cross_entropy" && !labels)
     throw Error(e.cfg.path + ": loss cross_entropy needs integer class labels, the targets are floats");
   // Each rank's batch: general.batch_size, or without it the first batch's size; an update takes every rank's.

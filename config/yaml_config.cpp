@@ -137,6 +137,7 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   YAML::Node model_type_node;
   std::string schedule = "constant";
   YAML::Node schedule_node;
+  double huber_delta = 1.0;
   double step_size = 0, gamma = 0.1, t_max = 0, eta_min = 0, power = 1, start = 1.0 / 3.0, end = 1;
   std::vector<std::int64_t> milestones;
   std::int64_t total_iters = 5;  // PyTorch's default for polynomial and linear
@@ -249,28 +250,33 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                         std::string const t = lower(r.text(v, key));
                         if (t == "mse" || t == "l2")
                           c.loss = "mse";
+                        else if (t == "l1" || t == "huber")
+                          c.loss = t;
                         else if (t == "cross_entropy" || t == "crossentropy")
                           c.loss = "cross_entropy";
-                        else if (t == "l1" || t == "huber" || t == "bce" || t == "smoothl1")
+                        else if (t == "bce" || t == "smoothl1")
                           r.fail(v, key,
-                                 "'" + escaped(t) + "' is not supported by this ktr yet (mse, cross_entropy)",
+                                 "'" + escaped(t) +
+                                     "' is not supported by this ktr yet (mse, l1, huber, cross_entropy)",
                                  true);
                         else
-                          r.fail(v, key, "'" + escaped(t) + "' is not a loss (mse, cross_entropy)");
+                          r.fail(v, key, "'" + escaped(t) + "' is not a loss (mse, l1, huber, cross_entropy)");
                       }},
                      {"parameters",
                       [&](YAML::Node const& p, std::string const& pk) {
-                        r.section(p, pk,
-                                  {
-                                      {"reduction",
-                                       [&](auto const& v, auto const& key) {
-                                         std::string const t = r.text(v, key);
-                                         if (t == "sum")
-                                           r.fail(v, key, "'sum' is not supported by this ktr yet (mean)", true);
-                                         if (t != "mean")
-                                           r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
-                                       }},
-                                  });
+                        r.section(
+                            p, pk,
+                            {
+                                {"delta", [&](auto const& v,
+                                              auto const& key) { huber_delta = r.number(v, key, 1e-30, kBig); }},
+                                {"reduction",
+                                 [&](auto const& v, auto const& key) {
+                                   std::string const t = r.text(v, key);
+                                   if (t == "sum")
+                                     r.fail(v, key, "'sum' is not supported by this ktr yet (mean)", true);
+                                   if (t != "mean") r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
+                                 }},
+                            });
                       }},
                  });
            }},
@@ -448,6 +454,11 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
            "needs general.batch_size (the size of the batches drawn from the replay buffer)");
   if (c.general.buffer_size > 0 && c.general.buffer_size < c.general.batch_size)
     r.fail(root["general"]["buffer_size"], "general.buffer_size", "is smaller than general.batch_size");
+  if (c.loss == "huber") c.loss = "huber:" + std::to_string(huber_delta);
+  if (c.loss == "mse" || c.loss == "l1" || c.loss.rfind("huber:", 0) == 0) {
+    c.run.loss = RegressionLoss::parse(c.loss, "loss.type");
+    if (c.run.loss.kind == RegressionLoss::Kind::huber) c.run.loss.delta = float(huber_delta);
+  }
   c.run.normalize = c.general.normalize;
   c.run.norm = Normalization::identity();
   if (c.general.batch_size > 0) c.run.batch = c.general.batch_size;

@@ -7,7 +7,7 @@
 //               batch_size, buffer_size, seed, normalize: none | standard}
 //   model:     {type: mlp, parameters: {layer_sizes: [in, h1, ..., out], activation, output_activation,
 //               dropout, flatten_non_batch_dims}}  or  {type: ktr, parameters: {description: "in=... dense:..."}}
-//   loss:      {type: mse | cross_entropy, parameters: {reduction: mean}}
+//   loss:      {type: mse | l1 | huber | cross_entropy, parameters: {delta (huber), reduction: mean}}
 //   optimizer: {type: sgd | adam | adamw, parameters: {learning_rate, momentum, nesterov, weight_decay, beta1,
 //               beta2, eps, dampening, amsgrad}, general: {grad_accumulation_steps, max_grad_norm}}
 //   lr_scheduler: {type: constant | step | multistep | polynomial | linear | cosine_annealing, parameters:
@@ -52,7 +52,7 @@ struct GeneralConfig {
 struct FileConfig {
   RunConfig run;  ///< model, optimiser, schedule, batch, accumulation, seed (the task comes from the data)
   GeneralConfig general;
-  std::string loss = "default";  ///< "mse", "cross_entropy", or "default" (by the targets' type)
+  std::string loss = "default";  ///< "mse", "l1", "huber:DELTA", "cross_entropy", or "default" (by the targets)
   std::string path;              ///< the file it came from
 };
 

@@ -3,6 +3,10 @@
 
 #include "../backends/kokkos_compat.hpp"
 #include "../core/error.hpp"
+#include "../core/parse.hpp"
+
+#include <limits>
+#include <sstream>
 
 namespace ktr {
 
@@ -75,13 +79,49 @@ void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
       });
 }
 
-void mean_squared_error(ExecSpace const& space, Tensor const& pred, Tensor const& targets, Tensor const& dpred,
-                        LossOutput const& out) {
-  KTR_REQUIRE(pred.shape().rank == 2, "ktr::mean_squared_error", "predictions must be (B, T)");
-  KTR_REQUIRE(targets.shape() == pred.shape(), "ktr::mean_squared_error",
+RegressionLoss RegressionLoss::parse(std::string const& text, std::string const& what) {
+  RegressionLoss l;
+  if (text == "mse") return l;
+  if (text == "l1") {
+    l.kind = Kind::l1;
+    return l;
+  }
+  if (text == "huber" || text.rfind("huber:", 0) == 0) {
+    l.kind = Kind::huber;
+    if (text.size() > 6) {
+      double d = 0;
+      KTR_REQUIRE(parse_number(text.substr(6), 1e-30, 1e30, d), what,
+                  "huber's delta in '" + escaped(text) + "' is not a number > 0");
+      l.delta = float(d);
+    }
+    return l;
+  }
+  throw Error(what + ": '" + escaped(text) + "' is not a regression loss (mse, l1, huber[:DELTA])");
+}
+
+std::string RegressionLoss::str() const {
+  switch (kind) {
+    case Kind::mse:
+      return "mse";
+    case Kind::l1:
+      return "l1";
+    case Kind::huber: {
+      std::ostringstream o;
+      o.precision(std::numeric_limits<float>::max_digits10);
+      o << "huber:" << delta;
+      return o.str();
+    }
+  }
+  return "mse";
+}
+
+void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& pred, Tensor const& targets,
+                     Tensor const& dpred, LossOutput const& out) {
+  KTR_REQUIRE(pred.shape().rank == 2, "ktr::regression_loss", "predictions must be (B, T)");
+  KTR_REQUIRE(targets.shape() == pred.shape(), "ktr::regression_loss",
               "targets " + targets.shape().str() + " do not match predictions " + pred.shape().str());
   bool const want_grad = dpred.size() > 0;
-  KTR_REQUIRE(!want_grad || dpred.shape() == pred.shape(), "ktr::mean_squared_error",
+  KTR_REQUIRE(!want_grad || dpred.shape() == pred.shape(), "ktr::regression_loss",
               "dpred must match predictions " + pred.shape().str());
   std::int64_t const rows = pred.shape()[0], n = pred.size();
   float const* p = pred.data();
@@ -92,18 +132,31 @@ void mean_squared_error(ExecSpace const& space, Tensor const& pred, Tensor const
   int const index = out.index;
   bool const accumulate = out.accumulate;
   double const inv_n = 1.0 / double(n);
+  RegressionLoss::Kind const k = kind.kind;
+  double const delta = kind.delta;
   using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
   // One team, as the cross-entropy: it finishes the reduction and writes the metric in the same kernel.
   Kokkos::parallel_for(
-      "ktr::loss::mean_squared_error", Kokkos::TeamPolicy<ExecSpace>(space, 1, Kokkos::AUTO),
+      "ktr::loss::regression", Kokkos::TeamPolicy<ExecSpace>(space, 1, Kokkos::AUTO),
       KOKKOS_LAMBDA(Team const& team) {
         double sum = 0.0;
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(team, n),
             [&](std::int64_t i, double& acc) {
               double const e = double(p[i]) - double(y[i]);
-              acc += e * e;
-              if (dp) dp[i] = float(2.0 * e * inv_n);
+              double const a = e < 0 ? -e : e, sign = e > 0 ? 1.0 : (e < 0 ? -1.0 : 0.0);
+              double l = 0, g = 0;  // the element's loss and d loss / d e
+              if (k == RegressionLoss::Kind::mse) {
+                l = e * e, g = 2.0 * e;
+              } else if (k == RegressionLoss::Kind::l1) {
+                l = a, g = sign;
+              } else if (a <= delta) {
+                l = 0.5 * e * e, g = e;
+              } else {
+                l = delta * (a - 0.5 * delta), g = delta * sign;
+              }
+              acc += l;
+              if (dp) dp[i] = float(g * inv_n);
             },
             sum);
         Kokkos::single(Kokkos::PerTeam(team), [&] {
@@ -116,6 +169,11 @@ void mean_squared_error(ExecSpace const& space, Tensor const& pred, Tensor const
           }
         });
       });
+}
+
+void mean_squared_error(ExecSpace const& space, Tensor const& pred, Tensor const& targets, Tensor const& dpred,
+                        LossOutput const& out) {
+  regression_loss(space, RegressionLoss{}, pred, targets, dpred, out);
 }
 
 }  // namespace ktr

@@ -4,6 +4,8 @@
 
 #include "../core/tensor.hpp"
 
+#include <string>
+
 namespace ktr {
 
 /// Where the loss kernel writes: entry `index` of per-step metric arrays in device memory.
@@ -19,6 +21,22 @@ struct LossOutput {
 void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
                            DeviceView<const std::int32_t*> const& labels, Tensor const& dlogits,
                            LossOutput const& out);
+
+/// A regression loss of the error e = pred - y, averaged over the B x T elements: mse (e^2), l1 (|e|), or huber
+/// with `delta` (e^2 / 2 where |e| <= delta, delta (|e| - delta / 2) beyond: optax.huber_loss).
+struct RegressionLoss {
+  enum class Kind { mse, l1, huber };
+  Kind kind = Kind::mse;
+  float delta = 1.0f;  ///< huber
+  /// "mse", "l1", "huber" or "huber:DELTA" (DELTA > 0); throws ktr::Error naming `what` otherwise.
+  static RegressionLoss parse(std::string const& text, std::string const& what = "--loss");
+  std::string str() const;  ///< parse(str()) gives the same loss back
+};
+
+/// Regression: pred (B, T), targets (B, T): `kind`'s loss (accumulated in double) to `out` (with accumulate: the
+/// sum, and B to the count), and, if dpred is non-empty, its gradient (for mse 2 (pred - y) / (B T)).
+void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& pred, Tensor const& targets,
+                     Tensor const& dpred, LossOutput const& out);
 
 /// Regression: pred (B, T), targets (B, T). loss = mean over b and t of (pred - y)^2 (accumulated in double);
 /// writes it to `out` (with accumulate: adds the sum of squared errors, and B to the count), and, if dpred is

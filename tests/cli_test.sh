@@ -440,6 +440,14 @@ YAML
       --config "$work/missing.yaml"
     expect 2 "--config: comes from the checkpoint when resuming" -- "$ktr" train --data "$work/data" \
       --config "$work/run.yaml" --resume "$work/c.ckpt"
+    # --loss: a regression loss for float targets (recorded, and resumed), cross_entropy for labels.
+    "$ktr" synth --out "$work/a" --arrays --train 200 --test 50 >/dev/null || fail "synth --arrays failed"
+    reg=(--features "$work/a/train-features.npy" --targets "$work/a/train-targets.npy" --no-eval)
+    expect 0 "loss huber:0.5" -- "$ktr" train "${reg[@]}" --batch 20 --epochs 1 --loss huber:0.5 \
+      --checkpoint "$work/h.ckpt"
+    expect 0 "loss huber:0.5" -- "$ktr" train "${reg[@]}" --epochs 2 --resume "$work/h.ckpt"
+    expect 2 "--loss: huber's delta in 'huber:x' is not a number" -- "$ktr" train "${reg[@]}" --loss huber:x
+    expect 1 "--loss: loss l1 does not fit the data's class labels" -- train --epochs 1 --loss l1
     ;;
   mpi-equal)
     # 2 ranks with global batch 32 (16 each) follow 1 rank with batch 32: 40 Adam updates in dispatches of 8.

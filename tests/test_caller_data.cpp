@@ -254,4 +254,64 @@ TEST(Loss, MeanSquaredErrorMatchesReferenceAndFiniteDifferences) {
   for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], fd[i], 1e-4 * (1 + std::abs(fd[i]))) << i;
 }
 
+// L1 and Huber (optax.huber_loss, delta 0.5 here: the errors straddle it) against a double reference and finite
+// differences; their text forms give them back.
+TEST(Loss, L1AndHuberMatchReferenceAndFiniteDifferences) {
+  ktr::ExecSpace space;
+  int const B = 6, W = 2;
+  auto hp = ktr::test::random_floats(B * W, 21, -2.0f, 2.0f);
+  auto hy = ktr::test::random_floats(B * W, 22, -2.0f, 2.0f);
+  ktr::Tensor p("test::p", ktr::Shape{B, W}), y("test::y", ktr::Shape{B, W}), dp("test::dp", ktr::Shape{B, W});
+  ktr::from_host(p, hp);
+  ktr::from_host(y, hy);
+  ktr::DeviceView<float*> loss("test::loss", 1);
+  ktr::DeviceView<std::int32_t*> correct("test::correct", 1);
+  for (std::string const name : {"l1", "huber:0.5"}) {
+    SCOPED_TRACE(name);
+    ktr::RegressionLoss const kind = ktr::RegressionLoss::parse(name);
+    EXPECT_EQ(kind.str(), name);
+    ktr::regression_loss(space, kind, p, y, dp, ktr::LossOutput{loss, correct, 0, false});
+    auto reference = [&](ktr::test::Vec const& v) {
+      double s = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        double const e = v[i] - hy[i], a = std::abs(e);
+        s += kind.kind == ktr::RegressionLoss::Kind::l1 ? a : (a <= 0.5 ? 0.5 * e * e : 0.5 * (a - 0.25));
+      }
+      return s / double(v.size());
+    };
+    auto const pd = ktr::test::to_double(hp);
+    auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+    EXPECT_NEAR(hl(0), reference(pd), 1e-6 * reference(pd));
+    auto const g = ktr::to_host(dp);
+    auto const fd = ktr::test::finite_difference(reference, pd, 1e-4);
+    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], fd[i], 1e-3 * (1 + std::abs(fd[i]))) << i;
+  }
+  EXPECT_THROW(ktr::RegressionLoss::parse("huber:-1"), ktr::Error);
+  EXPECT_THROW(ktr::RegressionLoss::parse("bce"), ktr::Error);
+}
+
+// A regression run's loss is part of the run: trained with it, recorded in its checkpoint, restored from it.
+TEST(Loss, TheRegressionLossTrainsAndTravelsInCheckpoints) {
+  std::vector<float> x, y;
+  std::vector<std::int32_t> labels;
+  host_problem(x, y, labels);
+  ktr::ExecSpace space;
+  auto data = ktr::dataset_from_views(space, device_matrix<Kokkos::LayoutRight>(x, N, D),
+                                      device_matrix<Kokkos::LayoutRight>(y, N, T));
+  RunConfig c = regression_config();
+  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.loss = ktr::RegressionLoss::parse("huber:0.25");
+  Session s(c, 10);
+  ktr::dispatch(space, s.state(), s.model(), data, 10);
+  float const first = ktr::read_metrics(space, s.state(), 10).loss[0];
+  for (int i = 0; i < 40; ++i) ktr::dispatch(space, s.state(), s.model(), data, 10);
+  float const last = ktr::read_metrics(space, s.state(), 10).loss[9];
+  EXPECT_LT(last, first / 4) << "huber " << first << " -> " << last;
+  std::string const path = ::testing::TempDir() + "loss.ckpt";
+  s.save(space, path);
+  auto const restored = Session::restore(path, 10);
+  EXPECT_EQ(restored->config().loss.str(), "huber:0.25");
+  std::remove(path.c_str());
+}
+
 }  // namespace

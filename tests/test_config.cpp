@@ -119,6 +119,16 @@ TEST(Config, MultistepPolynomialAndLinearSchedulesFollowPyTorch) {
   }
 }
 
+TEST(Config, L1AndHuberLossesAreRead) {
+  auto loss = [](std::string const& yaml) {
+    return parse_config("model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: " + yaml + "\n", "l.yaml");
+  };
+  EXPECT_EQ(loss("{type: L1}").run.loss.str(), "l1");
+  EXPECT_EQ(loss("{type: huber, parameters: {delta: 0.5}}").run.loss.str(), "huber:0.5");
+  EXPECT_EQ(loss("{type: huber}").run.loss.str(), "huber:1");
+  EXPECT_EQ(loss("{type: MSE}").run.loss.str(), "mse");
+}
+
 TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
   struct Case {
     std::string yaml, expected;
@@ -138,8 +148,8 @@ TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
       {"model:\n  type: torchscript\n", "test.yaml:2: model.type: TorchScript models need libtorch", true},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1], activation: tanh}}\n",
        "model.parameters.activation: activation 'tanh' is not supported", true},
-      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: L1}\n",
-       "loss.type: 'l1' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: BCE}\n",
+       "loss.type: 'bce' is not supported", true},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: exponential}\n",
        "lr_scheduler.type: 'exponential' is not a schedule", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler:\n  type: multistep\n  parameters:\n"

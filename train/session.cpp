@@ -103,6 +103,7 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
               std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
   state_.precision = config.precision;
   state_.normalize = config.normalize;
+  state_.regression = config.loss;
   model_.init(space, config.seed);
   comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
 }
@@ -132,6 +133,9 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
               {"norm_shift", exact(config_.norm.shift)},
               {"input_transform", config_.norm.per_feature() ? "per_feature" : "scalar"},
               {"step", ""}};
+  // A regression loss other than the default is recorded (the default's absence keeps older files' bytes).
+  if (config_.task == Task::regression && config_.loss.kind != RegressionLoss::Kind::mse)
+    c.header["loss"] = config_.loss.str();
   // Read back on the instance that trained (after its work), never through a fence of the whole device.
   std::int64_t step = 0;
   Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&step),
@@ -191,6 +195,7 @@ RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace con
     // Checkpoints before gradient accumulation did not record it: one micro-batch per update.
     config.accumulate = c.has("accumulate") ? int(integer(c, "accumulate", path, 1, config.batch)) : 1;
     config.seed = seed_of(c, path);
+    if (c.has("loss")) config.loss = RegressionLoss::parse(c.get("loss"), path + ": header field 'loss'");
     // Version 1 did not record the mode; its scale and shift are what counts.
     if (c.has("normalize")) {
       try {

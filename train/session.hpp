@@ -16,7 +16,8 @@ struct RunConfig {
   std::int64_t batch = 256;  ///< samples per optimiser update, over all ranks
   int accumulate = 1;        ///< micro-batches averaged per update (optax.MultiSteps); checkpoint key, default 1
   std::uint64_t seed = 0;
-  Task task = Task::classification;  ///< softmax cross-entropy on labels, or mean squared error on values
+  Task task = Task::classification;  ///< softmax cross-entropy on labels, or `loss` on values
+  RegressionLoss loss;  ///< regression: mse (default), l1 or huber (checkpoints record a non-default one)
   NormalizeMode normalize = NormalizeMode::standard;  ///< how `norm` was chosen (checkpoints record the name)
   Normalization norm;  ///< the input transform the gather applies (kept in checkpoints)
   /// The arithmetic of the run's matrix products (fp32, or tf32 on CUDA builds); not recorded in checkpoints (a

@@ -111,7 +111,7 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
       if (state.task == Task::classification)
         softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
       else
-        mean_squared_error(space, out, state.values, model.dlogits(), metrics);
+        regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
       model.backward(space);
       if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
     }

@@ -24,6 +24,7 @@
 #include "../backends/gemm.hpp"
 #include "../backends/graph.hpp"
 #include "../data/dataset.hpp"
+#include "../models/loss.hpp"
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
 #include "program_cache.hpp"
@@ -80,6 +81,7 @@ struct TrainState {
   /// What `norm` claims to be (Session sets RunConfig::normalize): float features under a run that claims
   /// `standard` or `none` but still holds the unfitted pixel transform (x / 255) are refused by train_steps.
   NormalizeMode normalize = NormalizeMode::recorded;
+  RegressionLoss regression;  ///< the regression loss (Session sets RunConfig::loss)
   int max_k;
   Task task;
   Tensor x;                     ///< (b, H, W, C) or (b, D), b = micro_batch

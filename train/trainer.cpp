@@ -117,6 +117,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
     slot->optimizer = run.optimizer;  // shares the run's moments (views are shared handles)
     slot->step = run.step;            // and its device step counter (the schedule's position)
     slot->precision = cfg.precision;
+    slot->regression = cfg.loss;
   }
   slot->host_step_ = run.host_step_;
   // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
