@@ -38,6 +38,7 @@ std::recursive_mutex g_mutex;
 std::unique_ptr<Runtime> g_runtime;  // set when ktr initialised Kokkos
 bool g_exit_hook = false;
 bool g_finalize_hook = false;
+bool g_finalized = false;  // ktr finalised the Kokkos it started: Kokkos cannot start again in this process
 
 struct Entry {
   FileConfig cfg;
@@ -116,6 +117,10 @@ void ensure_runtime(int device) {
                 std::to_string(device) + " is not a GPU index here (" + std::to_string(gpus) + " GPUs)");
   }
   if (!Kokkos::is_initialized()) {
+    if (g_finalized)
+      throw Error(
+          "ktr_finalize() has finalised Kokkos, which cannot start again in this process: create every "
+          "model before ktr_finalize()");
     g_runtime = std::make_unique<Runtime>(-1, gpu_build ? device : -1);
     if (!g_exit_hook) std::atexit(finalize_at_exit), g_exit_hook = true;
   } else if (gpu_build && device != kokkos_gpu()) {
@@ -621,6 +626,7 @@ ktr_result_t ktr_finalize(void) {
   return guarded([&] {
     if (Kokkos::is_initialized()) ExecSpace().fence();
     g_models.clear();
+    if (g_runtime) g_finalized = true;
     g_runtime.reset();  // finalises Kokkos if ktr initialised it
   });
 }
