@@ -20,7 +20,15 @@
 extern "C" {
 #endif
 
-typedef enum {
+/* In C++ the enums have int as their fixed underlying type, so that any value a C caller passes is a valid one
+ * (the calls check it) and the two languages agree on the type's size. */
+#ifdef __cplusplus
+#define KTR_ENUM_INT : int
+#else
+#define KTR_ENUM_INT
+#endif
+
+typedef enum KTR_ENUM_INT {
   KTR_RESULT_SUCCESS = 0,
   KTR_RESULT_INVALID_USAGE = 1, /* a bad argument, name, shape, datatype or configuration */
   KTR_RESULT_NOT_SUPPORTED = 2, /* valid, but not in this build or this ktr (the message says which) */
@@ -29,7 +37,7 @@ typedef enum {
   KTR_RESULT_MPI_ERROR = 5
 } ktr_result_t;
 
-typedef enum { KTR_FLOAT = 0, KTR_DOUBLE = 1, KTR_INT32 = 2, KTR_INT64 = 3 } ktr_datatype_t;
+typedef enum KTR_ENUM_INT { KTR_FLOAT = 0, KTR_DOUBLE = 1, KTR_INT32 = 2, KTR_INT64 = 3 } ktr_datatype_t;
 
 #define KTR_DEVICE_CPU (-1)
 
