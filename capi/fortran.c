@@ -21,10 +21,18 @@ static ktr_result_t describe(const CFI_cdesc_t* d, const char* what, ktr_array_t
     return ktr_binding_error(message);
   }
   switch (d->type) {
-    case CFI_type_float: a->dtype = KTR_FLOAT; break;
-    case CFI_type_double: a->dtype = KTR_DOUBLE; break;
-    case CFI_type_int32_t: a->dtype = KTR_INT32; break;
-    case CFI_type_int64_t: a->dtype = KTR_INT64; break;
+    case CFI_type_float:
+      a->dtype = KTR_FLOAT;
+      break;
+    case CFI_type_double:
+      a->dtype = KTR_DOUBLE;
+      break;
+    case CFI_type_int32_t:
+      a->dtype = KTR_INT32;
+      break;
+    case CFI_type_int64_t:
+      a->dtype = KTR_INT64;
+      break;
     default:
       snprintf(message, sizeof message,
                "%s: must be real(real32), real(real64), integer(int32) or integer(int64) (CFI type %d)", what,

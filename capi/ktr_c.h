@@ -73,8 +73,8 @@ ktr_result_t ktr_train(const char* name, void* input, int64_t input_dim, const i
 /* Predictions for every sample of `input` into `output` (batch, outputs), KTR_FLOAT or KTR_DOUBLE, in chunks of
  * the model's batch. */
 ktr_result_t ktr_inference(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
-                           ktr_datatype_t input_dtype, void* output, int64_t output_dim, const int64_t* output_shape,
-                           ktr_datatype_t output_dtype, void* stream);
+                           ktr_datatype_t input_dtype, void* output, int64_t output_dim,
+                           const int64_t* output_shape, ktr_datatype_t output_dtype, void* stream);
 
 /* Appends the batch's samples to the model's replay buffer on the device (general.buffer_size samples; the
  * oldest are overwritten). */

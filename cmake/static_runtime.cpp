@@ -1,9 +1,9 @@
 // Linked into every executable of a ktr_STATIC_RUNTIME build (binaries that travel to another machine):
-// the static libstdc++ of GCC 12 calls arc4random (glibc 2.36) in std::random_device, which would make the binaries
-// refuse to start on glibc 2.34/2.35 (Ubuntu 22.04, RHEL 9). This definition, from getrandom (glibc 2.25), is
-// found first, so they need glibc 2.34 at most.
-#include <cstdint>
+// the static libstdc++ of GCC 12 calls arc4random (glibc 2.36) in std::random_device, which would make the
+// binaries refuse to start on glibc 2.34/2.35 (Ubuntu 22.04, RHEL 9). This definition, from getrandom
+// (glibc 2.25), is found first, so they need glibc 2.34 at most.
 #include <sys/random.h>
+#include <cstdint>
 
 extern "C" std::uint32_t arc4random(void) {
   std::uint32_t value = 0;

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N 128         /* grid points */
-#define STEPS 96      /* time steps per campaign */
-#define CAMPAIGNS 8   /* simulations from different initial conditions */
+#define N 128       /* grid points */
+#define STEPS 96    /* time steps per campaign */
+#define CAMPAIGNS 8 /* simulations from different initial conditions */
 
 static int check(ktr_result_t r, const char* what) {
   if (r != KTR_RESULT_SUCCESS) {
