@@ -128,7 +128,9 @@ case $case_name in
     "$ktr" train --data "$work/data" --model "in=28x28x1 flatten dense:32:relu dense:10" --batch 32 --epochs 1000 \
       --checkpoint "$work/i.ckpt" --metrics "$work/i.jsonl" >"$work/log" 2>&1 &
     pid=$!
-    for _ in $(seq 100); do grep -q "step" "$work/log" 2>/dev/null && break; sleep 0.1; done
+    # Wait for a progress line: the handler is installed by then. (Not "step": the header's "steps/epoch" comes
+    # first, and a background job starts with SIGINT ignored until ktr installs its handler.)
+    for _ in $(seq 300); do grep -q "^epoch 1/" "$work/log" 2>/dev/null && break; sleep 0.1; done
     kill -INT $pid
     wait $pid
     rc=$?
