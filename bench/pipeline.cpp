@@ -13,6 +13,7 @@
 #include <ktr/backends/graph.hpp>
 #include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/error.hpp>
+#include <ktr/core/file.hpp>
 #include <ktr/core/permutation.hpp>
 #include <ktr/models/loss.hpp>
 #include <ktr/train/runtime.hpp>
@@ -101,18 +102,6 @@ double timed(ExecSpace const& space, std::function<void()> const& run) {
   run();
   space.fence();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void write_atomically(std::string const& path, std::string const& text) {
-  std::string const tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  KTR_REQUIRE(f != nullptr, path, "cannot create");
-  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": write failed");
-  }
 }
 
 void plot(std::string const& path, std::vector<Result> const& results) {

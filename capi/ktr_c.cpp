@@ -12,6 +12,7 @@
 #include "../backends/device_info.hpp"
 #include "../backends/region.hpp"
 #include "../config/yaml_config.hpp"
+#include "../core/file.hpp"
 #include "../train/interop.hpp"
 #include "../train/runtime.hpp"
 #include "../train/safetensors.hpp"
@@ -176,15 +177,6 @@ DeviceDataset buffer_data(ExecSpace const& space, Entry const& e) {
   Kokkos::View<float const****, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> x4(
       x.data(), std::size_t(e.filled), std::size_t(in[1]), std::size_t(in[2]), std::size_t(in[3]));
   return attach(x4);
-}
-
-void write_atomically(std::string const& path, std::string const& bytes) {
-  std::string const tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  out.close();
-  KTR_REQUIRE(out.good(), tmp, "cannot be written");
-  KTR_REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0, path, "cannot be written (rename failed)");
 }
 
 std::string slurp(std::string const& path) {

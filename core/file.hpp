@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -27,6 +28,20 @@ inline std::string read_regular_file(std::string const& path) {
   in.read(&bytes[0], std::streamsize(bytes.size()));
   bytes.resize(std::size_t(in.gcount()));
   return bytes;
+}
+
+/// Writes `bytes` to "<path>.tmp" and renames it to `path`: readers see the old file or the whole new one, never a
+/// part; the temporary is removed if anything fails. Throws ktr::Error("<path>: ...").
+inline void write_atomically(std::string const& path, std::string const& bytes) {
+  std::string const tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  KTR_REQUIRE(f != nullptr, path, "cannot create");
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": write failed");
+  }
 }
 
 /// Throws ktr::Error("<what> <path>: <reason>") unless a file can be written at `path` the way ktr writes files (a
