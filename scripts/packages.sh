@@ -11,7 +11,7 @@ ktr_packages() {
     cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
-    fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev" ;;
+    fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev" ;;
     # scripts/bench-blas.sh: the host BLAS candidates, both OpenMP builds (they share ktr's thread pool)
     blas-compare) echo "libopenblas-openmp-dev libblis-openmp-dev" ;;
     serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
