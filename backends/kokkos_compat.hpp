@@ -24,22 +24,32 @@ namespace ktr::compat {
 
 #if KOKKOS_VERSION >= 40000
 using Kokkos::cos;
+using Kokkos::erf;
 using Kokkos::exp;
+using Kokkos::expm1;
 using Kokkos::fabs;
 using Kokkos::fmax;
 using Kokkos::fmin;
 using Kokkos::log;
+using Kokkos::log1p;
 using Kokkos::pow;
+using Kokkos::sin;
 using Kokkos::sqrt;
+using Kokkos::tanh;
 #else
 using Kokkos::Experimental::cos;
+using Kokkos::Experimental::erf;
 using Kokkos::Experimental::exp;
+using Kokkos::Experimental::expm1;
 using Kokkos::Experimental::fabs;
 using Kokkos::Experimental::fmax;
 using Kokkos::Experimental::fmin;
 using Kokkos::Experimental::log;
+using Kokkos::Experimental::log1p;
 using Kokkos::Experimental::pow;
+using Kokkos::Experimental::sin;
 using Kokkos::Experimental::sqrt;
+using Kokkos::Experimental::tanh;
 #endif
 
 /// Initialises Kokkos with `num_threads` host threads (<= 0: Kokkos's default) and GPU `device_id` (< 0: default).

@@ -95,10 +95,10 @@ void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
     set_rate(state, 4.0 * double(in.size() + out.size()), "bytes/s");
 }
 void BM_ConvForward(benchmark::State& s) {
-  BM_Layer<ktr::Conv2D, false>(s, ktr::Conv2D(32, true), {1, 28, 28, 1});
+  BM_Layer<ktr::Conv2D, false>(s, ktr::Conv2D(32, ktr::Activation::relu), {1, 28, 28, 1});
 }
 void BM_ConvBackward(benchmark::State& s) {
-  BM_Layer<ktr::Conv2D, true>(s, ktr::Conv2D(32, true), {1, 28, 28, 1});
+  BM_Layer<ktr::Conv2D, true>(s, ktr::Conv2D(32, ktr::Activation::relu), {1, 28, 28, 1});
 }
 // Conv2D + ReLU with the AvgPool2 after it fused in, as the SimpleCNN runs it (direct kernels; backward without
 // the input gradient, as for a first layer).
@@ -106,7 +106,7 @@ template <bool Backward>
 void BM_ConvPool(benchmark::State& state) {
   std::int64_t const b = state.range(0);
   ExecSpace space;
-  ktr::Conv2D layer(32, true);
+  ktr::Conv2D layer(32, ktr::Activation::relu);
   Shape const in{b, 28, 28, 1}, out{b, 14, 14, 32};
   if (!layer.fuse_next(ktr::AvgPool2(), in)) state.SkipWithError("conv did not fuse the pool");
   ktr::StandaloneLayer standalone(layer, in);
@@ -130,16 +130,16 @@ BENCHMARK(BM_ConvPoolBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
 
 // The dense layers of both models, forward (gemm + bias/ReLU) and backward (bias gradient, two gemms).
 void BM_DenseHeadForward(benchmark::State& s) {
-  BM_Layer<ktr::Dense, false>(s, ktr::Dense(10, false), {1, 14, 14, 32});
+  BM_Layer<ktr::Dense, false>(s, ktr::Dense(10, ktr::Activation::identity), {1, 14, 14, 32});
 }
 void BM_DenseHeadBackward(benchmark::State& s) {
-  BM_Layer<ktr::Dense, true>(s, ktr::Dense(10, false), {1, 14, 14, 32});
+  BM_Layer<ktr::Dense, true>(s, ktr::Dense(10, ktr::Activation::identity), {1, 14, 14, 32});
 }
 void BM_DenseHiddenForward(benchmark::State& s) {
-  BM_Layer<ktr::Dense, false>(s, ktr::Dense(512, true), {1, 1, 1, 512});
+  BM_Layer<ktr::Dense, false>(s, ktr::Dense(512, ktr::Activation::relu), {1, 1, 1, 512});
 }
 void BM_DenseHiddenBackward(benchmark::State& s) {
-  BM_Layer<ktr::Dense, true>(s, ktr::Dense(512, true), {1, 1, 1, 512});
+  BM_Layer<ktr::Dense, true>(s, ktr::Dense(512, ktr::Activation::relu), {1, 1, 1, 512});
 }
 BENCHMARK(BM_DenseHeadForward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();
 BENCHMARK(BM_DenseHeadBackward)->Arg(8)->Arg(32)->Arg(256)->UseRealTime();

@@ -40,6 +40,13 @@ using MDRange = Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<N, Kokkos::Iterate
 /// True when the device is the host: element-wise kernels then give each thread a contiguous chunk.
 constexpr bool device_is_host = std::is_same<MemSpace, Kokkos::HostSpace>::value;
 
+/// Runs f(0) in host builds; in GPU builds does nothing and instantiates nothing of f (a generic lambda, whose
+/// kernels are then never compiled for the device): for code paths only host builds take.
+template <class F>
+void host_builds_only(F const& f) {
+  if constexpr (device_is_host) f(0);
+}
+
 static_assert(Kokkos::SpaceAccessibility<ExecSpace, MemSpace>::accessible,
               "ktr: the execution space must reach its memory space");
 

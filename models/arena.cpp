@@ -57,8 +57,8 @@ KOKKOS_INLINE_FUNCTION float truncated_normal(std::uint64_t key, std::uint64_t i
 void Arena::initialize(ExecSpace const& space, std::uint64_t seed) const {
   for (std::size_t i = 0; i < specs_.size(); ++i) {
     auto p = param(i).view();
-    if (specs_[i].init == Init::zeros) {
-      fill(space, p, 0.0f);
+    if (specs_[i].init != Init::lecun_normal) {
+      fill(space, p, specs_[i].init == Init::ones ? 1.0f : 0.0f);
       continue;
     }
     // Variance scaling (scale 1, fan_in, truncated normal) as Flax's lecun_normal: the stddev of a standard

@@ -10,9 +10,9 @@
 
 namespace ktr {
 
-/// How a parameter starts: zero (biases) or a truncated normal with variance scale / fan_in (LeCun normal, the
-/// Flax/Haiku default for Dense and Conv kernels).
-enum class Init { zeros, lecun_normal };
+/// How a parameter starts: zero (biases), one (LayerNorm scales) or a truncated normal with variance scale /
+/// fan_in (LeCun normal, the Flax/Haiku default for Dense and Conv kernels).
+enum class Init { zeros, ones, lecun_normal };
 
 struct ParamSpec {
   std::string name;  ///< Flax's parameter path: "Dense_0.kernel", "Conv_0.bias"

@@ -1,44 +1,64 @@
-// Conv2D 3x3 / stride 1 / SAME, NHWC, two ways, picked per layer by its input channel count on hosts (GPUs always
-// take im2col + the vendor BLAS):
-//   direct (few input channels): the kernels of conv_direct.hpp, with a following AvgPool2 fused in; scratch
-//     holds the backward's per-chunk kernel-gradient partials (and dz when the input gradient is asked for).
-//   im2col (many): im2col + gemm forward, gemm for the kernel gradient, gemm + col2im for the input gradient. The
-//     im2col matrix (B*H*W, 9*Cin) lives in the model's scratch and is reused for its gradient.
+// Conv2D KxK (K = 1, 3, 5, 7), stride 1 or 2, SAME (XLA's padding) or VALID, NHWC, two ways (ConvAlgorithm):
+//   direct (3x3, stride 1, SAME, few input channels, host builds): the kernels of conv_direct.hpp, with a
+//     following AvgPool2 fused in; scratch holds the backward's per-chunk kernel-gradient partials (and dz when
+//     the input gradient is asked for).
+//   im2col (every form; GPUs always): im2col + gemm + bias/activation pass forward, gemm for the kernel gradient,
+//     gemm + col2im for the input gradient. The im2col matrix (B*Ho*Wo, K*K*Cin) lives in the layer's scratch and
+//     is reused for its gradient; z = x * w + b is kept beside it where the activation's derivative needs it.
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "conv_direct.hpp"
 #include "layers.hpp"
+#include "registry.hpp"
 
 namespace ktr {
 
 namespace {
 
-constexpr int K = 3;  // kernel size; SAME padding is K / 2 = 1 on each side
-
+// The convolution of inputs (B, H, W, C): a K x K window at stride S, the first output's window starting at
+// (-pad_h, -pad_w); outputs (B, Ho, Wo, F).
 struct Geometry {
   std::int64_t batch, height, width, channels;
-  KOKKOS_INLINE_FUNCTION std::int64_t pixels() const { return batch * height * width; }
-  KOKKOS_INLINE_FUNCTION std::int64_t patch() const { return K * K * channels; }
+  std::int64_t kernel, stride, pad_h, pad_w, out_height, out_width;
+  KOKKOS_INLINE_FUNCTION std::int64_t pixels() const { return batch * out_height * out_width; }
+  KOKKOS_INLINE_FUNCTION std::int64_t patch() const { return kernel * kernel * channels; }
 };
 
-Geometry geometry(Shape const& in) {
-  KTR_REQUIRE(in.rank == 4, "ktr::Conv2D", "input must be (B, H, W, C), got " + in.str());
-  return Geometry{in[0], in[1], in[2], in[3]};
+// Output extent and leading padding of one axis: SAME as XLA (ceil(n / S) outputs, the padding's smaller half
+// first), VALID without padding. Zero outputs where a VALID window does not fit.
+void axis(std::int64_t n, ConvForm f, std::int64_t& out, std::int64_t& pad) {
+  if (f.valid) {
+    out = n >= f.kernel ? (n - f.kernel) / f.stride + 1 : 0;
+    pad = 0;
+    return;
+  }
+  out = (n + f.stride - 1) / f.stride;
+  std::int64_t const total = std::max<std::int64_t>((out - 1) * f.stride + f.kernel - n, 0);
+  pad = total / 2;
 }
 
-// cols[(b, h, w), (kh, kw, c)] = x[b, h + kh - 1, w + kw - 1, c], zero outside the image. Hosts: one thread per
-// pixel writes its 9 C columns (contiguous). GPUs: one thread per element of cols, so that neighbouring threads
-// write neighbouring floats.
+Geometry geometry(Shape const& in, ConvForm f) {
+  KTR_REQUIRE(in.rank == 4, "ktr::Conv2D", "input must be (B, H, W, C), got " + in.str());
+  Geometry g{in[0], in[1], in[2], in[3], f.kernel, f.stride, 0, 0, 0, 0};
+  axis(g.height, f, g.out_height, g.pad_h);
+  axis(g.width, f, g.out_width, g.pad_w);
+  return g;
+}
+
+// cols[(b, i, j), (kh, kw, c)] = x[b, i S + kh - pad_h, j S + kw - pad_w, c], zero outside the image. Hosts: one
+// thread per output pixel writes its K^2 C columns (contiguous). GPUs: one thread per element of cols, so that
+// neighbouring threads write neighbouring floats.
 void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& cols) {
+  std::int64_t const K = g.kernel;
   if constexpr (device_is_host) {
     Kokkos::parallel_for(
-        "ktr::conv2d::im2col", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
-        KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
-          std::int64_t const row = (b * g.height + h) * g.width + w;
-          for (int kh = 0; kh < K; ++kh) {
-            std::int64_t const hh = h + kh - K / 2;
-            for (int kw = 0; kw < K; ++kw) {
-              std::int64_t const ww = w + kw - K / 2;
+        "ktr::conv2d::im2col", MDRange<3>(space, {0, 0, 0}, {g.batch, g.out_height, g.out_width}),
+        KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j) {
+          std::int64_t const row = (b * g.out_height + i) * g.out_width + j;
+          for (std::int64_t kh = 0; kh < K; ++kh) {
+            std::int64_t const hh = i * g.stride + kh - g.pad_h;
+            for (std::int64_t kw = 0; kw < K; ++kw) {
+              std::int64_t const ww = j * g.stride + kw - g.pad_w;
               bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
               float const* src = x + ((b * g.height + hh) * g.width + ww) * g.channels;
               std::int64_t const col = (kh * K + kw) * g.channels;
@@ -55,12 +75,21 @@ void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& co
         KOKKOS_LAMBDA(std::int64_t e) {
           std::int64_t const row = e / patch, col = e % patch;
           std::int64_t const c = col % g.channels, tap = col / g.channels, kh = tap / K, kw = tap % K;
-          std::int64_t const w = row % g.width, h = (row / g.width) % g.height, b = row / (g.width * g.height);
-          std::int64_t const hh = h + kh - K / 2, ww = w + kw - K / 2;
+          std::int64_t const j = row % g.out_width, i = (row / g.out_width) % g.out_height,
+                             b = row / (g.out_width * g.out_height);
+          std::int64_t const hh = i * g.stride + kh - g.pad_h, ww = j * g.stride + kw - g.pad_w;
           bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
           out[e] = inside ? x[((b * g.height + hh) * g.width + ww) * g.channels + c] : 0.0f;
         });
   }
+}
+
+// The output index that tap k of an axis reads input position p from, or -1: p = o S + k - pad.
+KOKKOS_INLINE_FUNCTION std::int64_t source(std::int64_t p, std::int64_t k, std::int64_t pad, std::int64_t stride,
+                                           std::int64_t outs) {
+  std::int64_t const t = p + pad - k;
+  if (t < 0 || t % stride != 0 || t / stride >= outs) return -1;
+  return t / stride;
 }
 
 // dx[b, h, w, c] of col2im on a GPU: the taps of dcols that read input pixel (h, w), channel c, in the host's
@@ -68,20 +97,20 @@ void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& co
 KOKKOS_INLINE_FUNCTION float col2im_sum(Geometry const& g, ConstMatrix const& dcols, std::int64_t b,
                                         std::int64_t h, std::int64_t w, std::int64_t c) {
   float acc = 0.0f;
-  for (int kh = 0; kh < K; ++kh) {
-    std::int64_t const oh = h - kh + K / 2;
-    if (oh < 0 || oh >= g.height) continue;
-    for (int kw = 0; kw < K; ++kw) {
-      std::int64_t const ow = w - kw + K / 2;
-      if (ow < 0 || ow >= g.width) continue;
-      acc += dcols((b * g.height + oh) * g.width + ow, (kh * K + kw) * g.channels + c);
+  for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
+    std::int64_t const oh = source(h, kh, g.pad_h, g.stride, g.out_height);
+    if (oh < 0) continue;
+    for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
+      std::int64_t const ow = source(w, kw, g.pad_w, g.stride, g.out_width);
+      if (ow < 0) continue;
+      acc += dcols((b * g.out_height + oh) * g.out_width + ow, (kh * g.kernel + kw) * g.channels + c);
     }
   }
   return acc;
 }
 
-// dx[b, h, w, c] = sum_{kh, kw} dcols[(b, h - kh + 1, w - kw + 1), (kh, kw, c)]: a gather, so no atomics.
-// Hosts: one thread per pixel; GPUs: one thread per element of dx.
+// dx[b, h, w, c] = the sum over taps (kh, kw) whose window covers (h, w) of dcols[(b, oh, ow), (kh, kw, c)]: a
+// gather, so no atomics. Hosts: one thread per pixel; GPUs: one thread per element of dx.
 void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float* dx) {
   if constexpr (device_is_host) {
     Kokkos::parallel_for(
@@ -89,13 +118,14 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
           float* out = dx + ((b * g.height + h) * g.width + w) * g.channels;
           for (std::int64_t c = 0; c < g.channels; ++c) out[c] = 0.0f;
-          for (int kh = 0; kh < K; ++kh) {  // the channel loop innermost: it vectorises
-            std::int64_t const oh = h - kh + K / 2;
-            if (oh < 0 || oh >= g.height) continue;
-            for (int kw = 0; kw < K; ++kw) {
-              std::int64_t const ow = w - kw + K / 2;
-              if (ow < 0 || ow >= g.width) continue;
-              std::int64_t const row = (b * g.height + oh) * g.width + ow, col = (kh * K + kw) * g.channels;
+          for (std::int64_t kh = 0; kh < g.kernel; ++kh) {  // the channel loop innermost: it vectorises
+            std::int64_t const oh = source(h, kh, g.pad_h, g.stride, g.out_height);
+            if (oh < 0) continue;
+            for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
+              std::int64_t const ow = source(w, kw, g.pad_w, g.stride, g.out_width);
+              if (ow < 0) continue;
+              std::int64_t const row = (b * g.out_height + oh) * g.out_width + ow,
+                                 col = (kh * g.kernel + kw) * g.channels;
               for (std::int64_t c = 0; c < g.channels; ++c) out[c] += dcols(row, col + c);
             }
           }
@@ -103,7 +133,8 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
   } else {
     Kokkos::parallel_for(
         "ktr::conv2d::col2im",
-        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, g.pixels() * g.channels),
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0,
+                                                                        g.batch * g.height * g.width * g.channels),
         KOKKOS_LAMBDA(std::int64_t e) {
           std::int64_t const c = e % g.channels, pixel = e / g.channels;
           std::int64_t const w = pixel % g.width, h = (pixel / g.width) % g.height,
@@ -115,47 +146,71 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
 
 }  // namespace
 
+std::string Conv2D::describe() const {
+  std::string const k = std::to_string(form_.kernel);
+  return "conv" + k + "x" + k + ":" + std::to_string(features_) + activation_suffix() +
+         (form_.stride == 2 ? ":s2" : "") + (form_.valid ? ":valid" : "");
+}
+
 Shape Conv2D::output_shape(Shape const& in) const {
-  auto g = geometry(in);
-  return Shape{g.batch, g.height, g.width, features_};
+  KTR_REQUIRE(in.rank == 4, "model description",
+              "'" + describe() + "' needs an image input (H, W, C), got " + in.str());
+  auto g = geometry(in, form_);
+  KTR_REQUIRE(g.out_height > 0 && g.out_width > 0, "model description",
+              "'" + describe() + "' leaves nothing of " + in.str() + " (a VALID window larger than the image)");
+  return Shape{g.batch, g.out_height, g.out_width, features_};
 }
 
 std::vector<ParamSpec> Conv2D::param_specs(Shape const& in) const {
-  auto g = geometry(in);
-  return {ParamSpec{"kernel", Shape{K, K, g.channels, features_}, Init::lecun_normal, g.patch()},
+  auto g = geometry(in, form_);
+  return {ParamSpec{"kernel", Shape{g.kernel, g.kernel, g.channels, features_}, Init::lecun_normal, g.patch()},
           ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
+}
+
+double Conv2D::forward_flops(Shape const& in) const {
+  auto g = geometry(in, form_);
+  return 2.0 * double(g.pixels()) * double(g.patch()) * double(features_);
 }
 
 static_assert(Conv2D::direct_max_channels <= impl::conv_direct_max_channels, "direct kernels too narrow");
 
 namespace {
 impl::ConvDims dims(Shape const& in, std::int64_t features, int pool) {
-  auto g = geometry(in);
-  return impl::ConvDims{g.batch, g.height, g.width, g.channels, features, pool};
+  return impl::ConvDims{in[0], in[1], in[2], in[3], features, pool};
 }
 }  // namespace
 
 bool Conv2D::direct(Shape const& in) const {
-  auto g = geometry(in);
+  auto g = geometry(in, form_);
   if (algorithm_ == ConvAlgorithm::im2col) return false;
   if (algorithm_ == ConvAlgorithm::automatic && !device_is_host) return false;  // GPUs: im2col + the vendor BLAS
-  KTR_REQUIRE(g.channels <= impl::conv_direct_max_channels || algorithm_ == ConvAlgorithm::automatic,
-              "ktr::Conv2D",
-              "direct convolution takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels");
-  return g.channels <= direct_max_channels;
+  bool const form = form_.kernel == 3 && form_.stride == 1 && !form_.valid;
+  if (algorithm_ == ConvAlgorithm::direct) {
+    KTR_REQUIRE(device_is_host, "ktr::Conv2D", "direct convolution runs on host builds only");
+    KTR_REQUIRE(form, "ktr::Conv2D", "direct convolution is 3x3, stride 1, SAME only, not '" + describe() + "'");
+    KTR_REQUIRE(
+        g.channels <= impl::conv_direct_max_channels, "ktr::Conv2D",
+        "direct convolution takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels");
+  }
+  return form && g.channels <= direct_max_channels;
 }
 
 bool Conv2D::fuse_next(Layer const& next, Shape const& in) {
-  if (pool_ != 1 || dynamic_cast<AvgPool2 const*>(&next) == nullptr || !direct(in)) return false;
+  auto const* pool = dynamic_cast<Pool2 const*>(&next);
+  if (pool_ != 1 || pool == nullptr || pool->max() || !direct(in)) return false;
   pool_ = 2;
   return true;
 }
 
+// Scratch, im2col: [cols (BHoWo, K^2 C) | ones (GPUs) | z (BHoWo, F) where the activation needs it]; direct:
+// [partials | dz].
 std::int64_t Conv2D::scratch_size(Shape const& in) const {
-  auto g = geometry(in);
-  if (!direct(in)) return g.pixels() * g.patch() + impl::act_bias_backward_scratch(g.pixels());  // cols, ones
+  auto g = geometry(in, form_);
+  if (!direct(in))
+    return g.pixels() * g.patch() + impl::act_bias_backward_scratch(g.pixels()) +
+           (activation_needs_input(act_) ? g.pixels() * features_ : 0);
   auto const d = dims(in, features_, pool_);
-  return impl::conv_direct_chunks(d) * d.partial_size() + g.pixels() * features_;  // partials, dz
+  return impl::conv_direct_chunks(d) * d.partial_size() + g.pixels() * features_;
 }
 
 void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
@@ -163,16 +218,19 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
     auto const d = dims(x.shape(), features_, pool_);
     KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
                 "output " + y.shape().str() + " does not fit the (pooled) convolution");
-    impl::conv_direct_forward(space, d, x.data(), w_.data(), b_.data(), relu_, y.data());
+    impl::conv_direct_forward(space, d, x.data(), w_.data(), b_.data(), act_, y.data());
     return;
   }
-  auto g = geometry(x.shape());
+  auto g = geometry(x.shape(), form_);
   Matrix cols(scratch_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_);
   Matrix out(y.data(), g.pixels(), features_);
+  float* const z = activation_needs_input(act_)
+                       ? scratch_.data() + g.pixels() * g.patch() + impl::act_bias_backward_scratch(g.pixels())
+                       : nullptr;
   im2col(space, g, x.data(), cols);
-  gemm(space, false, false, 1.0f, cols, w, 0.0f, out);  // (BHW, F) = (BHW, 9C) (9C, F)
-  impl::bias_act_forward(space, out, b_.view(), relu_);
+  gemm(space, false, false, 1.0f, cols, w, 0.0f, out);  // (BHoWo, F) = (BHoWo, K^2 C) (K^2 C, F)
+  impl::bias_act_forward(space, out, b_.view(), act_, z);
 }
 
 void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
@@ -181,20 +239,52 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
     auto const d = dims(x.shape(), features_, pool_);
     float* const partials = scratch_.data();
     float* const dz = dx.size() > 0 ? partials + impl::conv_direct_chunks(d) * d.partial_size() : nullptr;
-    impl::conv_direct_backward(space, d, x.data(), w_.data(), b_.data(), relu_, dy.data(), dw_.data(), db_.data(),
+    impl::conv_direct_backward(space, d, x.data(), w_.data(), b_.data(), act_, dy.data(), dw_.data(), db_.data(),
                                partials, dz);
     if (dz != nullptr) impl::conv_direct_input_grad(space, d, dz, w_.data(), dx.data());
     return;
   }
-  auto g = geometry(x.shape());
+  auto g = geometry(x.shape(), form_);
   Matrix cols(scratch_.data(), g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, db_.view(), relu_, scratch_.data() + g.pixels() * g.patch());
-  gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (9C, F) = (BHW, 9C)^T (BHW, F)
+  float* const ones = scratch_.data() + g.pixels() * g.patch();
+  float const* const z =
+      activation_needs_input(act_) ? ones + impl::act_bias_backward_scratch(g.pixels()) : nullptr;
+  impl::act_bias_backward(space, dout, out, z, db_.view(), act_, ones);
+  gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (K^2 C, F) = (BHoWo, K^2 C)^T (BHoWo, F)
   if (dx.size() == 0) return;
-  gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHW, 9C) = (BHW, F) (9C, F)^T
+  gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHoWo, K^2 C) = (BHoWo, F) (K^2 C, F)^T
   col2im(space, g, cols, dx.data());
 }
+
+namespace {
+
+// "convKxK:N[:ACT][:s2][:valid]", K = 1, 3, 5, 7.
+bool conv_accepts(std::string const& head) {
+  return head == "conv1x1" || head == "conv3x3" || head == "conv5x5" || head == "conv7x7";
+}
+
+std::unique_ptr<Layer> make_conv(LayerToken const& t) {
+  char const* usage = "convKxK:N[:ACT][:s2][:valid] (K = 1, 3, 5, 7)";
+  t.expect_parts(2, 5, usage);
+  ConvForm form;
+  form.kernel = t.parts[0][4] - '0';
+  Activation act = Activation::identity;
+  std::size_t i = 2;
+  if (i < t.parts.size() && t.parts[i] != "s2" && t.parts[i] != "valid") {
+    auto a = parse_activation(t.parts[i]);
+    if (!a) t.fail("unknown activation '" + t.parts[i] + "' (" + activation_names() + ")");
+    act = *a, ++i;
+  }
+  if (i < t.parts.size() && t.parts[i] == "s2") form.stride = 2, ++i;
+  if (i < t.parts.size() && t.parts[i] == "valid") form.valid = true, ++i;
+  if (i != t.parts.size()) t.fail(std::string("expected ") + usage);
+  return std::make_unique<Conv2D>(t.extent(1, "feature count"), act, ConvAlgorithm::automatic, form);
+}
+
+}  // namespace
+
+extern LayerKind const conv_kind{"convKxK:N[:ACT][:s2][:valid]", conv_accepts, make_conv};
 
 }  // namespace ktr

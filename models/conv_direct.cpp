@@ -1,4 +1,5 @@
-// Direct 3x3 convolution (+ bias + ReLU + optional 2x2 average pool) for few input channels: see conv_direct.hpp.
+// Direct 3x3 convolution (+ bias + activation + optional 2x2 average pool) for few input channels: see
+// conv_direct.hpp.
 //
 // Every kernel works on blocks of P x P output pixels (one pooled output) and a compile-time tile of NV packs of W
 // output channels (models/pack.hpp): the (P + 2) x (P + 2) x C input patch is loaded once (zeros outside the
@@ -8,6 +9,8 @@
 
 #include "../core/error.hpp"
 #include "pack.hpp"
+
+#include <type_traits>
 
 namespace ktr::impl {
 
@@ -70,9 +73,40 @@ KOKKOS_INLINE_FUNCTION void conv_blocks(ConvDims const& d, Patch<P, CC> const* p
       }
 }
 
-template <int P, int W, int NV, int CC>
+// s += act(z), element-wise (ReLU and identity as vector operations; others a lane at a time).
+template <class A, int W>
+KOKKOS_INLINE_FUNCTION void add_activated(Pack<W>& s, Pack<W> const& z) {
+  if constexpr (std::is_same<A, Act<Activation::relu>>::value) {
+    s.add_relu(z);
+  } else if constexpr (std::is_same<A, Act<Activation::identity>>::value) {
+    s.add(z);
+  } else {
+    float t[W];
+    z.store(t);
+    for (int i = 0; i < W; ++i) t[i] = A::forward(t[i]);
+    s.add(Pack<W>::load(t));
+  }
+}
+
+// act'(z) g, element-wise.
+template <class A, int W>
+KOKKOS_INLINE_FUNCTION Pack<W> activation_grad(Pack<W> const& z, Pack<W> const& g) {
+  if constexpr (std::is_same<A, Act<Activation::relu>>::value) {
+    return Pack<W>::where_positive(z, g);
+  } else if constexpr (std::is_same<A, Act<Activation::identity>>::value) {
+    return g;
+  } else {
+    float zt[W], gt[W];
+    z.store(zt);
+    g.store(gt);
+    for (int i = 0; i < W; ++i) gt[i] = A::backward(gt[i], zt[i], A::forward(zt[i]));
+    return Pack<W>::load(gt);
+  }
+}
+
+template <int P, int W, int NV, int CC, class A>
 void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                  bool relu, float* y) {
+                  float* y) {
   // Two outputs side by side where the registers hold both's accumulators (2 P^2 NV packs of 16 floats).
   constexpr int JB = NV * W > 16 ? 2 : 1;
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), F = d.features;
@@ -93,7 +127,7 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
               float* out = y + (row * Wo + j0 + jj) * F;
               for (int u = 0; u < NV; ++u) {
                 Pack<W> s = Pack<W>::zero();
-                for (int q = 0; q < P * P; ++q) relu ? s.add_relu(z[jj][q][u]) : s.add(z[jj][q][u]);
+                for (int q = 0; q < P * P; ++q) add_activated<A>(s, z[jj][q][u]);
                 s.scaled(scale).store(out + f0 + u * W);
               }
             }
@@ -105,9 +139,9 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
 // Per chunk of rows and tile of NV * W channels, in blocks of `block` output positions: first d loss / d z of the
 // block's pixels (recomputing z: P^2 x NV accumulators), then, one pack at a time, the 9 taps' kernel-gradient
 // accumulators over the block (9 packs in registers), so neither phase runs out of vector registers.
-template <int P, int W, int NV, int CC>
+template <int P, int W, int NV, int CC, class A>
 void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                   bool relu, float const* dy, float* partials, float* dz) {
+                   float const* dy, float* partials, float* dz) {
   constexpr int block = NV * W > 16 ? 2 : 4;  // block * P^2 * NV accumulator packs in registers
   std::int64_t const H = d.height, Wd = d.width, C = CC > 0 ? CC : d.channels, F = d.features;
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), ps = d.partial_size();
@@ -139,8 +173,7 @@ void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, fl
                 float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
                 for (int u = 0; u < NV; ++u) {
                   Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
-                  for (int q = 0; q < P * P; ++q)
-                    g[jj][q][u] = relu ? Pack<W>::where_positive(g[jj][q][u], gu) : gu;
+                  for (int q = 0; q < P * P; ++q) g[jj][q][u] = activation_grad<A>(g[jj][q][u], gu);
                 }
                 if (dz != nullptr)
                   for (int q = 0; q < P * P; ++q)
@@ -229,44 +262,55 @@ void dispatch(ConvDims const& d, Body const& body) {
     with_pool<1, 1>(d, body);
 }
 
+template <class A>
 struct Forward {
   ExecSpace const& space;
   ConvDims const& d;
   float const *x, *w, *b;
-  bool relu;
   float* y;
   template <int P, int W, int NV, int CC>
   void operator()() const {
-    forward_impl<P, W, NV, CC>(space, d, x, w, b, relu, y);
+    forward_impl<P, W, NV, CC, A>(space, d, x, w, b, y);
   }
 };
+template <class A>
 struct Backward {
   ExecSpace const& space;
   ConvDims const& d;
   float const *x, *w, *b;
-  bool relu;
   float const* dy;
   float *partials, *dz;
   template <int P, int W, int NV, int CC>
   void operator()() const {
-    backward_impl<P, W, NV, CC>(space, d, x, w, b, relu, dy, partials, dz);
+    backward_impl<P, W, NV, CC, A>(space, d, x, w, b, dy, partials, dz);
   }
 };
 }  // namespace
 
+// The kernels are instantiated once per activation, for host builds only (GPU builds take im2col + gemm).
 void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                         bool relu, float* y) {
+                         Activation act, float* y) {
+  KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
-  dispatch<2 * host_pack_width>(d, Forward{space, d, x, w, b, relu, y});
+  host_builds_only([&](auto) {
+    with_activation(act, [&](auto a) {
+      dispatch<2 * host_pack_width>(d, Forward<decltype(a)>{space, d, x, w, b, y});
+    });
+  });
 }
 
 void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
-                          float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
+                          float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
+  KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   if (dz != nullptr) zero_dropped(space, d, dz);
   // Two packs per pixel as well; backward_impl takes blocks of 2 positions when they are 16-float packs, so a
   // block's d loss / d z (block x P^2 x 2 packs) stays in registers.
-  dispatch<2 * host_pack_width>(d, Backward{space, d, x, w, b, relu, dy, partials, dz});
+  host_builds_only([&](auto) {
+    with_activation(act, [&](auto a) {
+      dispatch<2 * host_pack_width>(d, Backward<decltype(a)>{space, d, x, w, b, dy, partials, dz});
+    });
+  });
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
   Kokkos::parallel_for(

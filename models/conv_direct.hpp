@@ -1,4 +1,5 @@
-// Direct 3x3 SAME convolution for few input channels (the first layer of an image model), NHWC, kernel HWIO.
+// Direct 3x3 SAME convolution for few input channels (the first layer of an image model), NHWC, kernel HWIO; host
+// builds only (GPU builds take im2col + gemm for every convolution).
 //
 // im2col + gemm turns a Cin = 1 convolution into skinny K = 9 gemms and streams the (B*H*W, 9*Cin) column matrix
 // and the (B*H*W, Cout) output through memory several times (im2col, gemm, bias/ReLU, pooling, and back). Here
@@ -16,6 +17,7 @@
 #pragma once
 
 #include "../core/types.hpp"
+#include "activation.hpp"
 
 namespace ktr::impl {
 
@@ -39,12 +41,12 @@ std::int64_t conv_direct_chunks(ConvDims const& d);
 
 /// y = avgpool_P(act(conv(x, w) + b)).  x (B, H, W, C), w (3, 3, C, F), b (F), y (B, H/P, W/P, F).
 void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                         bool relu, float* y);
+                         Activation act, float* y);
 
 /// dw (3, 3, C, F), db (F) from dy (B, H/P, W/P, F); `partials` holds conv_direct_chunks(d) * partial_size()
 /// floats. If dz is not null it receives d loss / d z (B, H, W, F) (zero where the pool drops pixels).
 void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
-                          float const* b, bool relu, float const* dy, float* dw, float* db, float* partials,
+                          float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
                           float* dz);
 
 /// dx (B, H, W, C) = the 3x3 transposed convolution of dz (B, H, W, F) with w.

@@ -1,18 +1,22 @@
-// Dense layer: gemm through backends/gemm, bias and ReLU fused into one kernel each way (forward: bias + ReLU;
-// backward: ReLU gradient + bias gradient, so a host step has no bias-gradient gemm; a GPU sums the bias gradient
-// with one gemv-shaped gemm). A layer with few outputs on a
-// host (a classifier head) runs the narrow kernels of dense_narrow.hpp instead of its gemms.
+// Dense layer: gemm through backends/gemm, bias and activation fused into one kernel each way (forward: bias +
+// activation; backward: activation gradient + bias gradient, so a host step has no bias-gradient gemm; a GPU sums
+// the bias gradient with one gemv-shaped gemm). A layer with few outputs on a host (a classifier head) runs the
+// narrow kernels of dense_narrow.hpp instead of its gemms.
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 #include "dense_narrow.hpp"
 #include "layers.hpp"
+#include "registry.hpp"
 
 namespace ktr {
 
 namespace impl {
 
-void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu) {
+namespace {
+
+template <class A>
+void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, float* z) {
   std::int64_t const rows = std::int64_t(y.extent(0)), cols = std::int64_t(y.extent(1));
   float* KOKKOS_RESTRICT const out = y.data();
   float const* KOKKOS_RESTRICT const bias = b.data();
@@ -23,7 +27,8 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
           float* KOKKOS_RESTRICT const r = out + i * cols;
           for (std::int64_t j = 0; j < cols; ++j) {
             float const v = r[j] + bias[j];
-            r[j] = (relu && v < 0.0f) ? 0.0f : v;
+            if constexpr (A::needs_input) z[i * cols + j] = v;
+            r[j] = A::forward(v);
           }
         });
   } else {
@@ -31,13 +36,15 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
         "ktr::dense::bias_act", MDRange<2>(space, {0, 0}, {rows, cols}),
         KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
           float const v = out[i * cols + j] + bias[j];
-          out[i * cols + j] = (relu && v < 0.0f) ? 0.0f : v;
+          if constexpr (A::needs_input) z[i * cols + j] = v;
+          out[i * cols + j] = A::forward(v);
         });
   }
 }
 
-void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, bool relu, float* ones) {
+template <class A>
+void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y, float const* z,
+                       DeviceView<float*> const& db, float* ones) {
   std::int64_t const rows = std::int64_t(dy.extent(0)), cols = std::int64_t(dy.extent(1));
   float* KOKKOS_RESTRICT const g = dy.data();
   float const* KOKKOS_RESTRICT const out = y.data();
@@ -55,8 +62,9 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
           for (std::int64_t i = 0; i < rows; ++i) {
             float* KOKKOS_RESTRICT const gi = g + i * cols + j0;
             float const* KOKKOS_RESTRICT const oi = out + i * cols + j0;
+            float const* KOKKOS_RESTRICT const zi = A::needs_input ? z + i * cols + j0 : oi;
             for (std::int64_t j = 0; j < n; ++j) {
-              float const v = (relu && !(oi[j] > 0.0f)) ? 0.0f : gi[j];
+              float const v = A::backward(gi[j], zi[j], oi[j]);
               gi[j] = v;
               acc[j] += v;
             }
@@ -66,11 +74,12 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
   } else {
     // One thread per element (neighbouring threads, neighbouring floats); the first column's threads also write
     // the ones vector, so the bias gradient below needs no launch of its own to prepare it.
+    float const* const zs = A::needs_input ? z : out;
     Kokkos::parallel_for(
         "ktr::dense::act_backward",
         Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, rows * cols),
         KOKKOS_LAMBDA(std::int64_t e) {
-          if (relu && !(out[e] > 0.0f)) g[e] = 0.0f;
+          g[e] = A::backward(g[e], zs[e], out[e]);
           if (e % cols == 0) ones[e / cols] = 1.0f;
         });
     gemm(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(g, rows, cols), 0.0f,
@@ -78,10 +87,26 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
   }
 }
 
+}  // namespace
+
+void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, Activation act,
+                      float* z) {
+  KTR_REQUIRE(z != nullptr || !activation_needs_input(act), "ktr::dense::bias_act",
+              std::string(activation_name(act)) + " needs somewhere to keep its input");
+  with_activation(act, [&](auto a) { bias_act_forward<decltype(a)>(space, y, b, z); });
+}
+
+void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y, float const* z,
+                       DeviceView<float*> const& db, Activation act, float* ones) {
+  KTR_REQUIRE(z != nullptr || !activation_needs_input(act), "ktr::dense::act_bias_backward",
+              std::string(activation_name(act)) + " needs its input");
+  with_activation(act, [&](auto a) { act_bias_backward<decltype(a)>(space, dy, y, z, db, ones); });
+}
+
 }  // namespace impl
 
-std::string KernelBiasLayer::describe() const {
-  return kind_ + (":" + std::to_string(features_)) + (relu_ ? ":relu" : "");
+std::string KernelBiasLayer::activation_suffix() const {
+  return act_ == Activation::identity ? std::string() : ":" + std::string(activation_name(act_));
 }
 
 void KernelBiasLayer::bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) {
@@ -104,26 +129,37 @@ std::vector<ParamSpec> Dense::param_specs(Shape const& in) const {
           ParamSpec{"bias", Shape{features_}, Init::zeros, 1}};
 }
 
+// Scratch: [the transposed kernel (narrow) or the ones vector (GPUs) | z (B, N) where the activation needs it].
 std::int64_t Dense::scratch_size(Shape const& in) const {
-  return impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
-                                       : impl::act_bias_backward_scratch(in[0]);
+  std::int64_t const kernels = impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
+                                                             : impl::act_bias_backward_scratch(in[0]);
+  return kernels + (activation_needs_input(act_) ? in[0] * features_ : 0);
+}
+
+float* Dense::saved_input(Shape const& in) const {
+  if (!activation_needs_input(act_)) return nullptr;
+  std::int64_t const kernels = impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
+                                                             : impl::act_bias_backward_scratch(in[0]);
+  return scratch_.data() + kernels;
 }
 
 void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
   std::int64_t const batch = x.shape()[0], in = x.shape().inner();
   if (impl::dense_narrow(features_)) {  // few outputs on a host: the kernel transposed once, no gemm
     impl::dense_narrow_transpose(space, in, features_, w_.data(), scratch_.data());
-    impl::dense_narrow_forward(space, batch, in, features_, x.data(), scratch_.data(), b_.data(), relu_, y.data());
+    impl::dense_narrow_forward(space, batch, in, features_, x.data(), scratch_.data(), b_.data(), act_,
+                               saved_input(x.shape()), y.data());
     return;
   }
   // (B, out) = (B, in) (in, out)
   gemm(space, false, false, 1.0f, x.matrix(), w_.matrix(), 0.0f, y.matrix());
-  impl::bias_act_forward(space, y.matrix(), b_.view(), relu_);
+  impl::bias_act_forward(space, y.matrix(), b_.view(), act_, saved_input(x.shape()));
 }
 
 void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                      Tensor const& dx) {
-  impl::act_bias_backward(space, dy.matrix(), y.matrix(), db_.view(), relu_, scratch_.data());
+  impl::act_bias_backward(space, dy.matrix(), y.matrix(), saved_input(x.shape()), db_.view(), act_,
+                          scratch_.data());
   if (impl::dense_narrow(features_)) {  // the transposed kernel is still in scratch from the forward
     std::int64_t const batch = x.shape()[0], in = x.shape().inner();
     impl::dense_narrow_kernel_grad(space, batch, in, features_, x.data(), dy.data(), dw_.data());
@@ -134,5 +170,25 @@ void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, T
   gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, dw_.matrix());  // (in, out) = (B, in)^T (B, out)
   if (dx.size() > 0) gemm(space, false, true, 1.0f, dy.matrix(), w_.matrix(), 0.0f, dx.matrix());  // (B, in)
 }
+
+namespace {
+
+// "dense:N[:ACT]"
+bool dense_accepts(std::string const& head) { return head == "dense"; }
+
+std::unique_ptr<Layer> make_dense(LayerToken const& t) {
+  t.expect_parts(2, 3, "dense:N[:ACT]");
+  Activation act = Activation::identity;
+  if (t.parts.size() == 3) {
+    auto a = parse_activation(t.parts[2]);
+    if (!a) t.fail("unknown activation '" + t.parts[2] + "' (" + activation_names() + ")");
+    act = *a;
+  }
+  return std::make_unique<Dense>(t.extent(1, "feature count"), act);
+}
+
+}  // namespace
+
+extern LayerKind const dense_kind{"dense:N[:ACT]", dense_accepts, make_dense};
 
 }  // namespace ktr

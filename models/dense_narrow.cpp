@@ -14,9 +14,9 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
 // Rows in groups of G; within a group the input runs in chunks of KC columns, each chunk of wt (NB x KC floats)
 // staying in L1 while the group's rows stream past it (per row, wt would stream from L2 at every row).
-template <int NB>
+template <int NB, class A>
 void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
-                  float const* wt, float const* b, bool relu, float* y) {
+                  float const* wt, float const* b, float* z, float* y) {
   constexpr int G = 4;
   constexpr std::int64_t KC = 256;
   Kokkos::parallel_for(
@@ -49,7 +49,8 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
           for (int n = 0; n < NB; ++n)
             if (n < N) {
               float const v = b[n] + (part[i][n].sum() + tail[n]);
-              y[r * N + n] = (relu && v < 0.0f) ? 0.0f : v;
+              if constexpr (A::needs_input) z[r * N + n] = v;
+              y[r * N + n] = A::forward(v);
             }
         }
       });
@@ -164,19 +165,29 @@ void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t
       });
 }
 
+// The kernels are instantiated for host builds only (GPU builds never take them: dense_narrow() is false there).
 void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
-                          float const* wt, float const* b, bool relu, float* y) {
-  with_rows(N, [&](auto nb) { forward_impl<decltype(nb)::value>(space, B, K, N, x, wt, b, relu, y); });
+                          float const* wt, float const* b, Activation act, float* z, float* y) {
+  host_builds_only([&](auto) {
+    with_activation(act, [&](auto a) {
+      with_rows(N,
+                [&](auto nb) { forward_impl<decltype(nb)::value, decltype(a)>(space, B, K, N, x, wt, b, z, y); });
+    });
+  });
 }
 
 void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                               float const* x, float const* dy, float* dw) {
-  with_rows(N, [&](auto nb) { kernel_grad_impl<decltype(nb)::value>(space, B, K, N, x, dy, dw); });
+  host_builds_only([&](auto) {
+    with_rows(N, [&](auto nb) { kernel_grad_impl<decltype(nb)::value>(space, B, K, N, x, dy, dw); });
+  });
 }
 
 void dense_narrow_input_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                              float const* dy, float const* wt, float* dx) {
-  with_rows(N, [&](auto nb) { input_grad_impl<decltype(nb)::value>(space, B, K, N, dy, wt, dx); });
+  host_builds_only([&](auto) {
+    with_rows(N, [&](auto nb) { input_grad_impl<decltype(nb)::value>(space, B, K, N, dy, wt, dx); });
+  });
 }
 
 }  // namespace ktr::impl

@@ -6,15 +6,16 @@
 // wt (NB, K), NB = N rounded up to 4 with zero rows, and each product is a streaming loop over K in vector packs
 // (models/pack.hpp) with NB accumulators in registers:
 //
-//   forward       y[r, n] = act(b[n] + sum_k x[r, k] wt[n, k])       4 rows per iteration, bias and ReLU fused
-//   kernel grad   dw[k, n] = sum_r x[r, k] dy[r, n]                   1-2 packs of k per iteration, rows in order
-//   input grad    dx[r, k] = sum_n dy[r, n] wt[n, k]                  a row and 4 packs of k per iteration
+//   forward       y[r, n] = act(b[n] + sum_k x[r, k] wt[n, k])       4 rows per iteration, bias and activation
+//   fused kernel grad   dw[k, n] = sum_r x[r, k] dy[r, n]                   1-2 packs of k per iteration, rows in
+//   order input grad    dx[r, k] = sum_n dy[r, n] wt[n, k]                  a row and 4 packs of k per iteration
 //
 // Every output is written by one iteration and summed in a fixed order: the results do not depend on the thread
 // count. GPU builds keep the vendor gemm (these loops are written for host vector registers).
 #pragma once
 
 #include "../core/types.hpp"
+#include "activation.hpp"
 
 namespace ktr::impl {
 
@@ -31,10 +32,10 @@ std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t feature
 void dense_narrow_transpose(ExecSpace const& space, std::int64_t in_features, std::int64_t features,
                             float const* w, float* wt);
 
-/// y (B, N) = act(x (B, K) w + b), from wt.
+/// y (B, N) = act(x (B, K) w + b), from wt; z = x w + b too if the activation needs it.
 void dense_narrow_forward(ExecSpace const& space, std::int64_t batch, std::int64_t in_features,
-                          std::int64_t features, float const* x, float const* wt, float const* b, bool relu,
-                          float* y);
+                          std::int64_t features, float const* x, float const* wt, float const* b, Activation act,
+                          float* z, float* y);
 
 /// dw (K, N) = x^T dy.
 void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t batch, std::int64_t in_features,

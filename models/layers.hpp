@@ -7,8 +7,8 @@
 #pragma once
 
 #include "../core/tensor.hpp"
+#include "activation.hpp"
 #include "arena.hpp"
-#include "description.hpp"
 
 #include <memory>
 #include <string>
@@ -16,11 +16,26 @@
 
 namespace ktr {
 
+/// What makes a training forward's random draws (dropout) reproducible: the run's seed, the optimiser step (read
+/// on the device, so K steps of one dispatch each draw anew) and the row, in the whole update, of the
+/// micro-batch's first sample (so accumulation and more ranks draw what one rank would). Outside training there is
+/// no key and nothing is drawn.
+struct RandomKey {
+  std::uint64_t seed = 0;
+  std::int64_t const* step = nullptr;  ///< device memory
+  std::int64_t row = 0;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
-  /// The layer's token in a model description, e.g. "dense:512:relu".
+  /// The layer's normalised token in a model description, e.g. "dense:512:relu".
   virtual std::string describe() const = 0;
+  /// The Flax module its parameters belong to ("Dense", "Conv", "LayerNorm"; the model numbers them per module in
+  /// order of appearance: Dense_0, Dense_1, ...), or null for a layer without parameters.
+  virtual char const* module() const { return nullptr; }
+  /// The output shape for inputs of shape `in`; throws ktr::Error naming the layer if it cannot take them. The
+  /// extents of `in` multiply without overflow (the description parser checks every shape it passes on).
   virtual Shape output_shape(Shape const& in) const = 0;
   virtual std::vector<ParamSpec> param_specs(Shape const& /*in*/) const { return {}; }
   /// Receives the windows of its parameters and gradients (in param_specs order).
@@ -36,6 +51,11 @@ class Layer {
   virtual bool fuse_next(Layer const& /*next*/, Shape const& /*in*/) { return false; }
   /// Multiply-add FLOPs (2 per MAC) of the forward pass for a batch of shape `in` (gemm work only).
   virtual double forward_flops(Shape const& /*in*/) const { return 0; }
+  /// True for layers that draw random numbers in training (dropout).
+  virtual bool random() const { return false; }
+  /// The key of the coming forward (and of the backward after it), null outside training; `index` is the
+  /// layer's position in the model. Asked of random() layers only.
+  virtual void set_random_key(RandomKey const* /*key*/, int /*index*/) {}
 
   /// y = f(x).
   virtual void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) = 0;
@@ -44,31 +64,34 @@ class Layer {
                         Tensor const& dx) = 0;
 };
 
-/// A layer with a kernel, a bias and an optional fused ReLU (Dense, Conv2D): holds the windows of its parameters
-/// and gradients and describes itself as "<kind>:<features>[:relu]".
+/// A layer with a kernel, a bias and a fused activation (Dense, Conv2D): holds the windows of its parameters and
+/// gradients.
 class KernelBiasLayer : public Layer {
  public:
-  KernelBiasLayer(char const* kind, std::int64_t features, bool relu)
-      : kind_(kind), features_(features), relu_(relu) {}
-  std::string describe() const override;
+  KernelBiasLayer(std::int64_t features, Activation act) : features_(features), act_(act) {}
   void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override;
+  Activation activation() const { return act_; }
 
  protected:
-  char const* kind_;
+  /// ":ACT" for a fused activation other than identity, else "".
+  std::string activation_suffix() const;
   std::int64_t features_;
-  bool relu_;
+  Activation act_;
   Tensor w_, b_, dw_, db_;
 };
 
-/// y = act(x W + b): x (B, in) (or any (B, ...) flattened), W (in, out), b (out); act is ReLU or identity.
+/// y = act(x W + b): x (B, in) (or any (B, ...) flattened), W (in, out), b (out). Token "dense:N[:ACT]".
 class Dense : public KernelBiasLayer {
  public:
-  Dense(std::int64_t features, bool relu) : KernelBiasLayer("dense", features, relu) {}
+  Dense(std::int64_t features, Activation act = Activation::identity) : KernelBiasLayer(features, act) {}
+  std::string describe() const override { return "dense:" + std::to_string(features_) + activation_suffix(); }
+  char const* module() const override { return "Dense"; }
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
   /// The transposed kernel, where the narrow kernels run (models/dense_narrow.hpp); on GPUs the bias
-  /// gradient's ones vector (impl::act_bias_backward_scratch).
+  /// gradient's ones vector (impl::act_bias_backward_scratch); z = x W + b where the activation's derivative
+  /// needs it.
   std::int64_t scratch_size(Shape const& in) const override;
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
@@ -76,28 +99,43 @@ class Dense : public KernelBiasLayer {
                 Tensor const& dx) override;
 
  private:
+  float* saved_input(Shape const& in) const;  // where z is kept, or null
   DeviceView<float*> scratch_;
 };
 
 /// How a Conv2D computes: `direct` (one pass over the input, vectorised over output channels, for few input
-/// channels: models/conv_direct.hpp) or `im2col` (im2col + gemm, for many); `automatic` picks direct on hosts when
-/// the input has at most `direct_max_channels` channels, and im2col + the vendor BLAS on GPUs (the direct kernels
-/// are written for a CPU core's vector registers: on a GPU each thread would carry kilobytes of local arrays).
+/// channels: models/conv_direct.hpp; 3x3, stride 1, SAME only; host builds only) or `im2col` (im2col + gemm + an
+/// activation pass, every form); `automatic` picks direct on hosts where it applies and the input has at most
+/// `direct_max_channels` channels, and im2col + the vendor BLAS on GPUs (the direct kernels are written for a CPU
+/// core's vector registers: on a GPU each thread would carry kilobytes of local arrays).
 enum class ConvAlgorithm { automatic, direct, im2col };
 
-/// 3x3 convolution, stride 1, SAME padding, NHWC, kernel (3, 3, Cin, Cout) (HWIO, as Flax), bias (Cout), optional
-/// fused ReLU. im2col: forward and the kernel gradient go through im2col + gemm, the input gradient is a gemm +
-/// col2im, and the forward's im2col columns stay in the layer's scratch for the backward. direct: one kernel each
-/// way (plus a deterministic reduction of the kernel gradient), optionally with the following AvgPool2 fused in.
+/// A convolution's geometry: a K x K window (K = 1, 3, 5, 7), stride 1 or 2, SAME padding (as XLA: the output
+/// has ceil(H / S) rows, the padding's smaller half goes first) or VALID (no padding).
+struct ConvForm {
+  int kernel = 3;
+  int stride = 1;
+  bool valid = false;
+};
+
+/// KxK convolution, NHWC, kernel (K, K, Cin, Cout) (HWIO, as Flax), bias (Cout), fused activation. Token
+/// "convKxK:N[:ACT][:s2][:valid]". im2col: forward and the kernel gradient go through im2col + gemm, the input
+/// gradient is a gemm + col2im, and the forward's im2col columns stay in the layer's scratch for the backward.
+/// direct: one kernel each way (plus a deterministic reduction of the kernel gradient), optionally with the
+/// following AvgPool2 fused in.
 class Conv2D : public KernelBiasLayer {
  public:
   static constexpr std::int64_t direct_max_channels = 8;
-  Conv2D(std::int64_t features, bool relu, ConvAlgorithm algorithm = ConvAlgorithm::automatic)
-      : KernelBiasLayer("conv3x3", features, relu), algorithm_(algorithm) {}
+  Conv2D(std::int64_t features, Activation act = Activation::identity,
+         ConvAlgorithm algorithm = ConvAlgorithm::automatic, ConvForm form = ConvForm())
+      : KernelBiasLayer(features, act), algorithm_(algorithm), form_(form) {}
+  std::string describe() const override;
+  char const* module() const override { return "Conv"; }
+  ConvForm form() const { return form_; }
   Shape output_shape(Shape const& in) const override;
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   std::int64_t scratch_size(Shape const& in) const override;
-  double forward_flops(Shape const& in) const override { return 2.0 * 9 * in.size() * features_; }
+  double forward_flops(Shape const& in) const override;
   bool fuse_next(Layer const& next, Shape const& in) override;
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   /// True if inputs of shape `in` take the direct kernels.
@@ -110,18 +148,31 @@ class Conv2D : public KernelBiasLayer {
 
  private:
   ConvAlgorithm algorithm_;
+  ConvForm form_;
   int pool_ = 1;
   DeviceView<float*> scratch_;
 };
 
-/// 2x2 average pooling, stride 2, VALID (odd trailing rows/columns are dropped, as Flax's avg_pool).
-class AvgPool2 : public Layer {
+/// 2x2 pooling, stride 2, VALID (odd trailing rows/columns are dropped, as Flax's avg_pool and max_pool): the mean
+/// ("avgpool2") or the maximum ("maxpool2"; its gradient goes to the first maximum of each window, row-major).
+class Pool2 : public Layer {
  public:
-  std::string describe() const override { return "avgpool2"; }
+  explicit Pool2(bool max) : max_(max) {}
+  std::string describe() const override { return max_ ? "maxpool2" : "avgpool2"; }
+  bool max() const { return max_; }
   Shape output_shape(Shape const& in) const override;
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override;
+
+ private:
+  bool max_;
+};
+
+/// The average pool a Conv2D may absorb.
+class AvgPool2 : public Pool2 {
+ public:
+  AvgPool2() : Pool2(false) {}
 };
 
 /// (B, H, W, C) -> (B, H*W*C): a view, no kernel.
@@ -134,10 +185,9 @@ class Flatten : public Layer {
   void backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) override {}
 };
 
-/// Builds a layer from its description token ("dense:10", "dense:512:relu", "conv3x3:32:relu", "avgpool2",
-/// "flatten"); throws ktr::Error naming the token otherwise.
+/// Builds a layer from its description token ("dense:10", "conv5x5:16:gelu", "layernorm", ...: the kinds of
+/// models/registry.hpp); throws ktr::Error naming the token otherwise.
 std::unique_ptr<Layer> make_layer(std::string const& token);
-std::unique_ptr<Layer> make_layer(LayerSpec const& spec);
 
 /// What a layer needs to run outside a Model (tests, micro-benchmarks): its own parameter arena (bound to it),
 /// and scratch, for inputs of shape `in`.
@@ -148,14 +198,16 @@ struct StandaloneLayer {
 };
 
 namespace impl {
-/// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix.
-void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, bool relu);
-/// dz = dy * act'(y) in place and db[j] = sum_i dz[i, j]. Hosts: one pass, each thread owns a block of columns
-/// and sums down the rows in order. GPUs: dz in one fully parallel pass (which also fills `ones`), then
-/// db (1, cols) = ones (1, rows) dz (rows, cols) as one gemm (cuBLAS: a gemv over every SM, where a thread per
-/// column would leave the head's 10 columns on 10 threads). Deterministic, no atomics, either way.
-void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y,
-                       DeviceView<float*> const& db, bool relu, float* ones);
+/// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix; if z is not null, z[i, j] = y[i, j] + b[j] too.
+void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, Activation act,
+                      float* z);
+/// dz = act'(z) dy in place (from y = act(z), or from z where the activation needs it) and db[j] = sum_i dz[i, j].
+/// Hosts: one pass, each thread owns a block of columns and sums down the rows in order. GPUs: dz in one fully
+/// parallel pass (which also fills `ones`), then db (1, cols) = ones (1, rows) dz (rows, cols) as one gemm
+/// (cuBLAS: a gemv over every SM, where a thread per column would leave the head's 10 columns on 10 threads).
+/// Deterministic, no atomics, either way.
+void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y, float const* z,
+                       DeviceView<float*> const& db, Activation act, float* ones);
 /// Floats of scratch act_bias_backward needs for `rows` rows: `rows` on GPUs (the ones vector), 0 on hosts.
 constexpr std::int64_t act_bias_backward_scratch(std::int64_t rows) { return device_is_host ? 0 : rows; }
 }  // namespace impl

@@ -3,8 +3,10 @@
 
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
+#include "description.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace ktr {
 
@@ -34,26 +36,22 @@ ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
 Model::Model(std::string const& description, std::int64_t max_batch, bool allocate, ExecSpace const& space)
     : max_batch_(max_batch) {
   KTR_REQUIRE(max_batch > 0, "ktr::Model", "max_batch must be positive");
-  Description const d = parse_description(description);
-  input_ = d.input.size() == 1 ? Shape{1, d.input[0]} : Shape{1, d.input[0], d.input[1], d.input[2]};
+  Description d = parse_description(description);
+  input_ = d.input;
   description_ = d.text();
-  shapes_.push_back(input_);
+  shapes_ = d.shapes;
+  layers_ = std::move(d.layers);
   std::vector<ParamSpec> specs;
   std::vector<std::size_t> first_param;
-  int dense = 0, conv = 0;  // parameters are named by Flax's module paths: Dense_0.kernel, Conv_0.bias, ...
-  for (LayerSpec const& spec : d.layers) {
-    auto layer = make_layer(spec);
-    Shape const in = shapes_.back();
+  std::map<std::string, int> modules;  // parameters are named by Flax's module paths: Dense_0.kernel, Conv_0.bias
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
     first_param.push_back(specs.size());
-    std::string const module = spec.kind == LayerSpec::Kind::dense     ? "Dense_" + std::to_string(dense++)
-                               : spec.kind == LayerSpec::Kind::conv3x3 ? "Conv_" + std::to_string(conv++)
-                                                                       : std::string();
-    for (auto p : layer->param_specs(in)) {
-      p.name = module + "." + p.name;
+    char const* module = layers_[i]->module();
+    std::string const prefix = module ? module + ("_" + std::to_string(modules[module]++)) + "." : std::string();
+    for (auto p : layers_[i]->param_specs(shapes_[i])) {
+      p.name = prefix + p.name;
       specs.push_back(p);
     }
-    shapes_.push_back(layer->output_shape(in));
-    layers_.push_back(std::move(layer));
   }
   first_param.push_back(specs.size());
 
@@ -118,7 +116,13 @@ double Model::train_flops(std::int64_t batch) const {
   return flops;
 }
 
-Tensor Model::forward(ExecSpace const& space, Tensor const& x) {
+bool Model::random() const {
+  for (auto const& l : layers_)
+    if (l->random()) return true;
+  return false;
+}
+
+Tensor Model::forward(ExecSpace const& space, Tensor const& x, RandomKey const* key) {
   std::int64_t const batch = x.shape()[0];
   KTR_REQUIRE(batch > 0 && batch <= max_batch_, "ktr::Model::forward",
               "batch " + std::to_string(batch) + " exceeds the allocated " + std::to_string(max_batch_));
@@ -126,6 +130,8 @@ Tensor Model::forward(ExecSpace const& space, Tensor const& x) {
               "input " + x.shape().str() + " is not " + input_shape(batch).str());
   batch_ = batch;
   acts_[0] = x;
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i]->random()) layers_[i]->set_random_key(key, int(i));
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     std::size_t const o = absorbs_next_[i] ? i + 2 : i + 1;  // the output this layer writes
     Shape const out_shape = activation(o, batch);
@@ -174,21 +180,5 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
     current = 1 - current;
   }
 }
-
-std::unique_ptr<Layer> make_layer(LayerSpec const& spec) {
-  switch (spec.kind) {
-    case LayerSpec::Kind::dense:
-      return std::make_unique<Dense>(spec.features, spec.relu);
-    case LayerSpec::Kind::conv3x3:
-      return std::make_unique<Conv2D>(spec.features, spec.relu);
-    case LayerSpec::Kind::avgpool2:
-      return std::make_unique<AvgPool2>();
-    case LayerSpec::Kind::flatten:
-      return std::make_unique<Flatten>();
-  }
-  throw Error("model description: unknown layer kind");
-}
-
-std::unique_ptr<Layer> make_layer(std::string const& token) { return make_layer(parse_layer(token)); }
 
 }  // namespace ktr

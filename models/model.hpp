@@ -58,8 +58,11 @@ class Model {
   /// Initialises the parameters on the device (LeCun normal kernels, zero biases).
   void init(ExecSpace const& space, std::uint64_t seed) const { arena_.initialize(space, seed); }
 
-  /// logits (B, classes) = model(x), x (B, H, W, C) with B <= max_batch. Keeps x for backward.
-  Tensor forward(ExecSpace const& space, Tensor const& x);
+  /// logits (B, classes) = model(x), x (B, H, W, C) with B <= max_batch. Keeps x for backward. A training forward
+  /// passes the key its random layers (dropout) draw from; without one they draw nothing (evaluation).
+  Tensor forward(ExecSpace const& space, Tensor const& x, RandomKey const* key = nullptr);
+  /// True if some layer draws random numbers in training (dropout).
+  bool random() const;
   /// The buffer the loss writes d loss / d logits into, for the batch of the last forward.
   Tensor dlogits() const;
   /// Writes every parameter gradient into the arena's gradient buffer (overwriting; no zero_grad needed).

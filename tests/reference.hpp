@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace ktr::test {
@@ -67,6 +69,94 @@ inline Vec pool_ref(Vec const& x, int B, int H, int W, int C) {
           y[((std::size_t(n) * Ho + i) * Wo + j) * C + c] =
               0.25 * (at(2 * i, 2 * j) + at(2 * i, 2 * j + 1) + at(2 * i + 1, 2 * j) + at(2 * i + 1, 2 * j + 1));
         }
+  return y;
+}
+
+/// An activation in double precision, by its name (as flax.linen defines it).
+inline double act_ref(std::string const& name, double z) {
+  if (name == "identity") return z;
+  if (name == "relu") return std::max(0.0, z);
+  if (name == "tanh") return std::tanh(z);
+  if (name == "sigmoid") return 1.0 / (1.0 + std::exp(-z));
+  if (name == "silu") return z / (1.0 + std::exp(-z));
+  if (name == "gelu") return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0)));
+  if (name == "gelu_tanh")
+    return 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / 3.141592653589793) * (z + 0.044715 * z * z * z)));
+  if (name == "leaky_relu") return z >= 0 ? z : 0.01 * z;
+  if (name == "elu") return z > 0 ? z : std::expm1(z);
+  if (name == "softplus") return std::log1p(std::exp(-std::abs(z))) + std::max(z, 0.0);
+  if (name == "sine") return std::sin(z);
+  throw std::invalid_argument("act_ref: " + name);
+}
+
+inline Vec act_ref(std::string const& name, Vec v) {
+  for (double& e : v) e = act_ref(name, e);
+  return v;
+}
+
+/// NHWC KxK conv with stride S, SAME (XLA: ceil(H / S) outputs, the smaller half of the padding first) or VALID,
+/// kernel HWIO (K, K, C, F), then the activation `act`. Writes the output extents to Ho, Wo.
+inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int W, int C, int F, int K, int S,
+                    bool valid, std::string const& act, int* Ho_out = nullptr, int* Wo_out = nullptr) {
+  auto axis = [&](int n, int& out, int& pad) {
+    if (valid) {
+      out = (n - K) / S + 1, pad = 0;
+    } else {
+      out = (n + S - 1) / S;
+      pad = std::max((out - 1) * S + K - n, 0) / 2;
+    }
+  };
+  int Ho, Wo, ph, pw;
+  axis(H, Ho, ph);
+  axis(W, Wo, pw);
+  if (Ho_out) *Ho_out = Ho;
+  if (Wo_out) *Wo_out = Wo;
+  Vec y(std::size_t(B) * Ho * Wo * F);
+  for (int n = 0; n < B; ++n)
+    for (int i = 0; i < Ho; ++i)
+      for (int j = 0; j < Wo; ++j)
+        for (int f = 0; f < F; ++f) {
+          double s = b[f];
+          for (int kh = 0; kh < K; ++kh)
+            for (int kw = 0; kw < K; ++kw) {
+              int const hh = i * S + kh - ph, ww = j * S + kw - pw;
+              if (hh < 0 || hh >= H || ww < 0 || ww >= W) continue;
+              for (int c = 0; c < C; ++c)
+                s += x[((std::size_t(n) * H + hh) * W + ww) * C + c] *
+                     w[((std::size_t(kh) * K + kw) * C + c) * F + f];
+            }
+          y[((std::size_t(n) * Ho + i) * Wo + j) * F + f] = act_ref(act, s);
+        }
+  return y;
+}
+
+/// 2x2 stride-2 VALID max pooling, NHWC
+inline Vec maxpool_ref(Vec const& x, int B, int H, int W, int C) {
+  int const Ho = H / 2, Wo = W / 2;
+  Vec y(std::size_t(B) * Ho * Wo * C);
+  for (int n = 0; n < B; ++n)
+    for (int i = 0; i < Ho; ++i)
+      for (int j = 0; j < Wo; ++j)
+        for (int c = 0; c < C; ++c) {
+          auto at = [&](int h, int w) { return x[((std::size_t(n) * H + h) * W + w) * C + c]; };
+          y[((std::size_t(n) * Ho + i) * Wo + j) * C + c] =
+              std::max(std::max(at(2 * i, 2 * j), at(2 * i, 2 * j + 1)),
+                       std::max(at(2 * i + 1, 2 * j), at(2 * i + 1, 2 * j + 1)));
+        }
+  return y;
+}
+
+/// Layer normalisation of rows of length C: (x - mean) / sqrt(var + eps) * scale + bias
+inline Vec layernorm_ref(Vec const& x, Vec const& scale, Vec const& bias, int C, double eps = 1e-6) {
+  Vec y(x.size());
+  for (std::size_t r = 0; r < x.size() / C; ++r) {
+    double mean = 0, var = 0;
+    for (int j = 0; j < C; ++j) mean += x[r * C + j];
+    mean /= C;
+    for (int j = 0; j < C; ++j) var += (x[r * C + j] - mean) * (x[r * C + j] - mean);
+    var /= C;
+    for (int j = 0; j < C; ++j) y[r * C + j] = (x[r * C + j] - mean) / std::sqrt(var + eps) * scale[j] + bias[j];
+  }
   return y;
 }
 

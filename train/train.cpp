@@ -106,7 +106,9 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
       std::int64_t const row = (sharded ? j : std::int64_t(j) * ranks + rank) * b;
       BatchCursor const cursor{state.step, 0, seed, b, stride, row};
       gather_batch(space, data, cursor, state.norm, batch);  // x (b, ...), labels (b) or values (b, T)
-      Tensor const out = model.forward(space, state.x);      // (b, classes) or (b, T)
+      // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
+      RandomKey const key{state.seed, state.step.data(), sharded ? (std::int64_t(rank) * n + j) * b : row};
+      Tensor const out = model.forward(space, state.x, &key);  // (b, classes) or (b, T)
       LossOutput const metrics{state.loss, state.correct, i * n + j, false};
       if (state.task == Task::classification)
         softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);

@@ -3,7 +3,13 @@
 
 1. Same weights, same batch: ktr's logits, loss and gradients equal Flax's, and one Adam and one AdamW step (from
    those gradients) equal Optax's parameters, for the MLP and the SimpleCNN, within a relative tolerance of 1e-4
-   (of the largest value).
+   (of the largest value). The same check runs on LAYER_MODELS, small models (batch 8, inputs like 9x9x2 or 12
+   features) that together cover every layer token: every activation (relu, tanh, sigmoid, silu, gelu, gelu_tanh,
+   leaky_relu, elu, softplus, sine, identity) both fused into a dense or conv and standalone; layernorm after a
+   dense and after a conv (over the channels); dropout (identity at evaluation); conv1x1/3x3/5x5/7x7; the :s2 form
+   on odd extents (XLA's SAME padding, symmetric there) and on even ones (asymmetric: the smaller half first); the
+   :valid form; maxpool2 and avgpool2 on odd extents (the last row and column dropped); globalavgpool; a
+   non-square input (H and W kept apart); dense on an image (the implicit flatten).
 2. ktr trains a few hundred steps, exports safetensors; Flax evaluates the exported weights with the exported input
    transform: the test accuracy matches `ktr eval` to within one sample of the test set.
 3. Flax trains a few hundred steps, saves Flax-named safetensors; `ktr import` + `ktr eval` reaches the accuracy
@@ -34,27 +40,104 @@ MODELS = {
     "mlp": "in=28x28x1 flatten dense:512:relu dense:512:relu dense:10",
     "cnn": "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10",
 }
+# Same weights, same batch only: every layer token, each model small enough to take a moment.
+LAYER_MODELS = {
+    "dense_acts_a": "in=12 dense:16:relu dense:16:tanh dense:16:sigmoid dense:16:silu dense:5",
+    "dense_acts_b": "in=12 dense:16:gelu dense:16:gelu_tanh dense:16:leaky_relu dense:16:elu dense:5",
+    "dense_acts_c": "in=12 dense:16:softplus dense:16:sine dense:16:identity dense:5",
+    "standalone_a": "in=12 dense:16 relu dense:16 tanh dense:16 sigmoid dense:16 silu dense:5",
+    "standalone_b": "in=12 dense:16 gelu dense:16 gelu_tanh dense:16 leaky_relu dense:16 elu dense:5",
+    "standalone_c": "in=12 dense:16 softplus dense:16 sine dense:16 identity dense:5",
+    "dense_layernorm": "in=12 dense:16 layernorm relu dropout:0.25 dense:16:gelu layernorm dense:5",
+    "conv1x1": "in=9x9x2 conv1x1:4:leaky_relu conv1x1:3 elu dense:5",
+    "conv5x5_layernorm": "in=9x9x2 conv5x5:6:gelu layernorm globalavgpool dense:5",
+    "conv7x7_valid": "in=9x9x2 conv7x7:4:tanh:valid flatten dense:5",
+    "conv_s2_odd": "in=9x9x2 conv3x3:6:s2 silu conv5x5:4:sigmoid:s2 flatten dense:5",
+    "conv_s2_even": "in=8x8x2 conv3x3:6:softplus:s2 conv7x7:4:relu:s2 flatten dense:5",
+    "conv_s2_valid": "in=9x8x2 conv3x3:6:gelu_tanh:s2:valid conv1x1:4:identity:s2 flatten dense:5",
+    "pools": "in=11x11x2 conv3x3:4:sine maxpool2 dropout:0.25 conv3x3:4 layernorm avgpool2 flatten dense:5",
+}
+ACTIVATIONS = {
+    "relu": nn.relu,
+    "tanh": nn.tanh,
+    "sigmoid": nn.sigmoid,
+    "silu": nn.silu,
+    "gelu": lambda x: nn.gelu(x, approximate=False),
+    "gelu_tanh": lambda x: nn.gelu(x, approximate=True),
+    "leaky_relu": nn.leaky_relu,  # slope 0.01
+    "elu": nn.elu,
+    "softplus": nn.softplus,
+    "sine": jnp.sin,
+    "identity": lambda x: x,
+}
+
+
+def activation(name, x):
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation '{name}' ({', '.join(ACTIVATIONS)})")
+    return ACTIVATIONS[name](x)
+
+
+def conv_options(token, parts):
+    """The parts after convKxK:N, in the order ACT, s2, valid (each optional): (activation, strides, padding)."""
+    rest = list(parts[2:])
+    act = rest.pop(0) if rest and rest[0] in ACTIVATIONS else None
+    strides = (2, 2) if rest and rest[0] == "s2" else (1, 1)
+    rest = rest[1:] if strides == (2, 2) else rest
+    padding = "VALID" if rest and rest[0] == "valid" else "SAME"
+    rest = rest[1:] if padding == "VALID" else rest
+    if rest:
+        raise ValueError(f"bad conv token '{token}' (convKxK:N[:ACT][:s2][:valid])")
+    return act, strides, padding
 
 
 class FromDescription(nn.Module):
-    """The Flax model of a ktr description (Flax's default module names: Dense_0, Conv_0, ...)."""
+    """The Flax model of a ktr description (Flax's default module names: Dense_0, Conv_0, LayerNorm_0, ...)."""
     description: str
 
     @nn.compact
     def __call__(self, x):
-        for token in self.description.split()[1:]:
+        tokens = self.description.split()
+        if not tokens or not tokens[0].startswith("in="):
+            raise ValueError(f"description must start with in=HxWxC or in=D: '{self.description}'")
+        for token in tokens[1:]:
             parts = token.split(":")
-            if parts[0] == "dense":
+            conv = re.fullmatch(r"conv([1357])x\1", parts[0])
+            if parts[0] == "dense" and len(parts) in (2, 3):
                 x = nn.Dense(int(parts[1]))(x.reshape((x.shape[0], -1)))
-            elif parts[0] == "conv3x3":
-                x = nn.Conv(int(parts[1]), (3, 3), padding="SAME")(x)
+                x = activation(parts[2], x) if len(parts) == 3 else x
+            elif conv and len(parts) >= 2:
+                k = int(conv.group(1))
+                act, strides, padding = conv_options(token, parts)
+                x = nn.Conv(int(parts[1]), (k, k), strides=strides, padding=padding)(x)
+                x = activation(act, x) if act else x
+            elif token in ACTIVATIONS:
+                x = activation(token, x)
+            elif token == "layernorm":
+                x = nn.LayerNorm(epsilon=1e-6)(x)
+            elif parts[0] == "dropout" and len(parts) == 2:
+                x = nn.Dropout(rate=float(parts[1]), deterministic=True)(x)
+            elif token == "maxpool2":
+                x = nn.max_pool(x, (2, 2), strides=(2, 2))
             elif token == "avgpool2":
                 x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            elif token == "globalavgpool":
+                x = jnp.mean(x, axis=(1, 2))
             elif token == "flatten":
                 x = x.reshape((x.shape[0], -1))
-            if parts[-1] == "relu":
-                x = nn.relu(x)
+            else:
+                raise ValueError(f"unknown token '{token}' in '{self.description}'")
         return x
+
+
+def input_shape(desc):
+    """The per-sample input shape of a description: (H, W, C) from in=HxWxC, (D,) from in=D."""
+    return tuple(int(d) for d in desc.split()[0][len("in="):].split("x"))
+
+
+def classes(desc):
+    """The class count: the features of the last dense token."""
+    return int([t for t in desc.split() if t.startswith("dense:")][-1].split(":")[1])
 
 
 def flat(params):
@@ -82,10 +165,10 @@ def close(name, got, want, failures):
 
 def same_weights_same_batch(args, work, failures):
     rng = np.random.default_rng(0)
-    for name, desc in MODELS.items():
+    for name, desc in {**MODELS, **LAYER_MODELS}.items():
         model = FromDescription(desc)
-        x = rng.uniform(-1.5, 1.5, (8, 28, 28, 1)).astype(np.float32)
-        y = rng.integers(0, 10, 8).astype(np.int32)
+        x = rng.uniform(-1.5, 1.5, (8, *input_shape(desc))).astype(np.float32)
+        y = rng.integers(0, classes(desc), 8).astype(np.int32)
         params = model.init(jax.random.PRNGKey(1), x)
         weights = os.path.join(work, f"{name}.safetensors")
         save_file(flat(params), weights)

@@ -1,0 +1,59 @@
+// An activation as a layer of its own: the token is its name ("relu", "gelu_tanh", ...). y = f(x) element-wise;
+// the backward has x (kept by the model) and y, so every activation's derivative is exact.
+#include "../core/ops.hpp"
+#include "activation.hpp"
+#include "layers.hpp"
+#include "registry.hpp"
+
+namespace ktr {
+
+namespace {
+
+class ActivationLayer : public Layer {
+ public:
+  explicit ActivationLayer(Activation act) : act_(act) {}
+  std::string describe() const override { return activation_name(act_); }
+  Shape output_shape(Shape const& in) const override { return in; }
+  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
+    float const* KOKKOS_RESTRICT const in = x.data();
+    float* KOKKOS_RESTRICT const out = y.data();
+    with_activation(act_, [&](auto a) {
+      using A = decltype(a);
+      chunked_for(
+          "ktr::activation::forward", space, x.size(), KOKKOS_LAMBDA(std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t i = i0; i < i1; ++i) out[i] = A::forward(in[i]);
+          });
+    });
+  }
+  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                Tensor const& dx) override {
+    if (dx.size() == 0) return;
+    float const* KOKKOS_RESTRICT const in = x.data();
+    float const* KOKKOS_RESTRICT const out = y.data();
+    float const* KOKKOS_RESTRICT const g = dy.data();
+    float* KOKKOS_RESTRICT const d = dx.data();
+    with_activation(act_, [&](auto a) {
+      using A = decltype(a);
+      chunked_for(
+          "ktr::activation::backward", space, x.size(), KOKKOS_LAMBDA(std::int64_t i0, std::int64_t i1) {
+            for (std::int64_t i = i0; i < i1; ++i) d[i] = A::backward(g[i], in[i], out[i]);
+          });
+    });
+  }
+
+ private:
+  Activation act_;
+};
+
+bool activation_accepts(std::string const& head) { return parse_activation(head).has_value(); }
+
+std::unique_ptr<Layer> make_activation(LayerToken const& t) {
+  t.expect_parts(1, 1, "an activation name alone");
+  return std::make_unique<ActivationLayer>(*parse_activation(t.parts[0]));
+}
+
+}  // namespace
+
+extern LayerKind const activation_kind{"relu, tanh, ... (an activation)", activation_accepts, make_activation};
+
+}  // namespace ktr

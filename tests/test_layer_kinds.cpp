@@ -1,0 +1,268 @@
+// The layer kinds of the registry beyond dense/conv3x3/avgpool2/flatten: every activation (fused into dense and
+// convolution layers, and as a layer of its own), convolutions of every size, stride and padding, max and global
+// average pooling, layer normalisation and dropout. Forward against a host double reference, gradients against
+// finite differences of it (tests/layer_check.hpp); tokens through the registry.
+#include <ktr/core/error.hpp>
+#include <ktr/models/layers.hpp>
+#include <ktr/models/model.hpp>
+#include <ktr/models/registry.hpp>
+#include "layer_check.hpp"
+#include "reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+namespace {
+
+using ktr::Activation;
+using ktr::Shape;
+using ktr::Tensor;
+using ktr::test::check_layer;
+using ktr::test::Vec;
+
+// Dense layers with every activation: 5 outputs take the narrow kernels on a host, 20 the gemm path.
+TEST(LayerKinds, EveryActivationFusedIntoDenseMatchesReferenceAndGradients) {
+  for (Activation a : ktr::kActivations)
+    for (int features : {5, 20}) {
+      SCOPED_TRACE(std::string(ktr::activation_name(a)) + " x " + std::to_string(features));
+      ktr::Dense layer(features, a);
+      std::string const name = ktr::activation_name(a);
+      check_layer(
+          layer, Shape{3, 7},
+          [=](Vec const& x, std::vector<Vec> const& p) {
+            return ktr::test::act_ref(name, ktr::test::dense_ref(x, p[0], p[1], 3, 7, features, false));
+          },
+          21);
+    }
+}
+
+TEST(LayerKinds, EveryActivationFusedIntoConvolutionMatchesReferenceAndGradients) {
+  for (Activation a : ktr::kActivations)
+    for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::direct}) {
+      if (algorithm == ktr::ConvAlgorithm::direct && !ktr::device_is_host) continue;  // host builds only
+      std::string const name = ktr::activation_name(a);
+      SCOPED_TRACE(name + (algorithm == ktr::ConvAlgorithm::direct ? " direct" : " im2col"));
+      ktr::Conv2D layer(8, a, algorithm);
+      check_layer(
+          layer, Shape{2, 5, 4, 2},
+          [=](Vec const& x, std::vector<Vec> const& p) {
+            return ktr::test::conv_ref(x, p[0], p[1], 2, 5, 4, 2, 8, 3, 1, false, name);
+          },
+          22);
+    }
+}
+
+// The direct kernels with the average pool fused in, for activations whose derivative needs z and y.
+TEST(LayerKinds, DirectConvolutionWithFusedPoolTakesEveryKindOfActivation) {
+  if (!ktr::device_is_host) GTEST_SKIP() << "the direct kernels run on host builds only";
+  for (Activation a : {Activation::gelu, Activation::tanh, Activation::leaky_relu}) {
+    std::string const name = ktr::activation_name(a);
+    SCOPED_TRACE(name);
+    ktr::Conv2D layer(16, a);
+    Shape const in{2, 5, 7, 1};
+    ASSERT_TRUE(layer.fuse_next(ktr::AvgPool2(), in));
+    check_layer(
+        layer, in,
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          return ktr::test::pool_ref(ktr::test::conv_ref(x, p[0], p[1], 2, 5, 7, 1, 16, 3, 1, false, name), 2, 5,
+                                     7, 16);
+        },
+        23, Shape{2, 2, 3, 16});
+  }
+}
+
+TEST(LayerKinds, EveryActivationAsALayerMatchesReferenceAndGradients) {
+  for (Activation a : ktr::kActivations) {
+    std::string const name = ktr::activation_name(a);
+    SCOPED_TRACE(name);
+    auto layer = ktr::make_layer(name);
+    EXPECT_EQ(layer->describe(), name);
+    EXPECT_EQ(layer->output_shape(Shape{3, 2, 2, 5}), (Shape{3, 2, 2, 5}));
+    check_layer(
+        *layer, Shape{3, 11}, [=](Vec const& x, std::vector<Vec> const&) { return ktr::test::act_ref(name, x); },
+        24);
+  }
+}
+
+// Every size, both strides (SAME pads as XLA: on even extents the smaller half of the padding comes first) and
+// VALID padding, on non-square images.
+TEST(LayerKinds, ConvolutionFormsMatchReferenceAndGradients) {
+  struct Case {
+    char const* token;
+    int H, W, C, F, K, S;
+    bool valid;
+  };
+  for (Case c :
+       {Case{"conv1x1:3", 4, 5, 2, 3, 1, 1, false}, Case{"conv5x5:4:tanh", 6, 5, 2, 4, 5, 1, false},
+        Case{"conv7x7:3:gelu", 7, 8, 1, 3, 7, 1, false}, Case{"conv3x3:4:s2", 8, 6, 3, 4, 3, 2, false},
+        Case{"conv3x3:4:relu:s2", 7, 5, 2, 4, 3, 2, false}, Case{"conv7x7:2:s2", 4, 9, 2, 2, 7, 2, false},
+        Case{"conv5x5:3:silu:valid", 7, 6, 2, 3, 5, 1, true},
+        Case{"conv3x3:4:elu:s2:valid", 9, 8, 2, 4, 3, 2, true}, Case{"conv1x1:2:s2", 5, 5, 3, 2, 1, 2, false}}) {
+    SCOPED_TRACE(c.token);
+    auto layer = ktr::make_layer(c.token);
+    EXPECT_EQ(layer->describe(), c.token);
+    auto const* conv = dynamic_cast<ktr::Conv2D const*>(layer.get());
+    ASSERT_NE(conv, nullptr);
+    Shape const in{2, c.H, c.W, c.C};
+    EXPECT_FALSE(c.K == 3 && c.S == 1 && !c.valid) << "a direct-kernel form";
+    int Ho = 0, Wo = 0;
+    std::string const act = ktr::activation_name(conv->activation());
+    ktr::test::conv_ref(Vec(in.size()), Vec(std::size_t(c.K * c.K * c.C * c.F)), Vec(std::size_t(c.F)), 2, c.H,
+                        c.W, c.C, c.F, c.K, c.S, c.valid, act, &Ho, &Wo);
+    EXPECT_EQ(layer->output_shape(in), (Shape{2, Ho, Wo, c.F}));
+    check_layer(
+        *layer, in,
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          return ktr::test::conv_ref(x, p[0], p[1], 2, c.H, c.W, c.C, c.F, c.K, c.S, c.valid, act);
+        },
+        25);
+  }
+}
+
+TEST(LayerKinds, MaxPoolOddExtentsForwardAndGradients) {
+  auto layer = ktr::make_layer("maxpool2");
+  EXPECT_EQ(layer->output_shape(Shape{2, 5, 7, 3}), (Shape{2, 2, 3, 3}));
+  check_layer(
+      *layer, Shape{2, 5, 7, 3},
+      [](Vec const& x, std::vector<Vec> const&) { return ktr::test::maxpool_ref(x, 2, 5, 7, 3); }, 26);
+}
+
+TEST(LayerKinds, GlobalAveragePoolForwardAndGradients) {
+  auto layer = ktr::make_layer("globalavgpool");
+  EXPECT_EQ(layer->output_shape(Shape{2, 3, 5, 4}), (Shape{2, 4}));
+  check_layer(
+      *layer, Shape{2, 3, 5, 4},
+      [](Vec const& x, std::vector<Vec> const&) {
+        Vec y(2 * 4, 0.0);
+        for (int n = 0; n < 2; ++n)
+          for (int p = 0; p < 15; ++p)
+            for (int c = 0; c < 4; ++c) y[n * 4 + c] += x[(n * 15 + p) * 4 + c] / 15.0;
+        return y;
+      },
+      27);
+}
+
+TEST(LayerKinds, LayerNormOnFeaturesAndOnChannelsForwardAndGradients) {
+  auto layer = ktr::make_layer("layernorm");
+  EXPECT_STREQ(layer->module(), "LayerNorm");
+  auto specs = layer->param_specs(Shape{1, 9});
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[0].name, "scale");
+  EXPECT_EQ(specs[0].init, ktr::Init::ones);
+  EXPECT_EQ(specs[1].name, "bias");
+  check_layer(
+      *layer, Shape{4, 9},
+      [](Vec const& x, std::vector<Vec> const& p) { return ktr::test::layernorm_ref(x, p[0], p[1], 9); }, 28);
+  auto image = ktr::make_layer("layernorm");
+  check_layer(
+      *image, Shape{2, 3, 2, 5},
+      [](Vec const& x, std::vector<Vec> const& p) { return ktr::test::layernorm_ref(x, p[0], p[1], 5); }, 29);
+}
+
+// Dropout outside training passes its input through; at rate 0 it does in training too.
+TEST(LayerKinds, DropoutIsTheIdentityOutsideTrainingAndAtRateZero) {
+  ktr::ExecSpace space;
+  Kokkos::View<std::int64_t, ktr::MemSpace> step("step");
+  ktr::RandomKey const key{7, step.data(), 0};
+  for (auto [token, training] : {std::pair{"dropout:0.5", false}, std::pair{"dropout:0", true}}) {
+    auto layer = ktr::make_layer(token);
+    layer->set_random_key(training ? &key : nullptr, 0);
+    check_layer(
+        *layer, Shape{3, 17}, [](Vec const& x, std::vector<Vec> const&) { return x; }, 30);
+  }
+}
+
+// In training: the share of zeros is P and the mean is kept (inverted dropout), the backward applies the forward's
+// mask, the draw is a function of (seed, step, layer, row) alone, and another step draws another mask.
+TEST(LayerKinds, DropoutInTrainingKeepsTheMeanAndDrawsByKey) {
+  ktr::ExecSpace space;
+  double const P = 0.3;
+  Kokkos::View<std::int64_t, ktr::MemSpace> step("step");
+  auto layer = ktr::make_layer("dropout:0.3");
+  EXPECT_TRUE(layer->random());
+  std::int64_t const rows = 400, cols = 250, n = rows * cols;
+  Tensor x("x", Shape{rows, cols}), y("y", Shape{rows, cols}), dy("dy", Shape{rows, cols}),
+      dx("dx", Shape{rows, cols});
+  ktr::from_host(x, std::vector<float>(std::size_t(n), 2.0f));
+  ktr::RandomKey const key{11, step.data(), 0};
+  layer->set_random_key(&key, 3);
+  layer->forward(space, x, y);
+  auto const out = ktr::to_host(y);
+  std::int64_t zeros = 0;
+  double sum = 0;
+  for (float v : out) {
+    zeros += v == 0.0f;
+    sum += v;
+    ASSERT_TRUE(v == 0.0f || std::abs(v - 2.0f / (1.0f - float(P))) < 1e-6f) << v;
+  }
+  double const sd = std::sqrt(P * (1 - P) / double(n));  // of the share of zeros
+  EXPECT_NEAR(double(zeros) / double(n), P, 5 * sd);
+  EXPECT_NEAR(sum / double(n), 2.0, 2.0 / (1 - P) * 5 * sd);
+
+  ktr::from_host(dy, std::vector<float>(std::size_t(n), 1.0f));
+  layer->backward(space, x, y, dy, dx);
+  auto const grad = ktr::to_host(dx);
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(grad[i] == 0.0f, out[i] == 0.0f) << i;
+
+  // Rows 100.. of this batch, drawn as a micro-batch that starts at row 100, draw the same.
+  Tensor part("part", Shape{rows - 100, cols}), part_y("part_y", Shape{rows - 100, cols});
+  ktr::from_host(part, std::vector<float>(std::size_t((rows - 100) * cols), 2.0f));
+  ktr::RandomKey const later{11, step.data(), 100};
+  layer->set_random_key(&later, 3);
+  layer->forward(space, part, part_y);
+  EXPECT_EQ(ktr::to_host(part_y), std::vector<float>(out.begin() + 100 * cols, out.end()));
+
+  // Another step or another layer index: another mask.
+  Kokkos::deep_copy(step, 1);
+  layer->set_random_key(&key, 3);
+  layer->forward(space, x, y);
+  EXPECT_NE(ktr::to_host(y), out);
+  Kokkos::deep_copy(step, 0);
+  layer->set_random_key(&key, 4);
+  layer->forward(space, x, y);
+  EXPECT_NE(ktr::to_host(y), out);
+}
+
+TEST(LayerKinds, RegistryParsesPrintsAndRejectsTokens) {
+  for (char const* token : {"dense:8:gelu_tanh", "conv5x5:16:gelu", "conv3x3:8:s2", "conv7x7:4:sine:s2:valid",
+                            "conv1x1:2:valid", "maxpool2", "avgpool2", "globalavgpool", "layernorm", "dropout:0.1",
+                            "dropout:0", "leaky_relu", "identity", "flatten"})
+    EXPECT_EQ(ktr::make_layer(token)->describe(), token);
+  EXPECT_EQ(ktr::make_layer("dense:8:swish")->describe(), "dense:8:silu");
+  EXPECT_EQ(ktr::make_layer("conv3x3:8:identity")->describe(), "conv3x3:8");
+  EXPECT_EQ(ktr::make_layer("dropout:0.250")->describe(), "dropout:0.25");
+  for (char const* token : {"dense:12:tanhh", "dense:12:relu:relu", "conv4x4:3", "conv3x3:8:s3",
+                            "conv3x3:8:valid:s2", "conv3x3", "dropout:1", "dropout:-0.1", "dropout:nan", "dropout",
+                            "maxpool2:2", "layernorm:3", "relu:1", "dense:", "lstm:3", ""})
+    EXPECT_THROW(ktr::make_layer(token), ktr::Error) << token;
+  std::string message;
+  try {
+    ktr::make_layer("dense:12:tanhh");
+  } catch (ktr::Error const& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("'dense:12:tanhh'"), std::string::npos) << message;
+  EXPECT_NE(message.find("gelu_tanh"), std::string::npos) << message;  // lists the activations
+}
+
+// Parameters take Flax's names: per module class, numbered in order of appearance.
+TEST(LayerKinds, ModelNamesParametersAsFlaxModules) {
+  ktr::Model model(
+      "in=8x8x1 conv5x5:4:gelu layernorm maxpool2 conv3x3:2:s2 flatten dense:16:silu layernorm "
+      "dropout:0.2 dense:3",
+      2);
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < model.arena().count(); ++i) names.push_back(model.arena().spec(i).name);
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"Conv_0.kernel", "Conv_0.bias", "LayerNorm_0.scale", "LayerNorm_0.bias",
+                                      "Conv_1.kernel", "Conv_1.bias", "Dense_0.kernel", "Dense_0.bias",
+                                      "LayerNorm_1.scale", "LayerNorm_1.bias", "Dense_1.kernel", "Dense_1.bias"}));
+  EXPECT_TRUE(model.random());
+  EXPECT_EQ(model.output_width(), 3);
+  EXPECT_EQ(model.arena().spec(2).shape, (Shape{4}));
+  EXPECT_EQ(model.arena().spec(4).shape, (Shape{3, 3, 4, 2}));
+}
+
+}  // namespace
