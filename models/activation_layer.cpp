@@ -9,35 +9,38 @@ namespace ktr {
 
 namespace {
 
+// Function templates, not generic lambdas: nvcc cannot define a device lambda inside a generic lambda.
+template <class A>
+void forward_kernel(ExecSpace const& space, std::int64_t n, float const* KOKKOS_RESTRICT in,
+                    float* KOKKOS_RESTRICT out) {
+  chunked_for(
+      "ktr::activation::forward", space, n, KOKKOS_LAMBDA(std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) out[i] = A::forward(in[i]);
+      });
+}
+
+template <class A>
+void backward_kernel(ExecSpace const& space, std::int64_t n, float const* KOKKOS_RESTRICT in,
+                     float const* KOKKOS_RESTRICT out, float const* KOKKOS_RESTRICT g, float* KOKKOS_RESTRICT d) {
+  chunked_for(
+      "ktr::activation::backward", space, n, KOKKOS_LAMBDA(std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) d[i] = A::backward(g[i], in[i], out[i]);
+      });
+}
+
 class ActivationLayer : public Layer {
  public:
   explicit ActivationLayer(Activation act) : act_(act) {}
   std::string describe() const override { return activation_name(act_); }
   Shape output_shape(Shape const& in) const override { return in; }
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
-    float const* KOKKOS_RESTRICT const in = x.data();
-    float* KOKKOS_RESTRICT const out = y.data();
-    with_activation(act_, [&](auto a) {
-      using A = decltype(a);
-      chunked_for(
-          "ktr::activation::forward", space, x.size(), KOKKOS_LAMBDA(std::int64_t i0, std::int64_t i1) {
-            for (std::int64_t i = i0; i < i1; ++i) out[i] = A::forward(in[i]);
-          });
-    });
+    with_activation(act_, [&](auto a) { forward_kernel<decltype(a)>(space, x.size(), x.data(), y.data()); });
   }
   void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override {
     if (dx.size() == 0) return;
-    float const* KOKKOS_RESTRICT const in = x.data();
-    float const* KOKKOS_RESTRICT const out = y.data();
-    float const* KOKKOS_RESTRICT const g = dy.data();
-    float* KOKKOS_RESTRICT const d = dx.data();
     with_activation(act_, [&](auto a) {
-      using A = decltype(a);
-      chunked_for(
-          "ktr::activation::backward", space, x.size(), KOKKOS_LAMBDA(std::int64_t i0, std::int64_t i1) {
-            for (std::int64_t i = i0; i < i1; ++i) d[i] = A::backward(g[i], in[i], out[i]);
-          });
+      backward_kernel<decltype(a)>(space, x.size(), x.data(), y.data(), dy.data(), dx.data());
     });
   }
 

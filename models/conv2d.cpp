@@ -274,7 +274,7 @@ std::unique_ptr<Layer> make_conv(LayerToken const& t) {
   std::size_t i = 2;
   if (i < t.parts.size() && t.parts[i] != "s2" && t.parts[i] != "valid") {
     auto a = parse_activation(t.parts[i]);
-    if (!a) t.fail("unknown activation '" + t.parts[i] + "' (" + activation_names() + ")");
+    if (!a) t.fail("'" + t.parts[i] + "' is not an activation (" + activation_names() + "), s2 or valid");
     act = *a, ++i;
   }
   if (i < t.parts.size() && t.parts[i] == "s2") form.stride = 2, ++i;

@@ -27,7 +27,7 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
           float* KOKKOS_RESTRICT const r = out + i * cols;
           for (std::int64_t j = 0; j < cols; ++j) {
             float const v = r[j] + bias[j];
-            if constexpr (A::needs_input) z[i * cols + j] = v;
+            if (A::needs_input) z[i * cols + j] = v;
             r[j] = A::forward(v);
           }
         });
@@ -36,7 +36,7 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
         "ktr::dense::bias_act", MDRange<2>(space, {0, 0}, {rows, cols}),
         KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
           float const v = out[i * cols + j] + bias[j];
-          if constexpr (A::needs_input) z[i * cols + j] = v;
+          if (A::needs_input) z[i * cols + j] = v;
           out[i * cols + j] = A::forward(v);
         });
   }

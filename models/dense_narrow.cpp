@@ -49,7 +49,7 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
           for (int n = 0; n < NB; ++n)
             if (n < N) {
               float const v = b[n] + (part[i][n].sum() + tail[n]);
-              if constexpr (A::needs_input) z[r * N + n] = v;
+              if (A::needs_input) z[r * N + n] = v;
               y[r * N + n] = A::forward(v);
             }
         }

@@ -46,8 +46,7 @@ class Dropout : public Layer {
     if (dx.size() > 0) apply(space, dy, dx, "backward");
   }
 
- private:
-  // out = in * mask / (1 - P): the same mask both ways.
+  // out = in * mask / (1 - P): the same mask both ways. (Public: nvcc's device lambdas need a public parent.)
   void apply(ExecSpace const& space, Tensor const& in, Tensor const& out, char const* way) {
     float const* src = in.data();
     float* dst = out.data();
@@ -75,6 +74,7 @@ class Dropout : public Layer {
         });
   }
 
+ private:
   double rate_;
   bool training_ = false;
   RandomKey key_;
