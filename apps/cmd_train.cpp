@@ -96,7 +96,7 @@ void add_test_metrics(Json& record, bool evaluated, bool regression, EvalResult 
   if (!evaluated) {
     record["test_loss"] = nullptr;
   } else if (regression) {
-    record["test_loss"] = r.loss, record["test_mse"] = r.loss, record["test_rmse"] = r.rmse();
+    record["test_loss"] = r.loss, record["test_mse"] = r.mse, record["test_rmse"] = r.rmse();
   } else {
     record["test_loss"] = r.loss, record["test_accuracy"] = r.accuracy;
   }
@@ -156,6 +156,7 @@ struct TrainFlags {
   std::string model_name, optimizer = "adam", schedule = "constant", normalize = "standard", precision = "fp32";
   std::string ckpt_path, resume, metrics_path, config_path;
   std::string loss = "default";  // from --config: mse or cross_entropy, checked against the data
+  std::string reduction = "mean";
   std::int64_t batch = 256, seed = 0, epochs = 5;
   double lr = 1e-3, momentum = 0, weight_decay = 1e-4, clip_norm = 0;
   int k = 16, threads = -1, accumulate = 1;
@@ -178,8 +179,13 @@ void add_model_flags(CLI::App& app, TrainFlags& f) {
                  "batch of an epoch is dropped")
       ->check(integer_in(1, 1 << 24));
   app.add_option("--loss", f.loss,
-                 "regression: mse (default), l1, huber or huber:DELTA (delta 1 by default); class labels: "
-                 "cross_entropy (default)");
+                 "float targets: mse (default), l1, huber or huber:DELTA (delta 1 by default), bce (sigmoid "
+                 "binary cross-entropy of logits, multi-label targets in [0, 1]); class labels: cross_entropy "
+                 "(default)");
+  app.add_option("--loss-reduction", f.reduction,
+                 "mean (over the batch's B x T elements, B rows for cross_entropy) or sum of the element losses")
+      ->check(one_of({"mean", "sum"}))
+      ->capture_default_str();
   app.add_option("--optimizer", f.optimizer, "sgd, adam or adamw")
       ->check(one_of({"sgd", "adam", "adamw"}))
       ->capture_default_str();
@@ -279,6 +285,7 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
   apply("--normalize", [&] { config.normalize = parse_normalize_mode(f.normalize); });
   if (given(app, "--loss") && file)
     std::fprintf(stderr, "ktr train: --loss overrides %s\n", f.config_path.c_str());
+  apply("--loss-reduction", [&] { config.reduction = parse_reduction(f.reduction); });
   if (f.loss != "default" && f.loss != "cross_entropy") {
     try {
       config.loss = RegressionLoss::parse(f.loss);
@@ -289,6 +296,8 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
   return config;
 }
 
+std::string reduction_suffix(RunConfig const& cfg) { return cfg.reduction == Reduction::sum ? " (sum)" : ""; }
+
 // The run's opening lines: version, data, model, optimiser, parallelism, dispatch.
 void print_header(Trainer& trainer, RunData const& data, double load_s, bool resumed, ExecSpace const& space,
                   MatmulPrecision precision) {
@@ -298,9 +307,11 @@ void print_header(Trainer& trainer, RunData const& data, double load_s, bool res
   std::printf("data: %s (%lld train, %lld test, %.1f MB on the device, loaded in %.2f s)\n", data.source.c_str(),
               (long long)data.train.count, (long long)data.test.count,
               (data.train.device_bytes() + data.test.device_bytes()) / 1e6, load_s);
-  std::printf("model: %s (%lld parameters)%s\n", cfg.model.c_str(),
-              (long long)trainer.model().arena().num_parameters(),
-              cfg.task == Task::regression ? (", loss " + cfg.loss.str()).c_str() : "");
+  std::printf(
+      "model: %s (%lld parameters)%s\n", cfg.model.c_str(), (long long)trainer.model().arena().num_parameters(),
+      (cfg.task == Task::regression ? ", loss " + cfg.loss.str() + reduction_suffix(cfg)
+                                    : (cfg.reduction == Reduction::sum ? ", loss cross_entropy (sum)" : ""))
+          .c_str());
   std::printf("optimizer: %s lr %g schedule %s, batch %lld, %lld steps/epoch, K=%d steps per dispatch%s\n",
               OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
               cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)trainer.steps_per_epoch(),
@@ -400,7 +411,8 @@ int finish_run(Trainer& trainer, RunSummary const& s, CliHooks& hooks, MetricsFi
   bool const regression = trainer.config().task == Task::regression;
   std::string const result =
       !evaluate    ? ""
-      : regression ? fmt(", test mse %.6g, test rmse %.6g", s.test.loss, s.test.rmse())
+      : regression ? fmt(", test mse %.6g, test rmse %.6g", s.test.mse, s.test.rmse()) +
+                         (s.test.loss != s.test.mse ? fmt(", test loss %.6g", s.test.loss) : std::string())
                    : fmt(", test accuracy %.2f%%, test loss %.4f", 100 * s.test.accuracy, s.test.loss);
   std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(s.last_step - s.first_step), s.wall_s,
               s.samples_per_s, result.c_str());
@@ -423,7 +435,7 @@ int train(int argc, char* argv[]) {
   if (!f.resume.empty()) {
     for (char const* fixed :
          {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--clip-norm",
-          "--schedule", "--seed", "--normalize", "--config", "--loss"})
+          "--schedule", "--seed", "--normalize", "--config", "--loss", "--loss-reduction"})
       if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
@@ -526,7 +538,8 @@ int eval(int argc, char* argv[]) {
   TrainedModel m = load_trained_model(space, c, ckpt, config.batch);
   EvalResult const r = evaluator_for(space, m, config.batch).run(space, *m.model, data);
   std::string const result = config.task == Task::regression
-                                 ? fmt("mse %.6g, rmse %.6g", r.loss, r.rmse())
+                                 ? fmt("mse %.6g, rmse %.6g", r.mse, r.rmse()) +
+                                       (r.loss != r.mse ? fmt(", loss %.6g", r.loss) : std::string())
                                  : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);
   std::printf("%s: %s on %s split: %s over %lld samples (step %s)\n", ckpt.c_str(), config.model.c_str(),
               which.c_str(), result.c_str(), (long long)r.count, c.get("step").c_str());

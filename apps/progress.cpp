@@ -2,6 +2,7 @@
 #include "apps/progress.hpp"
 
 #include <unistd.h>
+#include <cmath>
 #include <cstdio>
 
 namespace ktr::cli {
@@ -19,7 +20,8 @@ void Progress::update(std::int64_t step, double loss, double accuracy, double sa
   std::int64_t const total_epochs = (total_ + per_epoch_ - 1) / per_epoch_;
   double const eta = rate_ > 0 ? double(total_ - step) * double(batch_) / rate_ : 0.0;
   char quality[32], line[256];
-  std::snprintf(quality, sizeof quality, regression_ ? "rmse %.4g" : "acc %5.1f%%",
+  // A regression trained on another loss than the MSE has no training RMSE (NaN): nothing is printed for it.
+  std::snprintf(quality, sizeof quality, regression_ ? (std::isnan(accuracy) ? "" : "rmse %.4g") : "acc %5.1f%%",
                 regression_ ? accuracy : 100 * accuracy);
   std::snprintf(line, sizeof line, "epoch %lld/%lld  step %lld/%lld  loss %.4f  %s  %8.0f samples/s  ETA %d:%02d",
                 (long long)epoch, (long long)total_epochs, (long long)in_epoch, (long long)per_epoch_, loss,
@@ -39,12 +41,15 @@ void Progress::epoch_line(std::int64_t epoch, double train_loss, double train_ac
                           double test_loss, double test_accuracy, double wall_s) {
   finish();
   if (regression_) {
-    if (evaluated)
-      std::printf("epoch %lld: train loss %.4g rmse %.4g | test loss %.4g mse %.4g rmse %.4g | %.1f s\n",
-                  (long long)epoch, train_loss, train_accuracy, test_loss, test_loss, test_accuracy, wall_s);
+    char train[64];
+    std::snprintf(train, sizeof train,
+                  std::isnan(train_accuracy) ? "train loss %.4g" : "train loss %.4g rmse %.4g", train_loss,
+                  train_accuracy);
+    if (evaluated)  // test_accuracy is the test RMSE
+      std::printf("epoch %lld: %s | test loss %.4g mse %.4g rmse %.4g | %.1f s\n", (long long)epoch, train,
+                  test_loss, test_accuracy * test_accuracy, test_accuracy, wall_s);
     else
-      std::printf("epoch %lld: train loss %.4g rmse %.4g | %.1f s\n", (long long)epoch, train_loss, train_accuracy,
-                  wall_s);
+      std::printf("epoch %lld: %s | %.1f s\n", (long long)epoch, train, wall_s);
   } else if (evaluated)
     std::printf("epoch %lld: train loss %.4f acc %.2f%% | test loss %.4f acc %.2f%% | %.1f s\n", (long long)epoch,
                 train_loss, 100 * train_accuracy, test_loss, 100 * test_accuracy, wall_s);

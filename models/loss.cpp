@@ -35,7 +35,8 @@ void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
   auto correct = out.correct;
   int const index = out.index;
   bool const accumulate = out.accumulate;
-  float const inv_rows = 1.0f / float(rows);
+  bool const sum_reduction = out.reduction == Reduction::sum;
+  float const inv_rows = sum_reduction ? 1.0f : 1.0f / float(rows);
   using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
   // One team: B is a batch (hundreds of rows of ~10 classes), and a single team can finish the reduction and
   // write the metric without a second kernel or a reduction result on the host.
@@ -79,11 +80,19 @@ void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
       });
 }
 
+char const* reduction_name(Reduction r) { return r == Reduction::sum ? "sum" : "mean"; }
+
+Reduction parse_reduction(std::string const& text, std::string const& what) {
+  if (text == "mean") return Reduction::mean;
+  if (text == "sum") return Reduction::sum;
+  throw Error(what + ": '" + escaped(text) + "' is not a reduction (mean, sum)");
+}
+
 RegressionLoss RegressionLoss::parse(std::string const& text, std::string const& what) {
   RegressionLoss l;
   if (text == "mse") return l;
-  if (text == "l1") {
-    l.kind = Kind::l1;
+  if (text == "l1" || text == "bce") {
+    l.kind = text == "l1" ? Kind::l1 : Kind::bce;
     return l;
   }
   if (text == "huber" || text.rfind("huber:", 0) == 0) {
@@ -96,7 +105,7 @@ RegressionLoss RegressionLoss::parse(std::string const& text, std::string const&
     }
     return l;
   }
-  throw Error(what + ": '" + escaped(text) + "' is not a regression loss (mse, l1, huber[:DELTA])");
+  throw Error(what + ": '" + escaped(text) + "' is not a regression loss (mse, l1, huber[:DELTA], bce)");
 }
 
 std::string RegressionLoss::str() const {
@@ -105,6 +114,8 @@ std::string RegressionLoss::str() const {
       return "mse";
     case Kind::l1:
       return "l1";
+    case Kind::bce:
+      return "bce";
     case Kind::huber: {
       std::ostringstream o;
       o.precision(std::numeric_limits<float>::max_digits10);
@@ -131,7 +142,7 @@ void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& 
   auto correct = out.correct;
   int const index = out.index;
   bool const accumulate = out.accumulate;
-  double const inv_n = 1.0 / double(n);
+  double const inv_n = out.reduction == Reduction::sum ? 1.0 : 1.0 / double(n);
   RegressionLoss::Kind const k = kind.kind;
   double const delta = kind.delta;
   using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
@@ -145,8 +156,12 @@ void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& 
             [&](std::int64_t i, double& acc) {
               double const e = double(p[i]) - double(y[i]);
               double const a = e < 0 ? -e : e, sign = e > 0 ? 1.0 : (e < 0 ? -1.0 : 0.0);
-              double l = 0, g = 0;  // the element's loss and d loss / d e
-              if (k == RegressionLoss::Kind::mse) {
+              double l = 0, g = 0;                   // the element's loss and d loss / d pred
+              if (k == RegressionLoss::Kind::bce) {  // stable for any logit: no exp of a positive number
+                double const z = p[i], az = z < 0 ? -z : z, ez = compat::exp(-az);
+                l = (z > 0 ? z : 0.0) - z * double(y[i]) + compat::log1p(ez);
+                g = (z >= 0 ? 1.0 / (1.0 + ez) : ez / (1.0 + ez)) - double(y[i]);  // sigmoid(z) - y
+              } else if (k == RegressionLoss::Kind::mse) {
                 l = e * e, g = 2.0 * e;
               } else if (k == RegressionLoss::Kind::l1) {
                 l = a, g = sign;

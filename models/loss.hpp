@@ -8,33 +8,45 @@
 
 namespace ktr {
 
+/// How a batch's element losses become the loss: their mean (over the B rows for cross-entropy, over the B x T
+/// elements for the others) or their sum. The gradient is that of the reduced loss.
+enum class Reduction { mean, sum };
+char const* reduction_name(Reduction r);
+/// "mean" or "sum"; throws ktr::Error naming `what` otherwise.
+Reduction parse_reduction(std::string const& text, std::string const& what = "--loss-reduction");
+
 /// Where the loss kernel writes: entry `index` of per-step metric arrays in device memory.
 struct LossOutput {
-  DeviceView<float*> loss;            ///< mean loss over the batch (or, with accumulate, the running sum)
+  DeviceView<float*> loss;            ///< the reduced loss of the batch (or, with accumulate, the running sum)
   DeviceView<std::int32_t*> correct;  ///< number of rows whose argmax equals the label
   int index = 0;
-  bool accumulate = false;  ///< add the batch's loss *sum* and count instead of storing mean/count
+  bool accumulate = false;  ///< add the batch's loss *sum* and count instead of storing the reduced loss/count
+  Reduction reduction = Reduction::mean;
 };
 
-/// logits (B, C), labels (B) in [0, C). loss_b = logsumexp(z_b) - z_b[y_b]; writes mean_b loss_b and the correct
-/// count to `out`, and, if dlogits is non-empty, dlogits = (softmax(z) - onehot(y)) / B.
+/// logits (B, C), labels (B) in [0, C). loss_b = logsumexp(z_b) - z_b[y_b]; writes mean_b loss_b (or the sum) and
+/// the correct count to `out`, and, if dlogits is non-empty, dlogits = (softmax(z) - onehot(y)) / B (or not
+/// divided, for the sum).
 void softmax_cross_entropy(ExecSpace const& space, Tensor const& logits,
                            DeviceView<const std::int32_t*> const& labels, Tensor const& dlogits,
                            LossOutput const& out);
 
-/// A regression loss of the error e = pred - y, averaged over the B x T elements: mse (e^2), l1 (|e|), or huber
-/// with `delta` (e^2 / 2 where |e| <= delta, delta (|e| - delta / 2) beyond: optax.huber_loss).
+/// A loss of float targets, per element: of the error e = pred - y, mse (e^2), l1 (|e|), or huber with `delta`
+/// (e^2 / 2 where |e| <= delta, delta (|e| - delta / 2) beyond: optax.huber_loss); or bce, the sigmoid binary
+/// cross-entropy of logits z and targets y in [0, 1] (multi-label: max(z, 0) - z y + log1p(e^-|z|), as
+/// optax.sigmoid_binary_cross_entropy).
 struct RegressionLoss {
-  enum class Kind { mse, l1, huber };
+  enum class Kind { mse, l1, huber, bce };
   Kind kind = Kind::mse;
   float delta = 1.0f;  ///< huber
-  /// "mse", "l1", "huber" or "huber:DELTA" (DELTA > 0); throws ktr::Error naming `what` otherwise.
+  /// "mse", "l1", "huber", "huber:DELTA" (DELTA > 0) or "bce"; throws ktr::Error naming `what` otherwise.
   static RegressionLoss parse(std::string const& text, std::string const& what = "--loss");
   std::string str() const;  ///< parse(str()) gives the same loss back
 };
 
-/// Regression: pred (B, T), targets (B, T): `kind`'s loss (accumulated in double) to `out` (with accumulate: the
-/// sum, and B to the count), and, if dpred is non-empty, its gradient (for mse 2 (pred - y) / (B T)).
+/// Regression: pred (B, T), targets (B, T): `kind`'s loss (accumulated in double), reduced as out.reduction, to
+/// `out` (with accumulate: the sum, and B to the count), and, if dpred is non-empty, its gradient (for mse and
+/// the mean 2 (pred - y) / (B T)).
 void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& pred, Tensor const& targets,
                      Tensor const& dpred, LossOutput const& out);
 

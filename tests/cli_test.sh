@@ -76,6 +76,9 @@ case $case_name in
     expect 2 "A subcommand is required" -- "$ktr" bench
     expect 2 "unknown benchmark 'fast'" -- "$ktr" bench fast
     expect 2 "--normalize: must be one of standard, unit, none, got 'zscore'" -- "$ktr" train --normalize zscore
+    expect 2 "--loss-reduction: must be one of mean, sum, got 'max'" -- "$ktr" train --loss-reduction max
+    expect 2 "model description: 'dense:8:tanhh': unknown activation" -- "$ktr" train --model 'in=28x28x1 dense:8:tanhh dense:10'
+    expect 2 "model description: 'conv3x3:8:s3': 's3' is not an activation" -- "$ktr" train --model 'in=28x28x1 conv3x3:8:s3 flatten dense:10'
     expect 0 "OpenMP|Serial|Cuda|HIP" -- "$ktr" info
     ;;
   data-errors)

@@ -287,7 +287,63 @@ TEST(Loss, L1AndHuberMatchReferenceAndFiniteDifferences) {
     for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], fd[i], 1e-3 * (1 + std::abs(fd[i]))) << i;
   }
   EXPECT_THROW(ktr::RegressionLoss::parse("huber:-1"), ktr::Error);
-  EXPECT_THROW(ktr::RegressionLoss::parse("bce"), ktr::Error);
+  EXPECT_THROW(ktr::RegressionLoss::parse("bce:1"), ktr::Error);
+}
+
+// Sigmoid binary cross-entropy of logits (optax.sigmoid_binary_cross_entropy) on multi-label targets, logits up
+// to +-40 (stable: no overflow), and the sum reduction; against a double reference and finite differences.
+TEST(Loss, BceAndTheSumReductionMatchReferenceAndFiniteDifferences) {
+  ktr::ExecSpace space;
+  int const B = 5, W = 3;
+  auto hp = ktr::test::random_floats(B * W, 31, -3.0f, 3.0f);
+  hp[0] = 40.0f, hp[1] = -40.0f;
+  std::vector<float> hy(B * W);
+  for (int i = 0; i < B * W; ++i) hy[std::size_t(i)] = float((i * 7) % 3 == 0);
+  ktr::Tensor p("test::p", ktr::Shape{B, W}), y("test::y", ktr::Shape{B, W}), dp("test::dp", ktr::Shape{B, W});
+  ktr::from_host(p, hp);
+  ktr::from_host(y, hy);
+  ktr::DeviceView<float*> loss("test::loss", 1);
+  ktr::DeviceView<std::int32_t*> correct("test::correct", 1);
+  for (auto reduction : {ktr::Reduction::mean, ktr::Reduction::sum}) {
+    SCOPED_TRACE(ktr::reduction_name(reduction));
+    ktr::RegressionLoss const bce = ktr::RegressionLoss::parse("bce");
+    EXPECT_EQ(bce.str(), "bce");
+    ktr::regression_loss(space, bce, p, y, dp, ktr::LossOutput{loss, correct, 0, false, reduction});
+    auto reference = [&](ktr::test::Vec const& v) {
+      double s = 0;
+      for (std::size_t i = 0; i < v.size(); ++i)
+        s += std::max(v[i], 0.0) - v[i] * hy[i] + std::log1p(std::exp(-std::abs(v[i])));
+      return reduction == ktr::Reduction::sum ? s : s / double(v.size());
+    };
+    auto const pd = ktr::test::to_double(hp);
+    auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+    EXPECT_NEAR(hl(0), reference(pd), 1e-6 * reference(pd));
+    auto const g = ktr::to_host(dp);
+    auto const fd = ktr::test::finite_difference(reference, pd, 1e-4);
+    for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], fd[i], 1e-4 * (1 + std::abs(fd[i]))) << i;
+  }
+  EXPECT_EQ(ktr::parse_reduction("sum"), ktr::Reduction::sum);
+  EXPECT_THROW(ktr::parse_reduction("max"), ktr::Error);
+}
+
+// Cross-entropy summed over the rows: B times the mean, and so is its gradient.
+TEST(Loss, CrossEntropySumIsBatchTimesTheMean) {
+  ktr::ExecSpace space;
+  int const B = 4, C = 3;
+  ktr::Tensor z("test::z", ktr::Shape{B, C}), dz_mean("test::dm", ktr::Shape{B, C}),
+      dz_sum("test::ds", ktr::Shape{B, C});
+  ktr::from_host(z, ktr::test::random_floats(B * C, 41));
+  ktr::DeviceView<std::int32_t*> labels("test::labels", B);
+  Kokkos::deep_copy(labels, 1);
+  ktr::DeviceView<float*> loss("test::loss", 2);
+  ktr::DeviceView<std::int32_t*> correct("test::correct", 2);
+  ktr::softmax_cross_entropy(space, z, labels, dz_mean, ktr::LossOutput{loss, correct, 0, false});
+  ktr::softmax_cross_entropy(space, z, labels, dz_sum,
+                             ktr::LossOutput{loss, correct, 1, false, ktr::Reduction::sum});
+  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+  EXPECT_NEAR(hl(1), B * hl(0), 1e-5 * hl(1));
+  auto const gm = ktr::to_host(dz_mean), gs = ktr::to_host(dz_sum);
+  for (std::size_t i = 0; i < gm.size(); ++i) EXPECT_NEAR(gs[i], B * gm[i], 1e-6) << i;
 }
 
 // A regression run's loss is part of the run: trained with it, recorded in its checkpoint, restored from it.
@@ -311,6 +367,18 @@ TEST(Loss, TheRegressionLossTrainsAndTravelsInCheckpoints) {
   s.save(space, path);
   auto const restored = Session::restore(path, 10);
   EXPECT_EQ(restored->config().loss.str(), "huber:0.25");
+  EXPECT_EQ(restored->config().reduction, ktr::Reduction::mean);
+  std::remove(path.c_str());
+
+  // A summed reduction trains too (its loss is B x T times the mean's) and is recorded.
+  c.reduction = ktr::Reduction::sum;
+  c.optimizer.lr /= float(c.batch * T);  // the summed gradient is B x T times larger
+  Session summed(c, 10);
+  ktr::dispatch(space, summed.state(), summed.model(), data, 10);
+  float const first_sum = ktr::read_metrics(space, summed.state(), 10).loss[0];
+  EXPECT_NEAR(first_sum, first * float(c.batch * T), 1e-3f * first_sum) << "the same first batch, summed";
+  summed.save(space, path);
+  EXPECT_EQ(Session::restore(path, 10)->config().reduction, ktr::Reduction::sum);
   std::remove(path.c_str());
 }
 

@@ -104,6 +104,7 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
   state_.precision = config.precision;
   state_.normalize = config.normalize;
   state_.regression = config.loss;
+  state_.reduction = config.reduction;
   model_.init(space, config.seed);
   comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
 }
@@ -136,6 +137,7 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
   // A regression loss other than the default is recorded (the default's absence keeps older files' bytes).
   if (config_.task == Task::regression && config_.loss.kind != RegressionLoss::Kind::mse)
     c.header["loss"] = config_.loss.str();
+  if (config_.reduction == Reduction::sum) c.header["reduction"] = reduction_name(config_.reduction);
   // Read back on the instance that trained (after its work), never through a fence of the whole device.
   std::int64_t step = 0;
   Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&step),
@@ -196,6 +198,8 @@ RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace con
     config.accumulate = c.has("accumulate") ? int(integer(c, "accumulate", path, 1, config.batch)) : 1;
     config.seed = seed_of(c, path);
     if (c.has("loss")) config.loss = RegressionLoss::parse(c.get("loss"), path + ": header field 'loss'");
+    if (c.has("reduction"))
+      config.reduction = parse_reduction(c.get("reduction"), path + ": header field 'reduction'");
     // Version 1 did not record the mode; its scale and shift are what counts.
     if (c.has("normalize")) {
       try {
@@ -291,11 +295,15 @@ std::unique_ptr<Session> Session::restore(std::string const& path, int max_k, Co
 }
 
 Evaluator evaluator_for(ExecSpace const& space, Session& session, std::int64_t batch) {
-  return Evaluator(space, session.model(), batch, session.config().norm, session.config().task);
+  Evaluator e(space, session.model(), batch, session.config().norm, session.config().task);
+  e.set_regression_loss(session.config().loss);
+  return e;
 }
 
 Evaluator evaluator_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
-  return Evaluator(space, *model.model, batch, model.config.norm, model.config.task);
+  Evaluator e(space, *model.model, batch, model.config.norm, model.config.task);
+  e.set_regression_loss(model.config.loss);
+  return e;
 }
 
 Predictor predictor_for(ExecSpace const& space, Session& session, std::int64_t batch) {

@@ -17,7 +17,8 @@ struct RunConfig {
   int accumulate = 1;        ///< micro-batches averaged per update (optax.MultiSteps); checkpoint key, default 1
   std::uint64_t seed = 0;
   Task task = Task::classification;  ///< softmax cross-entropy on labels, or `loss` on values
-  RegressionLoss loss;  ///< regression: mse (default), l1 or huber (checkpoints record a non-default one)
+  RegressionLoss loss;  ///< regression: mse (default), l1, huber or bce (checkpoints record a non-default one)
+  Reduction reduction = Reduction::mean;              ///< of the element losses (checkpoints record sum)
   NormalizeMode normalize = NormalizeMode::standard;  ///< how `norm` was chosen (checkpoints record the name)
   Normalization norm;  ///< the input transform the gather applies (kept in checkpoints)
   /// The arithmetic of the run's matrix products (fp32, or tf32 on CUDA builds); not recorded in checkpoints (a

@@ -97,7 +97,8 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   // a permutation of the rank's own shard, from which it takes its n micro-batches.
   std::uint64_t const seed = sharded ? state.seed + 0x9E3779B97F4A7C15ull * std::uint64_t(rank) : state.seed;
   std::int64_t const stride = sharded ? b * n : state.batch;
-  float const share = 1.0f / float(ranks * n);  // each micro-batch's mean gradient, weighted to the global mean
+  // Each micro-batch's gradient, weighted to the global batch's: of the mean of equal parts' means, or the sum.
+  float const share = state.reduction == Reduction::sum ? 1.0f : 1.0f / float(ranks * n);
   Batch const batch{state.x, state.y, state.values};
   auto const& arena = model.arena();
   DeviceView<float*> const grads = n > 1 ? state.grad_sum : arena.grads();  // what the update reads
@@ -109,7 +110,7 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
       // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
       RandomKey const key{state.seed, state.step.data(), sharded ? (std::int64_t(rank) * n + j) * b : row};
       Tensor const out = model.forward(space, state.x, &key);  // (b, classes) or (b, T)
-      LossOutput const metrics{state.loss, state.correct, i * n + j, false};
+      LossOutput const metrics{state.loss, state.correct, i * n + j, false, state.reduction};
       if (state.task == Task::classification)
         softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
       else
@@ -117,7 +118,7 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
       model.backward(space);
       if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
     }
-    if (n == 1 && ranks > 1) scale(space, share, grads);
+    if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
     comm.allreduce_sum(space, grads);                                  // no-op on one rank
     state.optimizer.update(space, arena.params(), grads, state.step);  // step += 1 on the device
   }
@@ -190,7 +191,8 @@ StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k)
   for (std::size_t i = 0; i < std::size_t(k); ++i)
     for (std::size_t j = 0; j < n; ++j) sums[i] += loss[i * n + j], sums[std::size_t(k) + i] += correct[i * n + j];
   comm.sum(sums);
-  double const parts = double(n) * double(comm.size());  // micro-batches of equal size: the mean of their means
+  // Micro-batches of equal size: the mean of their means, or the sum of their sums.
+  double const parts = state.reduction == Reduction::sum ? 1.0 : double(n) * double(comm.size());
   m.loss.resize(std::size_t(k));
   m.correct.resize(std::size_t(k));
   for (std::size_t i = 0; i < std::size_t(k); ++i)
@@ -209,8 +211,8 @@ Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t ba
       y_(Kokkos::view_alloc(space, "ktr::eval::y"), task == Task::classification ? std::size_t(batch_) : 0),
       values_(task == Task::regression ? Tensor(space, "ktr::eval::values", Shape{batch_, model.output_width()})
                                        : Tensor()),
-      loss_(Kokkos::view_alloc(space, "ktr::eval::loss"), 1),
-      correct_(Kokkos::view_alloc(space, "ktr::eval::correct"), 1) {}
+      loss_(Kokkos::view_alloc(space, "ktr::eval::loss"), 2),
+      correct_(Kokkos::view_alloc(space, "ktr::eval::correct"), 2) {}
 
 EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
   Region const region("ktr::Evaluator::run");
@@ -228,18 +230,23 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
       softmax_cross_entropy(space, out, y_, Tensor(), sums);
     else
       mean_squared_error(space, out, values, Tensor(), sums);
+    if (task_ == Task::regression && regression_.kind != RegressionLoss::Kind::mse)  // the run's loss, in slot 1
+      regression_loss(space, regression_, out, values, Tensor(), LossOutput{loss_, correct_, 1, true});
   }
-  float loss_sum = 0;
+  float sums[2] = {0, 0};
   std::int32_t hits = 0;
   // Read back on `space`, after its work; only that instance is waited for.
   using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::deep_copy(space, Kokkos::View<float, HostSpace, Unmanaged>(&loss_sum), Kokkos::subview(loss_, 0));
+  Kokkos::deep_copy(space, Kokkos::View<float*, HostSpace, Unmanaged>(sums, 2), loss_);
   Kokkos::deep_copy(space, Kokkos::View<std::int32_t, HostSpace, Unmanaged>(&hits), Kokkos::subview(correct_, 0));
   space.fence();
-  if (task_ == Task::regression)
-    return EvalResult{loss_sum / (double(data.count) * double(model.output_width())),
-                      std::numeric_limits<double>::quiet_NaN(), data.count};
-  return EvalResult{loss_sum / double(data.count), hits / double(data.count), data.count};
+  if (task_ == Task::regression) {
+    double const elements = double(data.count) * double(model.output_width());
+    double const mse = sums[0] / elements;
+    double const loss = regression_.kind == RegressionLoss::Kind::mse ? mse : sums[1] / elements;
+    return EvalResult{loss, std::numeric_limits<double>::quiet_NaN(), data.count, mse};
+  }
+  return EvalResult{sums[0] / double(data.count), hits / double(data.count), data.count};
 }
 
 Predictor::Predictor(Model const& model, std::int64_t batch, Normalization norm)

@@ -81,7 +81,8 @@ struct TrainState {
   /// What `norm` claims to be (Session sets RunConfig::normalize): float features under a run that claims
   /// `standard` or `none` but still holds the unfitted pixel transform (x / 255) are refused by train_steps.
   NormalizeMode normalize = NormalizeMode::recorded;
-  RegressionLoss regression;  ///< the regression loss (Session sets RunConfig::loss)
+  RegressionLoss regression;              ///< the regression loss (Session sets RunConfig::loss)
+  Reduction reduction = Reduction::mean;  ///< mean or sum of the element losses (RunConfig::reduction)
   int max_k;
   Task task;
   Tensor x;                     ///< (b, H, W, C) or (b, D), b = micro_batch
@@ -153,12 +154,14 @@ struct StepMetrics {
 /// batch (summed over ranks: a collective, so every rank calls it).
 StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k);
 
-/// Loss and accuracy (classification) or mean squared error (regression: loss = MSE, accuracy NaN) over a whole
-/// device-resident dataset, in batches, metrics accumulated on the device.
+/// Loss and accuracy (classification) or the run's loss and the mean squared error (regression: accuracy NaN; the
+/// loss is the MSE unless the run trains another) over a whole device-resident dataset, in batches, metrics
+/// accumulated on the device. Every loss is the mean over the elements, whatever the training's reduction.
 struct EvalResult {
   double loss = 0, accuracy = 0;
   std::int64_t count = 0;
-  double rmse() const { return std::sqrt(loss); }
+  double mse = 0;  ///< regression
+  double rmse() const { return std::sqrt(mse); }
 };
 
 class Evaluator {
@@ -168,8 +171,11 @@ class Evaluator {
   Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm,
             Task task = Task::classification);
   EvalResult run(ExecSpace const& space, Model& model, DeviceDataset const& data);
+  /// A regression's loss, evaluated beside the MSE (default: the MSE alone).
+  void set_regression_loss(RegressionLoss loss) { regression_ = loss; }
 
  private:
+  RegressionLoss regression_;
   std::int64_t batch_;
   Normalization norm_;
   Task task_;

@@ -13,6 +13,13 @@ namespace ktr {
 
 namespace {
 
+// A regression's training RMSE: the root of its loss where that is the mean squared error, else none (NaN).
+double regression_rmse(RunConfig const& cfg, double loss) {
+  return cfg.loss.kind == RegressionLoss::Kind::mse && cfg.reduction == Reduction::mean
+             ? std::sqrt(loss)
+             : std::numeric_limits<double>::quiet_NaN();
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -72,8 +79,10 @@ void Trainer::save(ExecSpace const& space, std::string const& path) const {
 Evaluator& Trainer::evaluator(ExecSpace const& space) {
   // Made once (its batch buffers are allocated then, on `space`) and kept: fit's per-epoch evaluations,
   // evaluate().
-  if (!evaluator_)
+  if (!evaluator_) {
     evaluator_ = std::make_unique<Evaluator>(space, model(), options_.eval_batch, config().norm, config().task);
+    evaluator_->set_regression_loss(config().loss);
+  }
   return *evaluator_;
 }
 
@@ -118,6 +127,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
     slot->step = run.step;            // and its device step counter (the schedule's position)
     slot->precision = cfg.precision;
     slot->regression = cfg.loss;
+    slot->reduction = cfg.reduction;
   }
   slot->host_step_ = run.host_step_;
   // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
@@ -164,8 +174,8 @@ DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks
   record.epoch = steps_per_epoch_ > 0 ? (state.host_step() - 1) / steps_per_epoch_ + 1 : 0;
   record.k = k;
   record.loss = loss / k;
-  record.quality =
-      cfg.task == Task::regression ? std::sqrt(loss / k) : double(hits) / double(std::int64_t(k) * cfg.batch);
+  record.quality = cfg.task == Task::regression ? regression_rmse(cfg, loss / k)
+                                                : double(hits) / double(std::int64_t(k) * cfg.batch);
   record.samples_per_s = k * cfg.batch / dt;
   hooks.on_dispatch(record);
   return record;
@@ -247,7 +257,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
       if (evaluate_test && lead()) e.test = evaluator(space).run(space, model(), test_), e.evaluated = true;
       e.train_loss = epoch_loss / double(epoch_steps);
       e.train_quality =
-          regression ? std::sqrt(e.train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
+          regression ? regression_rmse(cfg, e.train_loss) : double(epoch_hits) / double(epoch_steps * cfg.batch);
       summary.test = e.test, summary.evaluated = e.evaluated;
       hooks.on_epoch(e);
       epoch_loss = 0, epoch_steps = 0, epoch_hits = 0;
