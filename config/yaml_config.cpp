@@ -3,6 +3,7 @@
 #include "yaml_config.hpp"
 
 #include "../core/parse.hpp"
+#include "../models/activation.hpp"
 
 #include <yaml-cpp/yaml.h>
 
@@ -106,13 +107,13 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The activation a layer token takes: ktr's dense layers fuse ReLU or nothing (the layer-registry issue adds the
-// rest; until then they are refused as not supported).
+// The activation a layer token takes, as ":NAME" ("" for identity; "none" and "linear" name it too): every
+// activation of the layer registry (models/activation.hpp).
 std::string activation_suffix(Reader const& r, YAML::Node const& n, std::string const& key) {
   std::string const a = lower(r.text(n, key));
-  if (a == "relu") return ":relu";
   if (a == "identity" || a == "none" || a == "linear") return "";
-  r.fail(n, key, "activation '" + escaped(a) + "' is not supported by this ktr (relu or identity)", true);
+  if (auto act = parse_activation(a)) return ":" + std::string(activation_name(*act));
+  r.fail(n, key, "'" + escaped(a) + "' is not an activation (" + activation_names() + ")");
 }
 
 }  // namespace
@@ -132,6 +133,7 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   // What the model section leaves for later: an MLP's sizes and activations.
   std::vector<std::int64_t> sizes;
   std::string hidden = ":relu", output;
+  double dropout = 0;
   YAML::Node sizes_node;
   std::string model_type;
   YAML::Node model_type_node;
@@ -227,7 +229,11 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                                  [&](auto const& v, auto const& key) { hidden = activation_suffix(r, v, key); }},
                                 {"output_activation",
                                  [&](auto const& v, auto const& key) { output = activation_suffix(r, v, key); }},
-                                {"dropout", r.only_default(0)},
+                                {"dropout",
+                                 [&](auto const& v, auto const& key) {
+                                   dropout = r.number(v, key, 0, 1);
+                                   if (dropout >= 1) r.fail(v, key, "must be in [0, 1)");
+                                 }},
                                 {"flatten_non_batch_dims",
                                  [&](auto const& v, auto const& key) {
                                    if (!r.boolean(v, key))
@@ -254,13 +260,16 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                           c.loss = t;
                         else if (t == "cross_entropy" || t == "crossentropy")
                           c.loss = "cross_entropy";
-                        else if (t == "bce" || t == "smoothl1")
+                        else if (t == "bce" || t == "bcewithlogits")
+                          c.loss = "bce";
+                        else if (t == "smoothl1")
                           r.fail(v, key,
                                  "'" + escaped(t) +
-                                     "' is not supported by this ktr yet (mse, l1, huber, cross_entropy)",
+                                     "' is not supported by this ktr (huber with delta 1 is smooth L1 times 1)",
                                  true);
                         else
-                          r.fail(v, key, "'" + escaped(t) + "' is not a loss (mse, l1, huber, cross_entropy)");
+                          r.fail(v, key,
+                                 "'" + escaped(t) + "' is not a loss (mse, l1, huber, bce, cross_entropy)");
                       }},
                      {"parameters",
                       [&](YAML::Node const& p, std::string const& pk) {
@@ -272,9 +281,9 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                                 {"reduction",
                                  [&](auto const& v, auto const& key) {
                                    std::string const t = r.text(v, key);
-                                   if (t == "sum")
-                                     r.fail(v, key, "'sum' is not supported by this ktr yet (mean)", true);
-                                   if (t != "mean") r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
+                                   if (t != "mean" && t != "sum")
+                                     r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
+                                   c.run.reduction = t == "sum" ? Reduction::sum : Reduction::mean;
                                  }},
                             });
                       }},
@@ -412,14 +421,19 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   if (model_type == "mlp") {
     if (sizes.empty()) r.fail(model_type_node, "model.parameters.layer_sizes", "missing: an mlp needs its sizes");
     std::string d = "in=" + std::to_string(sizes[0]);
-    for (std::size_t i = 1; i < sizes.size(); ++i)
+    std::ostringstream rate;  // after each hidden layer's activation, as TorchFort's MLP
+    rate.precision(17);
+    rate << dropout;
+    for (std::size_t i = 1; i < sizes.size(); ++i) {
       d += " dense:" + std::to_string(sizes[i]) + (i + 1 < sizes.size() ? hidden : output);
+      if (i + 1 < sizes.size() && dropout > 0) d += " dropout:" + rate.str();
+    }
     c.run.model = d;
   } else if (c.run.model == RunConfig{}.model) {
     r.fail(model_type_node, "model.parameters.description", "missing: a ktr model needs its description");
   }
   try {
-    (void)Model::plan(c.run.model, 1);  // the description parses and the shapes fit
+    c.run.model = Model::plan(c.run.model, 1).description;  // it parses, the shapes fit; normalised
   } catch (Error const& e) {
     r.fail(model_type_node, "model", e.what());
   }
@@ -455,7 +469,7 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   if (c.general.buffer_size > 0 && c.general.buffer_size < c.general.batch_size)
     r.fail(root["general"]["buffer_size"], "general.buffer_size", "is smaller than general.batch_size");
   if (c.loss == "huber") c.loss = "huber:" + std::to_string(huber_delta);
-  if (c.loss == "mse" || c.loss == "l1" || c.loss.rfind("huber:", 0) == 0) {
+  if (c.loss == "mse" || c.loss == "l1" || c.loss == "bce" || c.loss.rfind("huber:", 0) == 0) {
     c.run.loss = RegressionLoss::parse(c.loss, "loss.type");
     if (c.run.loss.kind == RegressionLoss::Kind::huber) c.run.loss.delta = float(huber_delta);
   }

@@ -52,7 +52,7 @@ struct GeneralConfig {
 struct FileConfig {
   RunConfig run;  ///< model, optimiser, schedule, batch, accumulation, seed (the task comes from the data)
   GeneralConfig general;
-  std::string loss = "default";  ///< "mse", "l1", "huber:DELTA", "cross_entropy", or "default" (by the targets)
+  std::string loss = "default";  ///< "mse", "l1", "huber:DELTA", "bce", "cross_entropy", or "default" (by targets)
   std::string path;              ///< the file it came from
 };
 

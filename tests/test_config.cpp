@@ -9,7 +9,10 @@
 namespace {
 
 using ktr::ConfigError;
+using ktr::FileConfig;
 using ktr::parse_config;
+using ktr::Reduction;
+using ktr::RegressionLoss;
 
 std::string const kMlp = R"(
 general:
@@ -129,6 +132,27 @@ TEST(Config, L1AndHuberLossesAreRead) {
   EXPECT_EQ(loss("{type: MSE}").run.loss.str(), "mse");
 }
 
+// The layer registry's activations and dropout in an MLP, BCE and a summed reduction.
+TEST(Config, ActivationsDropoutBceAndSumReductionAreRead) {
+  FileConfig const c = parse_config(
+      "model:\n  type: mlp\n  parameters:\n    layer_sizes: [6, 64, 64, 2]\n    activation: SiLU\n"
+      "    output_activation: sigmoid\n    dropout: 0.1\nloss:\n  type: BCE\n  parameters: {reduction: sum}\n",
+      "test.yaml");
+  EXPECT_EQ(c.run.model, "in=6 dense:64:silu dropout:0.1 dense:64:silu dropout:0.1 dense:2:sigmoid");
+  EXPECT_EQ(c.loss, "bce");
+  EXPECT_EQ(c.run.loss.kind, RegressionLoss::Kind::bce);
+  EXPECT_EQ(c.run.reduction, Reduction::sum);
+  for (char const* a : {"tanh", "gelu", "gelu_tanh", "leaky_relu", "elu", "softplus", "sine", "swish", "linear"}) {
+    FileConfig const m = parse_config(
+        std::string("model: {type: mlp, parameters: {layer_sizes: [3, 8, 1], activation: ") + a + "}}\n",
+        "test.yaml");
+    EXPECT_EQ(
+        m.run.model.find("dense:8:" + std::string(a == std::string("swish") ? "silu" : a)) != std::string::npos,
+        a != std::string("linear"))
+        << m.run.model;
+  }
+}
+
 TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
   struct Case {
     std::string yaml, expected;
@@ -146,10 +170,14 @@ TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\noptimizer:\n  parameters:\n    amsgrad: true\n",
        "test.yaml:4: optimizer.parameters.amsgrad: 'true' is not supported", true},
       {"model:\n  type: torchscript\n", "test.yaml:2: model.type: TorchScript models need libtorch", true},
-      {"model: {type: mlp, parameters: {layer_sizes: [2, 1], activation: tanh}}\n",
-       "model.parameters.activation: activation 'tanh' is not supported", true},
-      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: BCE}\n",
-       "loss.type: 'bce' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1], activation: tanhh}}\n",
+       "model.parameters.activation: 'tanhh' is not an activation (identity, relu, tanh", false},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1], dropout: 1}}\n",
+       "model.parameters.dropout: must be in [0, 1)", false},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: SmoothL1}\n",
+       "loss.type: 'smoothl1' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: mse, parameters: {reduction: max}}\n",
+       "loss.parameters.reduction: 'max' must be mean or sum", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: exponential}\n",
        "lr_scheduler.type: 'exponential' is not a schedule", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler:\n  type: multistep\n  parameters:\n"
