@@ -11,9 +11,13 @@
    :valid form; maxpool2 and avgpool2 on odd extents (the last row and column dropped); globalavgpool; a
    non-square input (H and W kept apart); dense on an image (the implicit flatten).
 2. ktr trains a few hundred steps, exports safetensors; Flax evaluates the exported weights with the exported input
-   transform: the test accuracy matches `ktr eval` to within one sample of the test set.
+   transform: the test accuracy matches `ktr eval` to within one sample of the test set, the test loss
+   to 1e-4 relative (plus the rounding of the 4 decimals `ktr eval` prints).
 3. Flax trains a few hundred steps, saves Flax-named safetensors; `ktr import` + `ktr eval` reaches the accuracy
    Flax reports, to within one sample.
+4. Acceptance: a regression (REGRESSION_MODEL, huber loss) trained on .npy arrays and exported scores in Flax, with
+   the exported per-feature input transform, the held-out MSE `ktr eval` prints (1e-4 relative); ACCEPTANCE_CNN
+   (conv5x5 gelu, maxpool2, avgpool2) goes through check 2 on Fashion-MNIST.
 Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
 
     crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck
@@ -32,6 +36,7 @@ import numpy as np
 import optax
 from flax import linen as nn
 from flax import traverse_util
+from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 jax.config.update("jax_default_matmul_precision", "highest")  # FP32 matmuls, as ktr's
@@ -40,6 +45,9 @@ MODELS = {
     "mlp": "in=28x28x1 flatten dense:512:relu dense:512:relu dense:10",
     "cnn": "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10",
 }
+# The issue's acceptance models: a regression on .npy arrays (huber loss), a CNN description on Fashion-MNIST.
+REGRESSION_MODEL = "in=6 dense:64:silu layernorm dense:64:tanh dropout:0.1 dense:1"
+ACCEPTANCE_CNN = "in=28x28x1 conv5x5:16:gelu maxpool2 conv3x3:32:relu avgpool2 flatten dense:10"
 # Same weights, same batch only: every layer token, each model small enough to take a moment.
 LAYER_MODELS = {
     "dense_acts_a": "in=12 dense:16:relu dense:16:tanh dense:16:sigmoid dense:16:silu dense:5",
@@ -232,28 +240,89 @@ def accuracy_line(text):
     return float(m.group(1)) / 100, int(m.group(2))
 
 
-def ktr_to_flax(args, data, work, failures):
+def exported(st, x):
+    """The Flax model and parameters of a `ktr export` file, and x under its input transform as ktr's gather applies
+    it: x * ktr.input_scale + ktr.input_shift per feature where the file holds them, else
+    x * ktr.normalize_scale + ktr.normalize_shift."""
+    with safe_open(st, "np") as f:
+        meta = f.metadata()
+    tensors = load_file(st)
+    if "ktr.input_scale" in tensors:
+        x = x * tensors["ktr.input_scale"] + tensors["ktr.input_shift"]
+    else:
+        x = x * np.float32(meta["ktr.normalize_scale"]) + np.float32(meta["ktr.normalize_shift"])
+    params = tree({k: v for k, v in tensors.items() if not k.startswith("ktr.")})
+    return FromDescription(meta["ktr.model"]), params, x
+
+
+def ktr_to_flax(args, data, work, failures, models=None):
+    """models: name -> --model value (mlp, cnn or a description); MODELS by name where not given."""
     images = read_idx(os.path.join(data, "t10k-images-idx3-ubyte.gz"))[..., None].astype(np.float32)
-    labels = read_idx(os.path.join(data, "t10k-labels-idx1-ubyte.gz"))
-    for name in MODELS:
+    labels = read_idx(os.path.join(data, "t10k-labels-idx1-ubyte.gz")).astype(np.int32)
+    for name, model_flag in (models or {name: name for name in MODELS}).items():
         ckpt, st = os.path.join(work, f"{name}.ckpt"), os.path.join(work, f"{name}-trained.safetensors")
-        subprocess.run([args.ktr, "train", "--data", data, "--model", name, "--epochs", "1", "--batch", "32",
+        subprocess.run([args.ktr, "train", "--data", data, "--model", model_flag, "--epochs", "1", "--batch", "32",
                         "--threads", "2", "--checkpoint", ckpt], check=True, stdout=subprocess.DEVNULL)
         subprocess.run([args.ktr, "export", "--checkpoint", ckpt, "--out", st], check=True, stdout=subprocess.DEVNULL)
-        ktr_acc, n = accuracy_line(subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, "--data", data],
-                                                  check=True, capture_output=True, text=True).stdout)
-        with open(st, "rb") as f:
-            import json
-            header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
-        meta = header["__metadata__"]
-        x = images * float(meta["ktr.normalize_scale"]) + float(meta["ktr.normalize_shift"])
-        model = FromDescription(meta["ktr.model"])
-        params = tree({k: v for k, v in load_file(st).items() if not k.startswith("ktr.")})
-        flax_acc = float((np.argmax(model.apply(params, x), -1) == labels).mean())
+        out = subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, "--data", data, "--threads", "2"],
+                             check=True, capture_output=True, text=True).stdout
+        ktr_acc, n = accuracy_line(out)
+        ktr_loss = float(re.search(r"accuracy [0-9.]+%, loss ([0-9.]+)", out).group(1))
+        model, params, x = exported(st, images)
+        logits = model.apply(params, x)
+        flax_acc = float((np.argmax(logits, -1) == labels).mean())
+        flax_loss = float(optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean())
         ok = abs(flax_acc - ktr_acc) * n <= 1.0 + 1e-6
         failures += [] if ok else [f"ktr->flax {name}"]
         print(f"{name}: trained in ktr (200 steps), exported; test accuracy ktr eval {100 * ktr_acc:.2f}%, "
               f"Flax on the exported weights {100 * flax_acc:.2f}% ({'ok' if ok else 'FAIL'}, within one sample)")
+        # ktr eval prints the loss to 4 decimals: its rounding (5e-5) on top of the relative tolerance.
+        ok = abs(flax_loss - ktr_loss) <= RTOL * ktr_loss + 5e-5
+        failures += [] if ok else [f"ktr->flax {name} loss"]
+        print(f"{name}: test loss (cross-entropy mean) ktr eval {ktr_loss:.4f}, Flax on the exported weights "
+              f"{flax_loss:.6f} ({'ok' if ok else 'FAIL'}, within {RTOL:g} relative and the printed rounding)")
+
+
+def regression_data(work):
+    """2000 samples of 6 float32 features on different scales (the per-feature transform matters), a smooth
+    nonlinear target (N, 1) with a little noise; the first 1600 train, the last 400 are held out."""
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(2000, 6)) * [1, 3, 0.5, 10, 2, 0.2] + [0, 1, -2, 5, 0, 3]).astype(np.float32)
+    z = (x - [0, 1, -2, 5, 0, 3]) / [1, 3, 0.5, 10, 2, 0.2]
+    y = np.sin(2 * z[:, 0]) + 0.5 * np.tanh(z[:, 1] * z[:, 2]) + 0.3 * z[:, 3] * np.cos(z[:, 4]) - 0.2 * z[:, 5] ** 2
+    y = (y + 0.05 * rng.normal(size=2000))[:, None].astype(np.float32)
+    paths = {}
+    for part, rows in (("train", slice(0, 1600)), ("test", slice(1600, None))):
+        for kind, array in (("x", x), ("y", y)):
+            paths[kind + part] = os.path.join(work, f"regression-{kind}-{part}.npy")
+            np.save(paths[kind + part], array[rows])
+    return paths
+
+
+def acceptance(args, data, work, failures):
+    """The issue's acceptance: a regression MLP (silu, layernorm, tanh, dropout; huber loss) on .npy arrays and a CNN
+    description (conv5x5 gelu, maxpool2, conv3x3, avgpool2) on Fashion-MNIST, each trained in ktr and exported,
+    score in Flax what `ktr eval` prints."""
+    paths = regression_data(work)
+    arrays = ["--features", paths["xtrain"], "--targets", paths["ytrain"],
+              "--test-features", paths["xtest"], "--test-targets", paths["ytest"]]
+    ckpt, st = os.path.join(work, "regression.ckpt"), os.path.join(work, "regression-trained.safetensors")
+    subprocess.run([args.ktr, "train", *arrays, "--model", REGRESSION_MODEL, "--loss", "huber", "--epochs", "5",
+                    "--batch", "32", "--threads", "2", "--checkpoint", ckpt], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.ktr, "export", "--checkpoint", ckpt, "--out", st], check=True, stdout=subprocess.DEVNULL)
+    out = subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, *arrays, "--threads", "2"],
+                         check=True, capture_output=True, text=True).stdout
+    m = re.search(r"held-out split: mse ([0-9.eE+-]+), rmse [0-9.eE+-]+(?:, loss [0-9.eE+-]+)? over ([0-9]+) samples", out)
+    model, params, x = exported(st, np.load(paths["xtest"]))
+    err = np.asarray(model.apply(params, x), np.float64) - np.load(paths["ytest"])
+    flax_mse = float(np.mean(err ** 2))
+    ktr_mse = float(m.group(1)) if m else float("nan")
+    ok = m is not None and int(m.group(2)) == len(err) and abs(flax_mse - ktr_mse) <= RTOL * ktr_mse + 1e-7
+    failures += [] if ok else ["acceptance regression"]
+    print(f"regression: {REGRESSION_MODEL}, huber, trained in ktr on .npy arrays (250 steps), exported; test mse "
+          f"ktr eval {ktr_mse:.6g}, Flax on the exported weights {flax_mse:.6g} ({'ok' if ok else 'FAIL'}, "
+          f"within {RTOL:g} relative)")
+    ktr_to_flax(args, data, work, failures, {"conv_gelu_pools": ACCEPTANCE_CNN})
 
 
 def flax_to_ktr(args, data, work, failures):
@@ -303,6 +372,7 @@ def main():
         same_weights_same_batch(args, work, failures)
         ktr_to_flax(args, data, work, failures)
         flax_to_ktr(args, data, work, failures)
+        acceptance(args, data, work, failures)
     print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
     return 1 if failures else 0
 
