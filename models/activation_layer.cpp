@@ -57,6 +57,9 @@ std::unique_ptr<Layer> make_activation(LayerToken const& t) {
 
 }  // namespace
 
-extern LayerKind const activation_kind{"relu, tanh, ... (an activation)", activation_accepts, make_activation};
+LayerKind const& activation_kind() {
+  static LayerKind const kind{"relu, tanh, ... (an activation)", activation_accepts, make_activation};
+  return kind;
+}
 
 }  // namespace ktr

@@ -285,6 +285,9 @@ std::unique_ptr<Layer> make_conv(LayerToken const& t) {
 
 }  // namespace
 
-extern LayerKind const conv_kind{"convKxK:N[:ACT][:s2][:valid]", conv_accepts, make_conv};
+LayerKind const& conv_kind() {
+  static LayerKind const kind{"convKxK:N[:ACT][:s2][:valid]", conv_accepts, make_conv};
+  return kind;
+}
 
 }  // namespace ktr

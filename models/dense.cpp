@@ -189,6 +189,9 @@ std::unique_ptr<Layer> make_dense(LayerToken const& t) {
 
 }  // namespace
 
-extern LayerKind const dense_kind{"dense:N[:ACT]", dense_accepts, make_dense};
+LayerKind const& dense_kind() {
+  static LayerKind const kind{"dense:N[:ACT]", dense_accepts, make_dense};
+  return kind;
+}
 
 }  // namespace ktr

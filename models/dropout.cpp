@@ -92,6 +92,9 @@ std::unique_ptr<Layer> make_dropout(LayerToken const& t) {
 
 }  // namespace
 
-extern LayerKind const dropout_kind{"dropout:P", dropout_accepts, make_dropout};
+LayerKind const& dropout_kind() {
+  static LayerKind const kind{"dropout:P", dropout_accepts, make_dropout};
+  return kind;
+}
 
 }  // namespace ktr

@@ -107,6 +107,9 @@ std::unique_ptr<Layer> make_layernorm(LayerToken const& t) {
 
 }  // namespace
 
-extern LayerKind const layernorm_kind{"layernorm", layernorm_accepts, make_layernorm};
+LayerKind const& layernorm_kind() {
+  static LayerKind const kind{"layernorm", layernorm_accepts, make_layernorm};
+  return kind;
+}
 
 }  // namespace ktr

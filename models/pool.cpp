@@ -132,8 +132,17 @@ std::unique_ptr<Layer> make_flatten(LayerToken const& t) {
 
 }  // namespace
 
-extern LayerKind const pool_kind{"avgpool2, maxpool2", pool_accepts, make_pool};
-extern LayerKind const global_pool_kind{"globalavgpool", global_pool_accepts, make_global_pool};
-extern LayerKind const flatten_kind{"flatten", flatten_accepts, make_flatten};
+LayerKind const& pool_kind() {
+  static LayerKind const kind{"avgpool2, maxpool2", pool_accepts, make_pool};
+  return kind;
+}
+LayerKind const& global_pool_kind() {
+  static LayerKind const kind{"globalavgpool", global_pool_accepts, make_global_pool};
+  return kind;
+}
+LayerKind const& flatten_kind() {
+  static LayerKind const kind{"flatten", flatten_accepts, make_flatten};
+  return kind;
+}
 
 }  // namespace ktr

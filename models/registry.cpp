@@ -1,5 +1,6 @@
 // The registry's list of layer kinds (one line each; each kind is defined in its layer's file) and the token
-// helpers they parse with.
+// helpers they parse with. A kind is returned by a function of its file rather than being a global: a HIP device
+// pass would emit the global and miss the host functions it points to.
 #include "registry.hpp"
 
 #include "../core/error.hpp"
@@ -10,19 +11,19 @@
 
 namespace ktr {
 
-extern LayerKind const dense_kind;        // dense.cpp
-extern LayerKind const conv_kind;         // conv2d.cpp
-extern LayerKind const pool_kind;         // pool.cpp: avgpool2, maxpool2
-extern LayerKind const global_pool_kind;  // pool.cpp: globalavgpool
-extern LayerKind const flatten_kind;      // pool.cpp
-extern LayerKind const activation_kind;   // activation_layer.cpp: relu, tanh, ...
-extern LayerKind const layernorm_kind;    // layernorm.cpp
-extern LayerKind const dropout_kind;      // dropout.cpp
+LayerKind const& dense_kind();        // dense.cpp
+LayerKind const& conv_kind();         // conv2d.cpp
+LayerKind const& pool_kind();         // pool.cpp: avgpool2, maxpool2
+LayerKind const& global_pool_kind();  // pool.cpp: globalavgpool
+LayerKind const& flatten_kind();      // pool.cpp
+LayerKind const& activation_kind();   // activation_layer.cpp: relu, tanh, ...
+LayerKind const& layernorm_kind();    // layernorm.cpp
+LayerKind const& dropout_kind();      // dropout.cpp
 
 std::vector<LayerKind const*> const& layer_kinds() {
-  static std::vector<LayerKind const*> const kinds = {&dense_kind,       &conv_kind,    &pool_kind,
-                                                      &global_pool_kind, &flatten_kind, &activation_kind,
-                                                      &layernorm_kind,   &dropout_kind};
+  static std::vector<LayerKind const*> const kinds = {&dense_kind(),       &conv_kind(),    &pool_kind(),
+                                                      &global_pool_kind(), &flatten_kind(), &activation_kind(),
+                                                      &layernorm_kind(),   &dropout_kind()};
   return kinds;
 }
 
