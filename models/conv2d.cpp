@@ -186,11 +186,12 @@ bool Conv2D::direct(Shape const& in) const {
   if (algorithm_ == ConvAlgorithm::automatic && !device_is_host) return false;  // GPUs: im2col + the vendor BLAS
   bool const form = form_.kernel == 3 && form_.stride == 1 && !form_.valid;
   if (algorithm_ == ConvAlgorithm::direct) {
-    KTR_REQUIRE(device_is_host, "ktr::Conv2D", "direct convolution runs on host builds only");
-    KTR_REQUIRE(form, "ktr::Conv2D", "direct convolution is 3x3, stride 1, SAME only, not '" + describe() + "'");
-    KTR_REQUIRE(
-        g.channels <= impl::conv_direct_max_channels, "ktr::Conv2D",
-        "direct convolution takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels");
+    std::string const why = !device_is_host ? "runs on host builds only"
+                            : !form         ? "is 3x3, stride 1, SAME only, not '" + describe() + "'"
+                            : g.channels > impl::conv_direct_max_channels
+                                ? "takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels"
+                                : std::string();
+    KTR_REQUIRE(why.empty(), "ktr::Conv2D", "direct convolution " + why);
   }
   return form && g.channels <= direct_max_channels;
 }
