@@ -20,11 +20,14 @@ kokkos_libs=(-ltrilinos_kokkoscore -ltrilinos_kokkoskernels -lopenblas)
 declare -A sources=([idx]=data/idx.cpp [npy]=data/npy.cpp [checkpoint]=train/checkpoint.cpp
                    [description]="models/*.cpp core/*.cpp backends/gemm.cpp" [safetensors]=train/safetensors.cpp)
 for t in idx npy checkpoint safetensors; do
-  clang++ "${flags[@]}" "fuzz/fuzz_$t.cpp" ${sources[$t]} -lz -o "$out/fuzz_$t" &
+  clang++ "${flags[@]}" "fuzz/fuzz_$t.cpp" ${sources[$t]} -lz -o "$out/fuzz_$t"
 done
-clang++ "${flags[@]}" "${kokkos[@]}" fuzz/fuzz_description.cpp ${sources[description]} "${kokkos_libs[@]}" \
-  -o "$out/fuzz_description" &
-for job in $(jobs -p); do wait "$job"; done
+# The description fuzzer's ~20 sources, one compiler per core.
+rm -rf "$out/description-obj" && mkdir -p "$out/description-obj"
+printf '%s\n' fuzz/fuzz_description.cpp ${sources[description]} |
+  xargs -P "$(nproc)" -I{} sh -c 'clang++ "$@" -c {} -o "'"$out"'/description-obj/$(echo {} | tr / _).o"' _ \
+    "${flags[@]}" "${kokkos[@]}"
+clang++ "${flags[@]}" "$out"/description-obj/*.o "${kokkos_libs[@]}" -o "$out/fuzz_description"
 status=0
 for t in idx npy checkpoint description safetensors; do
   rm -rf "$out/corpus-$t" && cp -r "fuzz/corpus/$t" "$out/corpus-$t"
