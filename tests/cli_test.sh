@@ -475,6 +475,15 @@ YAML
       fail "2 ranks x 2 micro-batches failed: $(cat "$work/log4")"
     same "$work/one.ckpt" "$work/four.ckpt"
     expect 2 "--batch: 32 is not a multiple of ranks x accumulate = 2 x 3" -- mpi_train 2 --accumulate 3
+    # Dropout draws by the sample's row in the whole update: 2 ranks draw the masks 1 rank draws.
+    drop='in=28x28x1 flatten dense:64:relu dropout:0.3 dense:10'
+    "$ktr" train --data "$work/data" --model "$drop" --batch 32 --epochs 1 --seed 3 --threads 1 \
+      --checkpoint "$work/drop1.ckpt" >"$work/logd" 2>&1 || fail "1 rank with dropout failed: $(cat "$work/logd")"
+    "${mpirun[@]}" -np 2 "$ktr" train --data "$work/data" --model "$drop" --batch 32 --epochs 1 --seed 3 --threads 1 \
+      --checkpoint "$work/drop2.ckpt" >"$work/logd2" 2>&1 || fail "2 ranks with dropout failed: $(cat "$work/logd2")"
+    # (1e-4: a unit whose gradient the masks leave near zero turns summation-order noise into Adam steps; a mask
+    # that differed would differ by O(1).)
+    "${KTR_CKPT_COMPARE:?}" "$work/drop1.ckpt" "$work/drop2.ckpt" 1e-4 || fail "dropout: 2 ranks differ from 1"
     ;;
   mpi-resume)
     # A checkpoint resumes on any rank count that divides the batch: 2 -> 1 and 1 -> 2 ranks.
