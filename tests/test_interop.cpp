@@ -69,6 +69,29 @@ TEST(Safetensors, ExportImportRoundTripsEveryParameterAndTheTransform) {
   std::remove(path.c_str());
 }
 
+// The layer registry's parameters travel under Flax's names too: LayerNorm scales start at one, so a mix-up with a
+// bias would show.
+TEST(Safetensors, NewLayerKindsRoundTripUnderFlaxNames) {
+  ktr::Model const model(
+      "in=6x5x2 conv5x5:4:gelu:s2 layernorm maxpool2 flatten dense:8:silu layernorm dropout:0.1 "
+      "dense:3",
+      1);
+  model.init(ktr::ExecSpace(), 5);
+  ktr::RunConfig cfg;
+  cfg.model = model.description();
+  std::vector<float> const params = ktr::download(model.arena().params());
+  std::string const path = ::testing::TempDir() + "ktr_kinds.safetensors";
+  std::remove(path.c_str());
+  ktr::write_safetensors(path, ktr::export_weights(model, params, cfg));
+  ktr::SafeTensors const st = ktr::read_safetensors(path);
+  EXPECT_EQ(st.tensors.at("Conv_0.kernel").shape, (std::vector<std::int64_t>{5, 5, 2, 4}));
+  EXPECT_EQ(st.tensors.at("LayerNorm_0.scale").values, std::vector<float>(4, 1.0f));
+  EXPECT_EQ(st.tensors.at("LayerNorm_1.bias").values, std::vector<float>(8, 0.0f));
+  EXPECT_EQ(st.tensors.at("Dense_1.kernel").shape, (std::vector<std::int64_t>{8, 3}));
+  EXPECT_EQ(ktr::import_weights(model, st, path).params, params);
+  std::remove(path.c_str());
+}
+
 TEST(Safetensors, MismatchedNamesShapesAndDtypesAreRefusedNamingTheTensor) {
   ktr::Model const model("in=2x2x1 flatten dense:3", 1);
   ktr::SafeTensors st;
