@@ -185,15 +185,20 @@ bool Conv2D::direct(Shape const& in) const {
   if (algorithm_ == ConvAlgorithm::im2col) return false;
   if (algorithm_ == ConvAlgorithm::automatic && !device_is_host) return false;  // GPUs: im2col + the vendor BLAS
   bool const form = form_.kernel == 3 && form_.stride == 1 && !form_.valid;
+  bool const takes = impl::conv_direct_takes(act_, features_);
   if (algorithm_ == ConvAlgorithm::direct) {
-    std::string const why = !device_is_host ? "runs on host builds only"
-                            : !form         ? "is 3x3, stride 1, SAME only, not '" + describe() + "'"
-                            : g.channels > impl::conv_direct_max_channels
-                                ? "takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels"
-                                : std::string();
+    std::string why;
+    if (!device_is_host)
+      why = "runs on host builds only";
+    else if (!form)
+      why = "is 3x3, stride 1, SAME only, not '" + describe() + "'";
+    else if (g.channels > impl::conv_direct_max_channels)
+      why = "takes at most " + std::to_string(impl::conv_direct_max_channels) + " channels";
+    else if (!takes)
+      why = "with " + std::string(activation_name(act_)) + " needs a multiple of 8 output channels";
     KTR_REQUIRE(why.empty(), "ktr::Conv2D", "direct convolution " + why);
   }
-  return form && g.channels <= direct_max_channels;
+  return form && g.channels <= direct_max_channels && takes;
 }
 
 bool Conv2D::fuse_next(Layer const& next, Shape const& in) {

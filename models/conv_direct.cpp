@@ -218,6 +218,10 @@ void zero_dropped(ExecSpace const& space, ConvDims const& d, float* dz) {
 
 }  // namespace
 
+bool conv_direct_takes(Activation act, std::int64_t features) {
+  return act == Activation::relu || act == Activation::identity || features % 8 == 0;
+}
+
 std::int64_t conv_direct_rows_per_chunk(ConvDims const& d) {
   std::int64_t const rows = device_is_host ? d.out_height() : 1;
   return rows > 0 ? rows : 1;
@@ -230,36 +234,43 @@ std::int64_t conv_direct_chunks(ConvDims const& d) {
 
 namespace {
 
-template <int P, int W, int NV, class Body>
+// Full: every tile and the single-channel specialisation (ReLU and identity, the forms models train with most);
+// otherwise 8-wide tiles of a multiple of 8 output channels and any input channel count, so that each further
+// activation adds four kernels (conv_direct_takes says which layers the direct kernels take).
+template <int P, int W, int NV, bool Full, class Body>
 void with_channels(ConvDims const& d, Body const& body) {
-  if constexpr (W > 1)
+  if constexpr (W > 1 && Full)
     if (d.channels == 1) return body.template operator()<P, W, NV, 1>();
   body.template operator()<P, W, NV, 0>();
 }
 
-template <int W, int NV, class Body>
+template <int W, int NV, bool Full, class Body>
 void with_pool(ConvDims const& d, Body const& body) {
-  d.pool == 2 ? with_channels<2, W, NV>(d, body) : with_channels<1, W, NV>(d, body);
+  d.pool == 2 ? with_channels<2, W, NV, Full>(d, body) : with_channels<1, W, NV, Full>(d, body);
 }
 
 // Runs body.template operator()<P, W, NV, CC>() with the pool factor, a channel tile of NV packs of W (W the
 // host's widest pack, host_pack_width, where it divides F, else 8, else 1; NV * W up to Tile) and the channel
-// count when it is 1.
-template <int Tile, class Body>
+// count when it is 1; not Full: W = 8 (F a multiple of 8) and NV = 1.
+template <int Tile, bool Full, class Body>
 void dispatch(ConvDims const& d, Body const& body) {
   KTR_REQUIRE(d.channels <= conv_direct_max_channels, "ktr::conv2d::direct",
               "at most " + std::to_string(conv_direct_max_channels) + " input channels");
   KTR_REQUIRE(d.pool == 1 || d.pool == 2, "ktr::conv2d::direct", "pool must be 1 or 2");
   constexpr int V = host_pack_width;
-  if constexpr (Tile > V) {
-    if (d.features % Tile == 0) return with_pool<V, Tile / V>(d, body);
+  if constexpr (Full) {
+    if constexpr (Tile > V)
+      if (d.features % Tile == 0) return with_pool<V, Tile / V, Full>(d, body);
+    if (d.features % V == 0) return with_pool<V, 1, Full>(d, body);
   }
-  if (d.features % V == 0)
-    with_pool<V, 1>(d, body);
-  else if (d.features % 8 == 0)
-    with_pool<8, 1>(d, body);
-  else
-    with_pool<1, 1>(d, body);
+  if (d.features % 8 == 0) return with_pool<8, 1, Full>(d, body);
+  KTR_REQUIRE(Full, "ktr::conv2d::direct", "this activation needs a multiple of 8 output channels");
+  if constexpr (Full) with_pool<1, 1, Full>(d, body);
+}
+
+template <class A>
+constexpr bool full_forms() {
+  return std::is_same<A, Act<Activation::relu>>::value || std::is_same<A, Act<Activation::identity>>::value;
 }
 
 template <class A>
@@ -294,7 +305,8 @@ void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const*
   // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
-      dispatch<2 * host_pack_width>(d, Forward<decltype(a)>{space, d, x, w, b, y});
+      using A = decltype(a);
+      dispatch<2 * host_pack_width, full_forms<A>()>(d, Forward<A>{space, d, x, w, b, y});
     });
   });
 }
@@ -308,7 +320,8 @@ void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const
   // block's d loss / d z (block x P^2 x 2 packs) stays in registers.
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
-      dispatch<2 * host_pack_width>(d, Backward<decltype(a)>{space, d, x, w, b, dy, partials, dz});
+      using A = decltype(a);
+      dispatch<2 * host_pack_width, full_forms<A>()>(d, Backward<A>{space, d, x, w, b, dy, partials, dz});
     });
   });
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.

@@ -33,6 +33,10 @@ struct ConvDims {
   KOKKOS_INLINE_FUNCTION std::int64_t partial_size() const { return 9 * channels * features + features; }
 };
 
+/// True if the direct kernels take a layer with this activation and output channel count: ReLU and identity any
+/// count, other activations a multiple of 8 (their kernels are instantiated for 8-wide channel tiles only).
+bool conv_direct_takes(Activation act, std::int64_t features);
+
 /// Output rows (after pooling) per chunk of the backward: a whole image on a host (few, large chunks, one per
 /// core's share), one row on a GPU (many threads).
 std::int64_t conv_direct_rows_per_chunk(ConvDims const& d);

@@ -57,6 +57,11 @@ TEST(LayerKinds, EveryActivationFusedIntoConvolutionMatchesReferenceAndGradients
 // The direct kernels with the average pool fused in, for activations whose derivative needs z and y.
 TEST(LayerKinds, DirectConvolutionWithFusedPoolTakesEveryKindOfActivation) {
   if (!ktr::device_is_host) GTEST_SKIP() << "the direct kernels run on host builds only";
+  // Activations other than ReLU and identity have direct kernels for multiples of 8 output channels only.
+  EXPECT_TRUE(ktr::Conv2D(5, Activation::relu).direct(Shape{2, 5, 4, 1}));
+  EXPECT_FALSE(ktr::Conv2D(5, Activation::gelu).direct(Shape{2, 5, 4, 1}));
+  EXPECT_TRUE(ktr::Conv2D(8, Activation::gelu).direct(Shape{2, 5, 4, 1}));
+  EXPECT_THROW(ktr::Conv2D(5, Activation::gelu, ktr::ConvAlgorithm::direct).direct(Shape{2, 5, 4, 1}), ktr::Error);
   for (Activation a : {Activation::gelu, Activation::tanh, Activation::leaky_relu}) {
     std::string const name = ktr::activation_name(a);
     SCOPED_TRACE(name);
