@@ -1,5 +1,6 @@
 // Pooling: 2x2 stride-2 VALID average and maximum ("avgpool2", "maxpool2", one kernel each way) and the global
-// average over the image ("globalavgpool": (B, H, W, C) -> (B, C)).
+// average over the image ("globalavgpool": (B, H, W, C) -> (B, C)), and the "flatten" kind (its layer, a view,
+// is in layers.hpp).
 #include "../core/error.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
