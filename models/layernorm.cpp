@@ -3,8 +3,9 @@
 // LayerNorm_i.scale and LayerNorm_i.bias. On images (B, H, W, C) each pixel's channels are a row.
 //
 // forward   a row per thread: mean and variance in two passes, y; mean and 1 / std kept in scratch
-// backward  a row per thread: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy scale; then a column per
-//           thread: dscale = sum_rows dy xhat, dbias = sum_rows dy, rows in order (deterministic, no atomics)
+// backward  dscale = sum_rows dy xhat, dbias = sum_rows dy (rows in order: deterministic, no atomics); then a row
+//           per thread: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy scale
+#include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
@@ -27,7 +28,11 @@ class LayerNorm : public Layer {
   void bind(std::vector<Tensor> const& params, std::vector<Tensor> const& grads) override {
     scale_ = params.at(0), bias_ = params.at(1), dscale_ = grads.at(0), dbias_ = grads.at(1);
   }
-  std::int64_t scratch_size(Shape const& in) const override { return 2 * (in.size() / in[in.rank - 1]); }
+  // Scratch: mean and 1 / std per row; on GPUs also dy xhat (rows, C) and a ones vector (rows) for the gemms.
+  std::int64_t scratch_size(Shape const& in) const override {
+    std::int64_t const rows = in.size() / in[in.rank - 1];
+    return 2 * rows + (device_is_host ? 0 : in.size() + rows);
+  }
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
 
   void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
@@ -61,17 +66,7 @@ class LayerNorm : public Layer {
     float const* stats = scratch_.data();
     float* ds = dscale_.data();
     float* db = dbias_.data();
-    Kokkos::parallel_for(
-        "ktr::layernorm::param_grad", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, C),
-        KOKKOS_LAMBDA(std::int64_t j) {
-          float a = 0.0f, c = 0.0f;
-          for (std::int64_t r = 0; r < rows; ++r) {
-            float const gr = g[r * C + j];
-            a += gr * (in[r * C + j] - stats[2 * r]) * stats[2 * r + 1];
-            c += gr;
-          }
-          ds[j] = a, db[j] = c;
-        });
+    param_grad(space, rows, C, in, g, stats, ds, db);
     if (dx.size() == 0) return;
     float* d = dx.data();
     Kokkos::parallel_for(
@@ -91,6 +86,46 @@ class LayerNorm : public Layer {
             d[r * C + j] = rstd * (g[r * C + j] * s[j] - m1 - xhat * m2);
           }
         });
+  }
+
+  // dscale = sum_rows dy xhat, dbias = sum_rows dy, rows in order (deterministic). Hosts: a block of columns per
+  // thread, the column loop vectorised. GPUs: dy xhat in an element-parallel pass, then both sums as gemv-shaped
+  // gemms with a ones vector (a thread per column would leave a few columns on a few threads).
+  void param_grad(ExecSpace const& space, std::int64_t rows, std::int64_t C, float const* in, float const* g,
+                  float const* stats, float* ds, float* db) const {
+    if constexpr (device_is_host) {
+      constexpr std::int64_t block = 64;
+      Kokkos::parallel_for(
+          "ktr::layernorm::param_grad",
+          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (C + block - 1) / block),
+          KOKKOS_LAMBDA(std::int64_t blk) {
+            std::int64_t const j0 = blk * block, n = j0 + block < C ? block : C - j0;
+            float a[block], c[block];
+            for (std::int64_t j = 0; j < n; ++j) a[j] = 0.0f, c[j] = 0.0f;
+            for (std::int64_t r = 0; r < rows; ++r) {
+              float const mean = stats[2 * r], rstd = stats[2 * r + 1];
+              for (std::int64_t j = 0; j < n; ++j) {
+                float const gr = g[r * C + j0 + j];
+                a[j] += gr * (in[r * C + j0 + j] - mean) * rstd;
+                c[j] += gr;
+              }
+            }
+            for (std::int64_t j = 0; j < n; ++j) ds[j0 + j] = a[j], db[j0 + j] = c[j];
+          });
+    } else {
+      float* const t = scratch_.data() + 2 * rows;
+      float* const ones = t + rows * C;
+      Kokkos::parallel_for(
+          "ktr::layernorm::grad_xhat",
+          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, rows * C),
+          KOKKOS_LAMBDA(std::int64_t e) {
+            std::int64_t const r = e / C;
+            t[e] = g[e] * (in[e] - stats[2 * r]) * stats[2 * r + 1];
+            if (e % C == 0) ones[r] = 1.0f;
+          });
+      gemm(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(t, rows, C), 0.0f, Matrix(ds, 1, C));
+      gemm(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(g, rows, C), 0.0f, Matrix(db, 1, C));
+    }
   }
 
  private:
