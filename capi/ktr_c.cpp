@@ -25,7 +25,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -179,14 +178,6 @@ DeviceDataset buffer_data(ExecSpace const& space, Entry const& e) {
   return attach(x4);
 }
 
-std::string slurp(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  KTR_REQUIRE(bool(in), path, "cannot be opened");
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 template <class T>
 std::vector<T> download_all(ExecSpace const& space, T const* data, std::size_t n) {
   std::vector<T> host(n);
@@ -211,7 +202,7 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     KTR_REQUIRE(config_file != nullptr, "config_file", "is a null pointer");
     KTR_REQUIRE(g_models.count(n) == 0, "model '" + n + "'", "exists already (ktr_destroy_model it first)");
     auto e = std::make_unique<Entry>();
-    e->config_text = slurp(config_file);
+    e->config_text = read_regular_file(config_file);
     e->cfg = parse_config(e->config_text, config_file);
     ensure_runtime(device);
     if (!g_finalize_hook) {  // an application that finalises Kokkos itself: the models' views go first
@@ -552,7 +543,7 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     Entry& e = entry(name);
     KTR_REQUIRE(directory != nullptr, "directory", "is a null pointer");
     std::string const dir = directory;
-    std::string const bytes = slurp(dir + "/state.bin");
+    std::string const bytes = read_regular_file(dir + "/state.bin");
     std::istringstream in(bytes);
     std::string magic;
     int version = 0, task = 0, has_buffer = 0;
