@@ -133,7 +133,8 @@ TEST(CApi, BadArgumentsAreRefusedNamingTheProblemAndTheModelGoesOn) {
   EXPECT_EQ(ktr_create_model("bad", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(last_error().find("model 'bad': exists already"), std::string::npos) << last_error();
   EXPECT_EQ(ktr_create_model("other", "/nonexistent.yaml", KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
-  EXPECT_NE(last_error().find("/nonexistent.yaml: cannot open (No such file or directory)"), std::string::npos) << last_error();
+  EXPECT_NE(last_error().find("/nonexistent.yaml: cannot open (No such file or directory)"), std::string::npos)
+      << last_error();
   std::string const unknown = write_file("capi_unknown.yaml", config() + "widgets: 3\n");
   EXPECT_EQ(ktr_create_model("other", unknown.c_str(), KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(last_error().find("capi_unknown.yaml:12: widgets: unknown key"), std::string::npos) << last_error();
