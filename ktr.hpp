@@ -11,7 +11,7 @@
 // Layers of the library, each using only those above it (cmake/layers.txt, checked in CI):
 //   core/      tensors, element-wise kernels, checked sizes, strict parsing
 //   backends/  everything backend-specific: Kokkos 3.4/4.x compatibility, gemm dispatch, captured graphs
-//   models/    model descriptions, the parameter arena, layers, losses and the models built from them
+//   models/    model descriptions, the layer registry, activations, the parameter arena, layers, losses, models
 //   optim/     optimisers and learning-rate schedules over the arena
 //   data/      datasets on the device: IDX and .npy files, caller views, batches gathered on the device
 //   train/     the Trainer, the K-step loop, evaluation, sessions, checkpoints, safetensors, Kokkos lifetime
@@ -23,8 +23,10 @@
 #include <ktr/core/types.hpp>
 #include <ktr/data/dataset.hpp>
 #include <ktr/data/idx.hpp>
+#include <ktr/models/activation.hpp>
 #include <ktr/models/loss.hpp>
 #include <ktr/models/model.hpp>
+#include <ktr/models/registry.hpp>
 #include <ktr/optim/optimizer.hpp>
 #include <ktr/optim/schedule.hpp>
 #include <ktr/train/checkpoint.hpp>
