@@ -4,31 +4,10 @@
 namespace ktr {
 
 char const* activation_name(Activation a) {
-  switch (a) {
-    case Activation::identity:
-      return "identity";
-    case Activation::relu:
-      return "relu";
-    case Activation::tanh:
-      return "tanh";
-    case Activation::sigmoid:
-      return "sigmoid";
-    case Activation::silu:
-      return "silu";
-    case Activation::gelu:
-      return "gelu";
-    case Activation::gelu_tanh:
-      return "gelu_tanh";
-    case Activation::leaky_relu:
-      return "leaky_relu";
-    case Activation::elu:
-      return "elu";
-    case Activation::softplus:
-      return "softplus";
-    case Activation::sine:
-      return "sine";
-  }
-  return "?";
+  static char const* const names[] = {"identity",  "relu",       "tanh", "sigmoid",  "silu", "gelu",
+                                      "gelu_tanh", "leaky_relu", "elu",  "softplus", "sine"};  // in enum order
+  static_assert(sizeof names / sizeof names[0] == sizeof kActivations / sizeof kActivations[0], "a name each");
+  return names[int(a)];
 }
 
 std::optional<Activation> parse_activation(std::string const& name) {

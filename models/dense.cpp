@@ -130,17 +130,17 @@ std::vector<ParamSpec> Dense::param_specs(Shape const& in) const {
 }
 
 // Scratch: [the transposed kernel (narrow) or the ones vector (GPUs) | z (B, N) where the activation needs it].
+std::int64_t Dense::kernel_scratch(Shape const& in) const {
+  return impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
+                                       : impl::act_bias_backward_scratch(in[0]);
+}
+
 std::int64_t Dense::scratch_size(Shape const& in) const {
-  std::int64_t const kernels = impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
-                                                             : impl::act_bias_backward_scratch(in[0]);
-  return kernels + (activation_needs_input(act_) ? in[0] * features_ : 0);
+  return kernel_scratch(in) + (activation_needs_input(act_) ? in[0] * features_ : 0);
 }
 
 float* Dense::saved_input(Shape const& in) const {
-  if (!activation_needs_input(act_)) return nullptr;
-  std::int64_t const kernels = impl::dense_narrow(features_) ? impl::dense_narrow_scratch(in.inner(), features_)
-                                                             : impl::act_bias_backward_scratch(in[0]);
-  return scratch_.data() + kernels;
+  return activation_needs_input(act_) ? scratch_.data() + kernel_scratch(in) : nullptr;
 }
 
 void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {

@@ -99,7 +99,8 @@ class Dense : public KernelBiasLayer {
                 Tensor const& dx) override;
 
  private:
-  float* saved_input(Shape const& in) const;  // where z is kept, or null
+  std::int64_t kernel_scratch(Shape const& in) const;  // the transposed kernel or the ones vector
+  float* saved_input(Shape const& in) const;           // where z is kept, or null
   DeviceView<float*> scratch_;
 };
 

@@ -36,29 +36,8 @@ inline Vec dense_ref(Vec const& x, Vec const& w, Vec const& b, int batch, int in
   return y;
 }
 
-/// NHWC 3x3 SAME conv, kernel HWIO (3, 3, C, F)
-inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int W, int C, int F, bool relu) {
-  Vec y(std::size_t(B) * H * W * F);
-  for (int n = 0; n < B; ++n)
-    for (int h = 0; h < H; ++h)
-      for (int v = 0; v < W; ++v)
-        for (int f = 0; f < F; ++f) {
-          double s = b[f];
-          for (int kh = 0; kh < 3; ++kh)
-            for (int kw = 0; kw < 3; ++kw) {
-              int const hh = h + kh - 1, ww = v + kw - 1;
-              if (hh < 0 || hh >= H || ww < 0 || ww >= W) continue;
-              for (int c = 0; c < C; ++c)
-                s += x[((std::size_t(n) * H + hh) * W + ww) * C + c] *
-                     w[((std::size_t(kh) * 3 + kw) * C + c) * F + f];
-            }
-          y[((std::size_t(n) * H + h) * W + v) * F + f] = relu ? std::max(0.0, s) : s;
-        }
-  return y;
-}
-
-/// 2x2 stride-2 VALID average pooling, NHWC
-inline Vec pool_ref(Vec const& x, int B, int H, int W, int C) {
+/// 2x2 stride-2 VALID average (or, with `max`, maximum) pooling, NHWC
+inline Vec pool_ref(Vec const& x, int B, int H, int W, int C, bool max = false) {
   int const Ho = H / 2, Wo = W / 2;
   Vec y(std::size_t(B) * Ho * Wo * C);
   for (int n = 0; n < B; ++n)
@@ -66,8 +45,10 @@ inline Vec pool_ref(Vec const& x, int B, int H, int W, int C) {
       for (int j = 0; j < Wo; ++j)
         for (int c = 0; c < C; ++c) {
           auto at = [&](int h, int w) { return x[((std::size_t(n) * H + h) * W + w) * C + c]; };
+          double const a = at(2 * i, 2 * j), b = at(2 * i, 2 * j + 1), d = at(2 * i + 1, 2 * j),
+                       e = at(2 * i + 1, 2 * j + 1);
           y[((std::size_t(n) * Ho + i) * Wo + j) * C + c] =
-              0.25 * (at(2 * i, 2 * j) + at(2 * i, 2 * j + 1) + at(2 * i + 1, 2 * j) + at(2 * i + 1, 2 * j + 1));
+              max ? std::max(std::max(a, b), std::max(d, e)) : 0.25 * (a + b + d + e);
         }
   return y;
 }
@@ -131,19 +112,11 @@ inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int 
 }
 
 /// 2x2 stride-2 VALID max pooling, NHWC
-inline Vec maxpool_ref(Vec const& x, int B, int H, int W, int C) {
-  int const Ho = H / 2, Wo = W / 2;
-  Vec y(std::size_t(B) * Ho * Wo * C);
-  for (int n = 0; n < B; ++n)
-    for (int i = 0; i < Ho; ++i)
-      for (int j = 0; j < Wo; ++j)
-        for (int c = 0; c < C; ++c) {
-          auto at = [&](int h, int w) { return x[((std::size_t(n) * H + h) * W + w) * C + c]; };
-          y[((std::size_t(n) * Ho + i) * Wo + j) * C + c] =
-              std::max(std::max(at(2 * i, 2 * j), at(2 * i, 2 * j + 1)),
-                       std::max(at(2 * i + 1, 2 * j), at(2 * i + 1, 2 * j + 1)));
-        }
-  return y;
+inline Vec maxpool_ref(Vec const& x, int B, int H, int W, int C) { return pool_ref(x, B, H, W, C, true); }
+
+/// NHWC 3x3 SAME conv, kernel HWIO (3, 3, C, F), then ReLU or nothing
+inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int W, int C, int F, bool relu) {
+  return conv_ref(x, w, b, B, H, W, C, F, 3, 1, false, relu ? "relu" : "identity");
 }
 
 /// Layer normalisation of rows of length C: (x - mean) / sqrt(var + eps) * scale + bias

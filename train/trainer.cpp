@@ -79,10 +79,7 @@ void Trainer::save(ExecSpace const& space, std::string const& path) const {
 Evaluator& Trainer::evaluator(ExecSpace const& space) {
   // Made once (its batch buffers are allocated then, on `space`) and kept: fit's per-epoch evaluations,
   // evaluate().
-  if (!evaluator_) {
-    evaluator_ = std::make_unique<Evaluator>(space, model(), options_.eval_batch, config().norm, config().task);
-    evaluator_->set_regression_loss(config().loss);
-  }
+  if (!evaluator_) evaluator_ = std::make_unique<Evaluator>(evaluator_for(space, *session_, options_.eval_batch));
   return *evaluator_;
 }
 
