@@ -8,7 +8,7 @@
 # Prints `KTR_KOKKOS_ROOT=<prefix>` as its last line.
 # For machines without a package registry (scripts/gpu-run.sh): KTR_NO_APT=1 skips apt, KTR_TRILINOS_SRC=DIR
 # takes the kokkos/ and kokkos-kernels/ sources from DIR, KTR_HOST_BLAS=none builds Kokkos Kernels without a host
-# BLAS. If Kokkos_ROOT is already set in the environment the
+# BLAS (the CUDA flavour's default). If Kokkos_ROOT is already set in the environment the
 # bootstrap steps aside and echoes it back. The cache lives in ${KTR_DEPS_CACHE:-~/.cache/ktr}, one folder per
 # Kokkos version, flavour and architecture (plus a recipe number, bumped when the recipe changes).
 # GPU architectures: KTR_CUDA_ARCH=90|80|86 (default 90, sm_90: H100/H200), KTR_HIP_ARCH=gfx90a|gfx908 (default
@@ -64,7 +64,7 @@ need_update=0
 flavour=${flavour%-mpi}
 src_key=kokkos-3.4.01
 # Bump a flavour's recipe number when its build recipe below changes: the cache key changes with it.
-case $flavour in openmp) recipe=4 ;; cuda) recipe=4 ;; hip) recipe=3 ;; *) recipe=1 ;; esac
+case $flavour in openmp) recipe=4 ;; cuda) recipe=5 ;; hip) recipe=3 ;; *) recipe=1 ;; esac
 # Host code is built for this machine's vector ISA through Kokkos's own architecture option (ktr inherits
 # Kokkos's flags and sets none itself): AVX2 + FMA -> Kokkos_ARCH_HSW (-march=core-avx2); AVX-512 (F, CD, BW, DQ,
 # VL) -> Kokkos_ARCH_SKX (-march=skylake-avx512), where ktr's direct kernels use 16-float packs. The cache key
@@ -148,7 +148,10 @@ multiarch=$(gcc -print-multiarch)
 blas_variant=$([[ $flavour == openmp ]] && echo openblas-openmp || echo openblas-pthread)
 kk_opts=(-DCMAKE_BUILD_TYPE=Release -DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_ENABLE_TESTS=OFF
          -DCMAKE_POSITION_INDEPENDENT_CODE=ON)
-if [[ ${KTR_HOST_BLAS:-openblas} == openblas ]]; then
+# The CUDA flavour has none: its binaries travel to a GPU machine, and OpenBLAS would need libopenblas and
+# libgfortran there (gemm runs in cuBLAS; Kokkos Kernels' own host gemm serves the rare host call).
+host_blas=${KTR_HOST_BLAS:-$([[ $flavour == cuda ]] && echo none || echo openblas)}
+if [[ $host_blas == openblas ]]; then
   blas_dir=/usr/lib/$multiarch/$blas_variant
   # Fail here, naming the package, rather than deep inside Kokkos Kernels' configure.
   [[ -e $blas_dir/libopenblas.so ]] ||
@@ -185,7 +188,7 @@ cmake -S "$work/kokkos" -B "$work/build-kokkos" -DCMAKE_INSTALL_PREFIX="$prefix"
   && cmake --build "$work/build-kokkos" -j "$jobs" >>"$work/kokkos.log" 2>&1 \
   && cmake --install "$work/build-kokkos" >>"$work/kokkos.log" 2>&1 \
   || { tail -n 40 "$work/kokkos.log" >&2; exit 1; }
-log "building Kokkos Kernels 3.4.01 ($flavour, no pre-instantiation, host BLAS: OpenBLAS)"
+log "building Kokkos Kernels 3.4.01 ($flavour, no pre-instantiation, host BLAS: $host_blas)"
 cmake -S "$work/kokkos-kernels" -B "$work/build-kk" -DCMAKE_INSTALL_PREFIX="$prefix" -DKokkos_ROOT="$prefix" \
   "${kk_opts[@]}" >"$work/kk.log" 2>&1 \
   && cmake --build "$work/build-kk" -j "$jobs" >>"$work/kk.log" 2>&1 \

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Prepares .device/ (git-ignored), what scripts/gpu-run.sh needs on a lent GPU machine, here, on a machine without
 # a GPU. The GPU machine compiles nothing:
-#   bin/ktr, bin/ktr_tests  build/cuda's binaries (sm_90; CUDA runtime, libstdc++, libgcc and zlib linked in,
-#                           NCCL off; cuBLAS is found on the GPU machine), stripped
+#   bin/ktr, bin/ktr_tests  build/cuda's binaries (sm_90; CUDA runtime, libstdc++, libgcc, zlib and yaml-cpp
+#                           linked in, no host BLAS, NCCL off; cuBLAS is found on the GPU machine), stripped
 #   data/                   the four Fashion-MNIST .gz files, as shipped (the JAX peer and the training stage)
 #   jax_peer.py             the JAX peer
 #   MANIFEST                what was carried, from which commit, and its sizes
-# Builds build/cuda first if its binaries are missing or older than the sources (scripts/build.sh cuda). Checks that
-# the binaries carry sm_90 code and need no shared CUDA runtime, libstdc++ or NCCL, and that .device/ stays under
-# 60 MiB (a device run carries at most 64 MiB with the working tree). Prints the sizes.
+# Builds build/cuda first if its binaries are missing or older than the sources (scripts/build.sh cuda). Checks
+# (scripts/check-travel.sh) that the binaries carry sm_90 code, need no shared library but libcublas.so.13,
+# libcublasLt.so.13 and glibc's own, and no glibc newer than 2.35; and that .device/ stays under 60 MiB (a device
+# run carries at most 64 MiB with the working tree). Prints the sizes.
 #   KTR_GPU_SOURCE=1  also packs src.tar.gz (Kokkos, Kokkos Kernels, GoogleTest, CLI11 and nlohmann-json sources,
-#                     about 8 MiB more) for gpu-run.sh's fallback, KTR_GPU_BUILD_FROM_SOURCE=1.
+#                     yaml-cpp's headers, archive and CMake package; about 3 MiB more) for gpu-run.sh's fallback,
+#                     KTR_GPU_BUILD_FROM_SOURCE=1.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "gpu-prepare: $*" >&2; exit 1; }
@@ -25,15 +27,9 @@ if [[ ! -x $build/apps/ktr || ! -x $build/tests/ktr_tests ]] ||
   scripts/build.sh cuda >/dev/null
 fi
 
-# What travels must run there: sm_90 code, and no shared library the GPU machine may lack but cuBLAS (and libc).
-for b in ktr ktr_tests; do
-  f=$build/$([[ $b == ktr ]] && echo apps || echo tests)/$b
-  scripts/fatbin-archs.py "$f" | grep -q '^sm_90 cubin' ||
-    die "$f carries no sm_90 code (build/cuda must be the default KTR_CUDA_ARCH=90 build)"
-  if readelf -d "$f" | grep NEEDED | grep -E 'libcudart|libstdc\+\+|libgcc_s|libnccl|libz\.so'; then
-    die "$f needs the libraries above at run time (configure build/cuda with scripts/build.sh cuda)"
-  fi
-done
+# What travels must run there: sm_90 code, and no shared library but cuBLAS and glibc's, glibc <= 2.35.
+scripts/check-travel.sh "$build/apps/ktr" "$build/tests/ktr_tests" ||
+  die "the binaries above cannot travel (configure build/cuda with scripts/build.sh cuda)"
 
 rm -rf .device && mkdir -p .device/bin .device/data
 strip -o .device/bin/ktr "$build/apps/ktr"
@@ -49,10 +45,14 @@ if [[ ${KTR_GPU_SOURCE:-0} == 1 ]]; then
   [[ -f $src/.complete ]] || scripts/bootstrap.sh openmp >/dev/null
   cp -r "$src/kokkos" "$src/kokkos-kernels" "$stage/"
   cp -r /usr/src/googletest "$stage/googletest"
-  # CLI11 and nlohmann-json (header-only) with their CMake configs, as a prefix: usr/{include,share/cmake}.
-  mkdir -p "$stage/usr/include" "$stage/usr/share/cmake" &&
-    cp -r /usr/include/CLI /usr/include/nlohmann "$stage/usr/include/" &&
-    cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$stage/usr/share/cmake/"
+  # CLI11 and nlohmann-json (header-only) with their CMake configs, and yaml-cpp (headers, the static archive the
+  # executables link, the shared library its CMake package names), as a prefix: usr/{include,share/cmake,lib}.
+  multiarch=$(gcc -print-multiarch)
+  mkdir -p "$stage/usr/include" "$stage/usr/share/cmake" "$stage/usr/lib/$multiarch/cmake" &&
+    cp -r /usr/include/CLI /usr/include/nlohmann /usr/include/yaml-cpp "$stage/usr/include/" &&
+    cp -r /usr/share/cmake/CLI11 /usr/share/cmake/nlohmann_json "$stage/usr/share/cmake/" &&
+    cp -r "/usr/lib/$multiarch/cmake/yaml-cpp" "$stage/usr/lib/$multiarch/cmake/" &&
+    cp -a "/usr/lib/$multiarch"/libyaml-cpp.a "/usr/lib/$multiarch"/libyaml-cpp.so* "$stage/usr/lib/$multiarch/"
   # Only what a Release build of the libraries reads: no tests, examples, benchmarks, documentation or GoogleMock.
   (cd "$stage" && find kokkos/example -mindepth 1 -maxdepth 1 ! -name CMakeLists.txt -exec rm -rf {} + &&
     rm -rf kokkos/doc kokkos/benchmarks kokkos/core/unit_test kokkos/core/perf_test \

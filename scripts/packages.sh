@@ -8,7 +8,8 @@ ktr_packages() {
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
     # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun); CMake's FindMPI runs pkg-config
     openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin pkgconf" ;;
-    cuda) echo "$common libopenblas-dev libopenblas-pthread-dev" ;;
+    # no host BLAS: the binaries travel to a GPU machine (scripts/bootstrap.sh)
+    cuda) echo "$common" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
     fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev" ;;
