@@ -40,7 +40,7 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
                   std::to_string(c.extent(1)));
 }
 
-std::atomic<std::int64_t> g_gemm_calls{0};
+std::atomic<std::int64_t> g_gemm_calls[2] = {{0}, {0}};           // per MatmulPrecision
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};  // the process default
 thread_local int t_precision = -1;  // this thread's scoped precision (a MatmulPrecision), -1 for none
 
@@ -164,12 +164,14 @@ class ShapeRegion {
 
 }  // namespace
 
-std::int64_t gemm_calls() { return g_gemm_calls.load(); }
+std::int64_t gemm_calls() { return g_gemm_calls[0].load() + g_gemm_calls[1].load(); }
+
+std::int64_t gemm_calls(MatmulPrecision p) { return g_gemm_calls[int(p)].load(); }
 
 void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
           ConstMatrix const& b, float beta, Matrix const& c) {
   check_shapes(trans_a, trans_b, a, b, c);
-  g_gemm_calls.fetch_add(1, std::memory_order_relaxed);
+  g_gemm_calls[int(matmul_precision())].fetch_add(1, std::memory_order_relaxed);
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
   ShapeRegion const region(trans_a, trans_b, a, c);
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -22,9 +22,6 @@ namespace ktr {
 void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
           ConstMatrix const& b, float beta, Matrix const& c);
 
-/// How many gemm calls this process has made (for launch accounting in benchmarks).
-std::int64_t gemm_calls();
-
 /// What gemm calls in this build, e.g. "cuBLAS (per-stream handle, FP32)" or "KokkosBlas -> OpenBLAS ...".
 std::string gemm_backend();
 
@@ -57,6 +54,12 @@ void set_matmul_precision(MatmulPrecision p);
 /// The precision of a gemm called now on this host thread: the innermost ScopedMatmulPrecision's, else the
 /// process default.
 MatmulPrecision matmul_precision();
+
+/// How many gemm calls this process has made (for launch accounting in benchmarks), and how many of them ran in
+/// precision `p` (the precision in force on the calling thread when the call was made; a captured program's
+/// replays make no calls: its capture counts).
+std::int64_t gemm_calls();
+std::int64_t gemm_calls(MatmulPrecision p);
 
 /// The precision of the gemm calls this host thread makes while the object lives (a run's, set by dispatch and
 /// by the Trainer around evaluation and prediction): two runs of one process may use different precisions.

@@ -28,9 +28,13 @@ struct PipelineOptions {
   std::string ks = "4,16,64";
   std::string json, plot;  // output files ("" = none)
   std::int64_t mlp_batch = 256, cnn_batch = 32;
-  std::string precision = "fp32";  // gemm arithmetic: fp32 or tf32 (CUDA)
+  std::string precision = "fp32";  // gemm arithmetic of every variant's session: fp32 or tf32 (CUDA)
+  std::int64_t samples = 60000;    // random 28x28 images in the dataset
+  std::int64_t sgemm_n = 2048;     // the large sgemm of the limits line
 };
-/// The pipeline comparison: naive, resident, multistep-K, graph-K.
+/// The pipeline comparison: naive, resident, multistep-K, graph-K. Every variant's session runs `precision` (or,
+/// where the build cannot, the sessions refuse it); the output names the precision each variant's gemm calls ran
+/// in, and the JSON file is rewritten (atomically, medians so far) after every interleaved round.
 int run_pipeline(ExecSpace const& space, PipelineOptions const& options);
 
 struct ProfileOptions {

@@ -38,7 +38,10 @@ struct Result {
   std::int64_t batch;
   double step_ms, samples_per_s, speedup;
   bool available;
-  std::string note;  // why not available
+  std::string note;                   // why not available
+  std::string precision;              // what its gemm calls ran: "fp32", "tf32", or "mixed"
+  std::int64_t gemm_fp32, gemm_tf32;  // its gemm calls per precision (warm-up, capture and timed rounds)
+  int rounds;                         // timed rounds behind the median
 };
 
 std::vector<int> parse_ks(std::string const& text) {
@@ -67,6 +70,7 @@ class NaiveStepper {
         hy_("ktr::bench::naive_y", std::size_t(batch)) {}
 
   void step(ExecSpace const& space, Session& s, std::int64_t step) {
+    ScopedMatmulPrecision const precision(s.state().precision);  // the run's, as dispatch sets it
     std::int64_t const spe = n_ / batch_;
     Permutation const perm(std::uint64_t(n_), seed_, std::uint64_t(step / spe));
     for (std::int64_t b = 0; b < batch_; ++b) {
@@ -141,108 +145,215 @@ void plot(std::string const& path, std::vector<Result> const& results) {
 
 }  // namespace
 
+namespace {
+
+// "fp32" or "tf32", by name only: whether the build can run it is the sessions' to say (ktr::Session refuses tf32
+// where there is none), so a request is passed on to every variant, never changed on the way.
+MatmulPrecision precision_named(std::string const& name) {
+  KTR_REQUIRE(name == "fp32" || name == "tf32", "--precision", "must be fp32 or tf32, got '" + name + "'");
+  return name == "tf32" ? MatmulPrecision::tf32 : MatmulPrecision::fp32;
+}
+
+// One variant: its own session (the requested precision), how it runs n steps, its timed rounds and gemm calls.
+struct Variant {
+  std::string name;
+  int k;
+  std::unique_ptr<Session> session;
+  std::function<void(std::int64_t)> run;
+  std::vector<double> seconds;
+  std::int64_t gemm[2] = {0, 0};  // per MatmulPrecision
+
+  void run_counted(std::int64_t steps) {
+    std::int64_t const f0 = gemm_calls(MatmulPrecision::fp32), t0 = gemm_calls(MatmulPrecision::tf32);
+    run(steps);
+    gemm[0] += gemm_calls(MatmulPrecision::fp32) - f0;
+    gemm[1] += gemm_calls(MatmulPrecision::tf32) - t0;
+  }
+};
+
+char const* ran(std::int64_t fp32, std::int64_t tf32) { return tf32 == 0 ? "fp32" : fp32 == 0 ? "tf32" : "mixed"; }
+
+// One model's variants, created before anything is measured.
+struct ModelBench {
+  std::string model;
+  RunConfig config;
+  std::vector<Variant> variants;
+  std::unique_ptr<NaiveStepper> naive;
+  std::unique_ptr<DeviceStream> stream;  // captured programs need a stream of their own
+  std::int64_t naive_step = 0;
+};
+
+std::unique_ptr<ModelBench> make_bench(ExecSpace const& space, std::string const& model, PipelineOptions const& o,
+                                       MatmulPrecision precision, std::vector<int> const& ks,
+                                       RandomImages const& images, DeviceDataset const& data) {
+  auto b = std::make_unique<ModelBench>();
+  b->model = model;
+  b->config = model_config(model, o.mlp_batch, o.cnn_batch);
+  b->config.precision = precision;
+  KTR_REQUIRE(o.samples >= b->config.batch, "samples",
+              "must be at least the batch (" + std::to_string(b->config.batch) + ")");
+  int const max_k = *std::max_element(ks.begin(), ks.end());
+  ModelBench* mb = b.get();
+  auto add = [&](std::string name, int k, std::function<void(Session&, std::int64_t)> run) {
+    mb->variants.push_back(Variant{std::move(name), k, std::make_unique<Session>(mb->config, max_k), nullptr, {}});
+    Session* session = mb->variants.back().session.get();
+    mb->variants.back().run = [session, run](std::int64_t steps) { run(*session, steps); };
+  };
+  b->naive =
+      std::make_unique<NaiveStepper>(images.pixels, images.labels, o.samples, b->config.batch, b->config.seed);
+  add("naive", 1, [mb, space](Session& s, std::int64_t steps) {
+    for (std::int64_t i = 0; i < steps; ++i) mb->naive->step(space, s, mb->naive_step++);
+  });
+  add("resident", 1, [space, &data](Session& s, std::int64_t steps) {
+    for (std::int64_t i = 0; i < steps; ++i) {
+      train_steps(space, s.state(), s.model(), data, 1);
+      read_metrics(space, s.state(), 1);
+    }
+  });
+  for (int k : ks)
+    add("multistep-" + std::to_string(k), k, [space, &data, k](Session& s, std::int64_t steps) {
+      for (std::int64_t i = 0; i < steps / k; ++i) {
+        train_steps(space, s.state(), s.model(), data, k);
+        read_metrics(space, s.state(), k);
+      }
+    });
+  if (CapturedProgram::supported()) {
+    b->stream = std::make_unique<DeviceStream>();
+    for (int k : ks)
+      add("graph-" + std::to_string(k), k, [mb, &data, k](Session& s, std::int64_t steps) {
+        for (std::int64_t i = 0; i < steps / k; ++i) {
+          dispatch(mb->stream->space(), s.state(), s.model(), data, k);
+          read_metrics(mb->stream->space(), s.state(), k);
+        }
+      });
+  }
+  return b;
+}
+
+// Each variant's median so far (rounds timed), as a Result.
+std::vector<Result> medians(ModelBench const& b, std::int64_t steps) {
+  std::vector<Result> out;
+  double naive_rate = 0;
+  for (auto const& v : b.variants) {
+    if (v.seconds.empty()) continue;
+    std::vector<double> sorted = v.seconds;
+    std::sort(sorted.begin(), sorted.end());
+    double const median = sorted[sorted.size() / 2];
+    double const rate = double(steps * b.config.batch) / median;
+    if (v.name == "naive") naive_rate = rate;
+    out.push_back(Result{b.model, v.name, v.k, b.config.batch, 1e3 * median / double(steps), rate,
+                         naive_rate > 0 ? rate / naive_rate : 0, true, "", ran(v.gemm[0], v.gemm[1]), v.gemm[0],
+                         v.gemm[1], int(v.seconds.size())});
+  }
+  return out;
+}
+
+struct Limits {
+  double sgemm;
+  LaunchCost launch;
+};
+
+std::string json_text(ExecSpace const& space, PipelineOptions const& o, Limits const& limits,
+                      std::string const& json_models, std::vector<Result> const& results, bool complete) {
+  std::string j = "{\n  \"ktr\": \"" + version_line() + "\",\n  \"execution_space\": \"" + ExecSpace::name() +
+                  "\",\n  \"concurrency\": " + std::to_string(space.concurrency()) + ",\n  \"precision\": \"" +
+                  o.precision + "\",\n  \"complete\": " + (complete ? "true" : "false") +
+                  ",\n  \"limits\": {\"sgemm_gflops\": " + num(limits.sgemm, 2) +
+                  ", \"empty_kernel_us\": " + num(limits.launch.async_us, 3) +
+                  ", \"empty_kernel_fenced_us\": " + num(limits.launch.synced_us, 3) + "},\n  \"models\": {" +
+                  json_models + "},\n  \"results\": [\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    auto const& r = results[i];
+    j += "    {\"model\": \"" + r.model + "\", \"variant\": \"" + r.variant + "\", \"k\": " + std::to_string(r.k) +
+         ", \"batch\": " + std::to_string(r.batch) + ", \"available\": " + (r.available ? "true" : "false") +
+         ", \"precision\": \"" + r.precision + "\", \"gemm_calls_fp32\": " + std::to_string(r.gemm_fp32) +
+         ", \"gemm_calls_tf32\": " + std::to_string(r.gemm_tf32) + ", \"rounds\": " + std::to_string(r.rounds) +
+         ", \"step_ms\": " + num(r.step_ms, 4) + ", \"samples_per_s\": " + num(r.samples_per_s, 1) +
+         ", \"speedup_vs_naive\": " + num(r.speedup, 3) +
+         (r.note.empty() ? std::string() : ", \"note\": \"" + r.note + "\"") + "}" +
+         (i + 1 < results.size() ? ",\n" : "\n");
+  }
+  return j + "  ]\n}\n";
+}
+
+}  // namespace
+
 int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   std::vector<int> const ks = parse_ks(o.ks);
   for (int k : ks)
     KTR_REQUIRE(o.steps % k == 0, "--steps", "must be a multiple of every K (" + std::to_string(k) + ")");
   KTR_REQUIRE(o.rounds > 0, "--rounds", "must be positive");
-  set_matmul_precision(parse_matmul_precision(o.precision));
-  std::int64_t const n = 60000;
-  RandomImages const images = random_images(n, 7);
-  DeviceDataset const data = make_device_dataset(images.pixels, images.labels, n, 28, 28, 1, 10, "random");
+  KTR_REQUIRE(o.samples > 0, "samples", "must be positive");
+  MatmulPrecision const precision = precision_named(o.precision);
+  RandomImages const images = random_images(o.samples, 7);
+  DeviceDataset const data = make_device_dataset(images.pixels, images.labels, o.samples, 28, 28, 1, 10, "random");
 
-  double const sgemm = sgemm_gflops(space, 2048);
-  LaunchCost const launch = launch_cost(space);
+  // Every variant's session first, each in the requested precision (a build that cannot run it refuses here).
+  std::vector<std::unique_ptr<ModelBench>> benches;
+  for (std::string const& model : model_names(o.models))
+    benches.push_back(make_bench(space, model, o, precision, ks, images, data));
+
+  Limits limits{};
+  {
+    ScopedMatmulPrecision const scoped(precision);
+    limits = Limits{sgemm_gflops(space, o.sgemm_n), launch_cost(space)};
+  }
   std::printf("%s\n", version_line().c_str());
-  std::printf("gemm: %s, matmul precision %s\n", gemm_backend().c_str(), o.precision.c_str());
-  std::printf("limits (same run): large sgemm %s GFLOP/s, empty kernel %s us back-to-back / %s us with a fence\n",
-              num(sgemm).c_str(), num(launch.async_us, 2).c_str(), num(launch.synced_us, 2).c_str());
-  std::printf("timing: %lld rounds of %lld steps per variant, interleaved; median round shown\n",
-              (long long)o.rounds, (long long)o.steps);
-  std::printf("%-4s %-13s %5s %6s %12s %12s %10s\n", "model", "variant", "batch", "steps", "ms/step", "samples/s",
-              "vs naive");
+  std::printf("gemm: %s, matmul precision %s (every variant's session)\n", gemm_backend().c_str(),
+              matmul_precision_name(precision));
+  std::printf(
+      "limits (same run): large sgemm (%s) %s GFLOP/s, empty kernel %s us back-to-back / %s us with a fence\n",
+      matmul_precision_name(precision), num(limits.sgemm).c_str(), num(limits.launch.async_us, 2).c_str(),
+      num(limits.launch.synced_us, 2).c_str());
+  std::printf("timing: %lld rounds of %lld steps per variant, interleaved; median round shown%s\n",
+              (long long)o.rounds, (long long)o.steps,
+              o.json.empty() ? "" : (" (" + o.json + " rewritten after every round)").c_str());
+  std::printf("%-4s %-13s %5s %6s %12s %12s %10s %s\n", "model", "variant", "batch", "steps", "ms/step",
+              "samples/s", "vs naive", "precision (gemm calls)");
+  std::fflush(stdout);
 
   std::vector<Result> results;
   std::string json_models;
-  for (std::string const& model : model_names(o.models)) {
-    RunConfig const config = model_config(model, o.mlp_batch, o.cnn_batch);
-    int const max_k = *std::max_element(ks.begin(), ks.end());
-    // Every variant gets its own session, is warmed up, then all are timed in interleaved rounds (round r times
-    // each variant in turn), so drift on a noisy machine hits them alike; the median round is reported.
-    struct Variant {
-      std::string name;
-      int k;
-      std::unique_ptr<Session> session;
-      std::function<void(std::int64_t)> run;  // runs this many steps
-      std::vector<double> seconds;
-    };
-    std::vector<Variant> variants;
-    std::unique_ptr<NaiveStepper> naive;
-    std::unique_ptr<DeviceStream> stream;  // captured programs need a stream of their own
-    std::int64_t naive_step = 0;
-    auto add = [&](std::string name, int k, std::function<void(Session&, std::int64_t)> run) {
-      variants.push_back(Variant{std::move(name), k, std::make_unique<Session>(config, max_k), nullptr, {}});
-      Session* session = variants.back().session.get();
-      variants.back().run = [session, run](std::int64_t steps) { run(*session, steps); };
-    };
-    naive = std::make_unique<NaiveStepper>(images.pixels, images.labels, n, config.batch, config.seed);
-    add("naive", 1, [&](Session& s, std::int64_t steps) {
-      for (std::int64_t i = 0; i < steps; ++i) naive->step(space, s, naive_step++);
-    });
-    add("resident", 1, [&](Session& s, std::int64_t steps) {
-      for (std::int64_t i = 0; i < steps; ++i) {
-        train_steps(space, s.state(), s.model(), data, 1);
-        read_metrics(space, s.state(), 1);
-      }
-    });
-    for (int k : ks)
-      add("multistep-" + std::to_string(k), k, [&, k](Session& s, std::int64_t steps) {
-        for (std::int64_t i = 0; i < steps / k; ++i) {
-          train_steps(space, s.state(), s.model(), data, k);
-          read_metrics(space, s.state(), k);
-        }
-      });
-    if (CapturedProgram::supported()) {
-      stream = std::make_unique<DeviceStream>();
-      for (int k : ks)
-        add("graph-" + std::to_string(k), k, [&, k](Session& s, std::int64_t steps) {
-          for (std::int64_t i = 0; i < steps / k; ++i) {
-            dispatch(stream->space(), s.state(), s.model(), data, k);
-            read_metrics(stream->space(), s.state(), k);
-          }
-        });
-    }
-    for (auto& v : variants) v.run(2 * v.k);  // warm-up (and, for graph-K, the capture)
+  auto write_json = [&](std::vector<Result> const& partial, bool complete) {
+    if (o.json.empty()) return;
+    std::vector<Result> all = results;
+    all.insert(all.end(), partial.begin(), partial.end());
+    write_atomically(o.json, json_text(space, o, limits, json_models, all, complete));
+  };
+  for (auto& bench : benches) {
+    ModelBench& b = *bench;
+    std::string const& model = b.model;
+    RunConfig const& config = b.config;
+    // Every variant is warmed up, then all are timed in interleaved rounds (round r times each variant in turn),
+    // so drift on a noisy machine hits them alike; the median round is reported.
+    for (auto& v : b.variants) v.run_counted(2 * v.k);  // warm-up (and, for graph-K, the capture)
     // A graph-K whose capture failed ran the plain loop (multistep-K measures that): report it as unavailable.
     std::vector<Result> failed;
-    for (auto it = variants.begin(); it != variants.end();) {
+    for (auto it = b.variants.begin(); it != b.variants.end();) {
       std::string const& why = it->session->state().capture_error();
       if (it->name.rfind("graph-", 0) == 0 && !why.empty()) {
-        failed.push_back(Result{model, it->name, it->k, config.batch, 0, 0, 0, false, "capture failed: " + why});
-        it = variants.erase(it);
+        failed.push_back(Result{model, it->name, it->k, config.batch, 0, 0, 0, false, "capture failed: " + why,
+                                ran(it->gemm[0], it->gemm[1]), it->gemm[0], it->gemm[1], 0});
+        it = b.variants.erase(it);
       } else {
         ++it;
       }
     }
-    for (int r = 0; r < o.rounds; ++r)
-      for (auto& v : variants) v.seconds.push_back(timed(space, [&] { v.run(o.steps); }));
-    double naive_rate = 0;
-    for (auto& v : variants) {
-      std::sort(v.seconds.begin(), v.seconds.end());
-      double const median = v.seconds[v.seconds.size() / 2];
-      double const rate = double(o.steps * config.batch) / median;
-      if (v.name == "naive") naive_rate = rate;
-      results.push_back(Result{model, v.name, v.k, config.batch, 1e3 * median / double(o.steps), rate,
-                               rate / naive_rate, true, ""});
-      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx\n", model.c_str(), v.name.c_str(),
-                  (long long)config.batch, (long long)(o.steps * o.rounds),
-                  num(1e3 * median / double(o.steps), 3).c_str(), num(rate, 0).c_str(),
-                  num(rate / naive_rate, 2).c_str());
+    for (int r = 0; r < o.rounds; ++r) {
+      for (auto& v : b.variants) v.seconds.push_back(timed(space, [&] { v.run_counted(o.steps); }));
+      write_json(medians(b, o.steps), false);  // what was measured survives a crash or a timeout
+    }
+    for (auto const& r : medians(b, o.steps)) {
+      results.push_back(r);
+      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx %s (%lld fp32, %lld tf32)\n", model.c_str(),
+                  r.variant.c_str(), (long long)r.batch, (long long)(o.steps * o.rounds),
+                  num(r.step_ms, 3).c_str(), num(r.samples_per_s, 0).c_str(), num(r.speedup, 2).c_str(),
+                  r.precision.c_str(), (long long)r.gemm_fp32, (long long)r.gemm_tf32);
     }
     if (!CapturedProgram::supported()) {
       for (int k : ks)
         results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false,
-                                 CapturedProgram::unsupported_reason()});
+                                 CapturedProgram::unsupported_reason(), "", 0, 0, 0});
       std::printf("%-4s %-13s (%s: the plain loop above is the same kernels)\n", model.c_str(), "graph-K",
                   CapturedProgram::unsupported_reason().c_str());
     }
@@ -272,32 +383,19 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
         "%-4s per step: %lld Kokkos kernels + %lld gemm calls (launch floor ~%s us at %s us each); "
         "best %s GFLOP/s = %s%% of large sgemm\n",
         model.c_str(), (long long)kernels, (long long)gemms,
-        num(double(kernels + gemms) * launch.async_us, 1).c_str(), num(launch.async_us, 2).c_str(),
-        num(step_gflops).c_str(), num(100 * step_gflops / sgemm, 0).c_str());
+        num(double(kernels + gemms) * limits.launch.async_us, 1).c_str(), num(limits.launch.async_us, 2).c_str(),
+        num(step_gflops).c_str(), num(100 * step_gflops / limits.sgemm, 0).c_str());
+    std::fflush(stdout);
     json_models +=
         std::string(json_models.empty() ? "" : ",") + "\"" + model +
         "\":{\"kokkos_kernels_per_step\":" + std::to_string(kernels) +
         ",\"gemm_calls_per_step\":" + std::to_string(gemms) + ",\"best_step_gflops\":" + num(step_gflops, 2) +
         ",\"flops_per_sample\":" + num(s.model().train_flops(config.batch) / double(config.batch), 0) + "}";
+    bench.reset();  // its sessions' device memory, before the next model's runs
   }
 
   if (!o.json.empty()) {
-    std::string j = "{\n  \"ktr\": \"" + version_line() + "\",\n  \"execution_space\": \"" + ExecSpace::name() +
-                    "\",\n  \"concurrency\": " + std::to_string(space.concurrency()) + ",\n  \"precision\": \"" +
-                    o.precision + "\"" + ",\n  \"limits\": {\"sgemm_gflops\": " + num(sgemm, 2) +
-                    ", \"empty_kernel_us\": " + num(launch.async_us, 3) +
-                    ", \"empty_kernel_fenced_us\": " + num(launch.synced_us, 3) + "},\n  \"models\": {" +
-                    json_models + "},\n  \"results\": [\n";
-    for (std::size_t i = 0; i < results.size(); ++i) {
-      auto const& r = results[i];
-      j += "    {\"model\": \"" + r.model + "\", \"variant\": \"" + r.variant +
-           "\", \"k\": " + std::to_string(r.k) + ", \"batch\": " + std::to_string(r.batch) +
-           ", \"available\": " + (r.available ? "true" : "false") + ", \"step_ms\": " + num(r.step_ms, 4) +
-           ", \"samples_per_s\": " + num(r.samples_per_s, 1) + ", \"speedup_vs_naive\": " + num(r.speedup, 3) +
-           (r.note.empty() ? std::string() : ", \"note\": \"" + r.note + "\"") + "}" +
-           (i + 1 < results.size() ? ",\n" : "\n");
-    }
-    write_atomically(o.json, j + "  ]\n}\n");
+    write_json({}, true);
     std::printf("wrote %s\n", o.json.c_str());
   }
   if (!o.plot.empty()) {

@@ -16,9 +16,13 @@ def read(name):
     return open(p).read() if os.path.exists(p) else ""
 
 
-def pipeline(precision):
+def pipeline_json(precision):
     text = read(f"pipeline-{precision}.json")
-    return json.loads(text)["results"] if text else []
+    return json.loads(text) if text else {}
+
+
+def pipeline(precision):
+    return pipeline_json(precision).get("results", [])
 
 
 def jax_rows():
@@ -84,12 +88,21 @@ for precision in ("fp32", "tf32"):
     if not rows:
         print("(no results yet: see logs.tgz, pipeline-%s.log)\n" % precision)
         continue
-    print("| model | variant | batch | samples/s | vs naive | note |\n|---|---|---|---|---|---|")
+    whole = pipeline_json(precision)
+    if not whole.get("complete", True):
+        print("(incomplete: the stage ended before the benchmark did; medians of the rounds timed so far)\n")
+    print("| model | variant | batch | samples/s | vs naive | ran (gemm calls fp32/tf32) | rounds | note |\n"
+          "|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['variant']} | {r['batch']} | "
               f"{r['samples_per_s'] if r['available'] else '-'} | "
-              f"{r['speedup_vs_naive'] if r['available'] else '-'} | {r.get('note', '')} |")
+              f"{r['speedup_vs_naive'] if r['available'] else '-'} | "
+              f"{r.get('precision', '?')} ({r.get('gemm_calls_fp32', '?')}/{r.get('gemm_calls_tf32', '?')}) | "
+              f"{r.get('rounds', '?')} | {r.get('note', '')} |")
     print()
+    wrong = [r["model"] + " " + r["variant"] for r in rows if r["available"] and r.get("precision") != precision]
+    checks.append((f"every {precision} variant ran {precision}", not wrong,
+                   "ran another precision: " + ", ".join(wrong) if wrong else "all of them"))
     for model in ("mlp", "cnn"):
         k = best(rows, model, lambda r: r["samples_per_s"] if r["available"] else None)
         j = best([r for r in jax if r.get("precision") == pair[precision]], model,

@@ -306,22 +306,36 @@ TEST(Capture, Tf32IsOptInAndCloseToFp32) {
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the default
   EXPECT_EQ(ktr::parse_matmul_precision("fp32"), ktr::MatmulPrecision::fp32);
   EXPECT_THROW(ktr::parse_matmul_precision("bf16"), ktr::Error);
+  RunConfig tf32_config = config(kMlp);
+  tf32_config.precision = ktr::MatmulPrecision::tf32;
   if (!ktr::matmul_tf32_available()) {
     EXPECT_THROW(ktr::parse_matmul_precision("tf32"), ktr::Error);
     EXPECT_THROW(ktr::set_matmul_precision(ktr::MatmulPrecision::tf32), ktr::Error);
+    EXPECT_THROW(Session(tf32_config, 1), ktr::Error);
     GTEST_SKIP() << "TF32 needs a CUDA build (refusal checked); this build runs on " << ktr::ExecSpace::name();
   }
   constexpr int K = 8;
   auto data = small_dataset(200, 6);
   ktr::DeviceStream stream;
-  Session fp32(config(kMlp), K), tf32(config(kMlp), K);
+  // The run's precision is its config's (the process default stays fp32): every gemm of its capture is TF32.
+  Session fp32(config(kMlp), K), tf32(tf32_config, K);
+  std::int64_t const f0 = ktr::gemm_calls(ktr::MatmulPrecision::fp32);
   ktr::dispatch(stream.space(), fp32.state(), fp32.model(), data, K);
   auto const m32 = ktr::read_metrics(stream.space(), fp32.state(), K);
-  ktr::set_matmul_precision(ktr::parse_matmul_precision("tf32"));
+  std::int64_t const f1 = ktr::gemm_calls(ktr::MatmulPrecision::fp32),
+                     t1 = ktr::gemm_calls(ktr::MatmulPrecision::tf32);
   ktr::dispatch(stream.space(), tf32.state(), tf32.model(), data, K);
   auto const mtf = ktr::read_metrics(stream.space(), tf32.state(), K);
-  ktr::set_matmul_precision(ktr::MatmulPrecision::fp32);
-  for (int i = 0; i < K; ++i) EXPECT_NEAR(mtf.loss[std::size_t(i)], m32.loss[std::size_t(i)], 2e-2) << i;
+  EXPECT_GT(f1, f0);                                           // the fp32 run's gemms ran fp32
+  EXPECT_EQ(ktr::gemm_calls(ktr::MatmulPrecision::fp32), f1);  // none of the tf32 run's did
+  EXPECT_GT(ktr::gemm_calls(ktr::MatmulPrecision::tf32), t1);
+  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the process default is untouched
+  bool any_different = false;
+  for (int i = 0; i < K; ++i) {
+    EXPECT_NEAR(mtf.loss[std::size_t(i)], m32.loss[std::size_t(i)], 2e-2) << i;
+    any_different |= mtf.loss[std::size_t(i)] != m32.loss[std::size_t(i)];
+  }
+  EXPECT_TRUE(any_different) << "the TF32 run's losses equal the FP32 run's bit for bit: it ran FP32";
 }
 
 }  // namespace
