@@ -6,18 +6,20 @@
 # still returns what it measured. The whole run stops itself at its deadline (KTR_GPU_DEADLINE_S, 340 s).
 #
 #   stage         limit  what
-#   libs           20 s  find libcublas.so.13 (ldconfig, $CUDA_HOME, the Python wheels), set LD_LIBRARY_PATH;
+#   libs           10 s  find libcublas.so.13 (ldconfig, $CUDA_HOME, every Python's wheels), set LD_LIBRARY_PATH;
 #                        stops with ldd's output if the binaries miss a library
-#   info           30 s  nvidia-smi, `ktr info` (stops the run if ktr cannot start on the GPU)
-#   capture        90 s  ktr_tests --gtest_filter='Capture.*' (the stream-capture tests only run on a GPU)
-#   pipeline-fp32  75 s  ktr bench pipeline: naive, resident, multistep-K, graph-K, FP32
-#   jax-highest   120 s  the JAX peer (MLP, CNN) at --precision highest (FP32 matmuls), if jax runs on the GPU
-#   pipeline-tf32  60 s  the same as pipeline-fp32 in TF32
-#   jax-default   100 s  the JAX peer at --precision default (TF32)
-#   tests         150 s  every other ktr_tests test, one process (the CLI, install and example tests need a build)
-#   train          60 s  ktr train: the MLP (2 epochs) and the SimpleCNN (1 epoch) on Fashion-MNIST
-# Each stage gets its limit or what is left before the deadline, whichever is less; a stage with under 5 s left is
-# skipped and says so. Stages after a failed one still run (only libs and info stop the run).
+#   info           15 s  nvidia-smi, `ktr info` (stops the run if ktr cannot start on the GPU)
+#   capture        40 s  ktr_tests --gtest_filter='Capture.*' (the stream-capture tests only run on a GPU)
+#   train          35 s  ktr train: the MLP (1 epoch) and the SimpleCNN (1 epoch) on Fashion-MNIST
+#   pipeline-fp32  50 s  ktr bench pipeline: naive, resident, multistep-K, graph-K, every session FP32
+#   jax-highest    60 s  the JAX peer (MLP, CNN) at --precision highest (FP32 matmuls), if jax runs on the GPU
+#   pipeline-tf32  35 s  the same as pipeline-fp32, every session TF32
+#   jax-default    45 s  the JAX peer at --precision default (TF32)
+#   tests          50 s  every other ktr_tests test, one process (the CLI, install and example tests need a build)
+# The limits add up to the deadline (the run refuses to start otherwise, the dry run included). Each stage gets its
+# limit or what is left before the deadline, whichever is less; a stage with under 5 s left is skipped and says
+# so. Stages after a failed one still run (only libs and info stop the run). The pipeline benchmark rewrites its
+# JSON after every round, so a stage cut by its limit still reports the rounds it timed.
 #
 #   OUT=DIR scripts/gpu-run.sh                        (default OUT: gpu-out)
 #   KTR_GPU_DRY_RUN=1      no GPU needed: every stage says what it would run; results.md and logs.tgz are written
@@ -31,6 +33,16 @@ repo=$PWD
 t0=$(date +%s)
 deadline=$((t0 + ${KTR_GPU_DEADLINE_S:-340}))
 dry=${KTR_GPU_DRY_RUN:-0}
+# The stages in order, name:limit:function; libs and info come first (a failure there stops the run).
+stages=(libs:10:run_libs info:15:run_info capture:40:run_capture train:35:run_train pipeline-fp32:50:pipeline_fp32
+        jax-highest:60:jax_highest pipeline-tf32:35:pipeline_tf32 jax-default:45:jax_default tests:50:run_tests)
+limit_of() { local e; for e in "${stages[@]}"; do [[ ${e%%:*} == "$1" ]] && cut -d: -f2 <<<"$e"; done; }
+total=0
+for entry in "${stages[@]}"; do total=$((total + $(cut -d: -f2 <<<"$entry"))); done
+if ((total > ${KTR_GPU_DEADLINE_S:-340})); then
+  echo "gpu-run: the stage limits add up to ${total} s, over the ${KTR_GPU_DEADLINE_S:-340} s deadline" >&2
+  exit 1
+fi
 mkdir -p "${OUT:-gpu-out}" && out=$(cd "${OUT:-gpu-out}" && pwd)
 logs=$(mktemp -d "${TMPDIR:-/tmp}/ktr-gpu-logs.XXXXXX")
 dev=$repo/.device
@@ -84,18 +96,32 @@ stage() {
 }
 
 # --- the stages (each runs in its own bash, with the variables exported below) --------------------------------
+# The Pythons that may have JAX (and the NVIDIA wheels): PATH's, the system's, /opt/*'s, an active venv's.
+pythons() {
+  local p
+  for p in python3 /usr/bin/python3 /opt/*/bin/python3 /opt/*/*/bin/python3 ${VIRTUAL_ENV:+$VIRTUAL_ENV/bin/python3}; do
+    p=$(command -v "$p" 2>/dev/null) && [[ -x $p ]] && realpath "$p"
+  done | awk '!seen[$0]++'
+}
+# Every site-packages folder of those Pythons, one per line.
+site_dirs() {
+  local py
+  pythons | while read -r py; do
+    "$py" -c 'import site; print("\n".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null
+  done | awk 'NF && !seen[$0]++'
+}
 run_libs() {
   # libcublas.so.13 (and libcublasLt): the loader's cache, the toolkit, then the Python wheels (nvidia-cublas).
-  local dir=""
+  local dir="" d candidates=()
   if ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13 '; then
     echo "libcublas.so.13: in the loader's cache"
   else
-    for d in "$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/local/cuda*/lib64 /usr/local/cuda*/targets/x86_64-linux/lib \
-      $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null |
-        xargs -n1 -I{} sh -c 'ls -d {}/nvidia/cublas/lib {}/nvidia/cu13/lib 2>/dev/null'); do
+    candidates=("$CUDA_HOME/lib64" "$CUDA_HOME/lib" /usr/local/cuda*/lib64 /usr/local/cuda*/targets/x86_64-linux/lib)
+    while read -r d; do candidates+=("$d/nvidia/cublas/lib" "$d/nvidia/cu13/lib"); done < <(site_dirs)
+    for d in "${candidates[@]}"; do
       if [[ -e $d/libcublas.so.13 ]]; then dir=$d; break; fi
     done
-    [[ -n $dir ]] || { echo "libcublas.so.13 not found (ldconfig, \$CUDA_HOME, the Python wheels)"; exit 1; }
+    [[ -n $dir ]] || { echo "libcublas.so.13 not found in:"; printf '  %s\n' "${candidates[@]}"; exit 1; }
     echo "libcublas.so.13: $dir"
   fi
   echo "$dir" >"$KTR_LOGS/ld_library_path"
@@ -107,9 +133,11 @@ run_libs() {
     echo "the binaries need glibc $need, this machine has $have: rebuild with KTR_GPU_BUILD_FROM_SOURCE=1"
     exit 1
   fi
+  local b listing
   for b in "$KTR_BIN/ktr" "$KTR_BIN/ktr_tests"; do
-    LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$b" | tee -a "$KTR_LOGS/ldd.txt" |
-      grep 'not found' && { echo "$b misses the libraries above:"; cat "$KTR_LOGS/ldd.txt"; exit 1; }
+    listing=$(LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$b" 2>&1)
+    printf '%s:\n%s\n' "$b" "$listing" >>"$KTR_LOGS/ldd.txt"
+    if grep -q 'not found' <<<"$listing"; then echo "$b misses libraries:"; echo "$listing"; exit 1; fi
   done
   echo "every library found"
 }
@@ -125,13 +153,25 @@ pipeline() {
 pipeline_fp32() { pipeline fp32; }
 pipeline_tf32() { pipeline tf32; }
 jax_peer() {
-  python3 -c "import jax, flax, optax; b = jax.default_backend(); print('jax', jax.__version__, 'backend', b, \
+  # The first Python with JAX, Flax and Optax, run with the environment the run started with (ktr's
+  # LD_LIBRARY_PATH could make JAX load another cuBLAS than its own wheels').
+  jax_env() {
+    if [[ -n ${KTR_OUTER_LD_LIBRARY_PATH+x} ]]; then LD_LIBRARY_PATH=$KTR_OUTER_LD_LIBRARY_PATH "$@"
+    else env -u LD_LIBRARY_PATH "$@"; fi
+  }
+  local py="" p
+  while read -r p; do
+    if jax_env "$p" -c 'import jax, flax, optax' 2>/dev/null; then py=$p; break; fi
+  done < <(pythons)
+  [[ -n $py ]] || { echo "no Python with jax, flax and optax among: $(pythons | tr '\n' ' ')"; exit 1; }
+  jax_env "$py" -c "import jax, flax, optax; b = jax.default_backend(); print('jax', jax.__version__, 'backend', b, \
 jax.devices()); assert b == 'gpu', 'JAX runs on ' + b + ', not the GPU: no peer figures'" || exit 1
+  echo "python: $py"
   [[ -f $KTR_PEER ]] || { echo "no JAX peer ($KTR_PEER): not carried"; exit 1; }
   local precision=$1 model batch
   for model in mlp cnn; do
     batch=$([[ $model == mlp ]] && echo 256 || echo 32)
-    python3 "$KTR_PEER" --data "$KTR_DATA" --model "$model" --batch "$batch" --steps 640 --k 4,16,64 \
+    jax_env "$py" "$KTR_PEER" --data "$KTR_DATA" --model "$model" --batch "$batch" --steps 640 --k 4,16,64 \
       --precision "$precision" | grep '^peer=' | tee -a "$KTR_LOGS/jax.txt"
   done
 }
@@ -139,7 +179,7 @@ jax_highest() { jax_peer highest; }
 jax_default() { jax_peer default; }
 run_tests() { "$KTR_BIN/ktr_tests" --gtest_filter='-Capture.*'; }
 run_train() {
-  "$KTR_BIN/ktr" train --data "$KTR_DATA" --model mlp --epochs 2 --batch 256 &&
+  "$KTR_BIN/ktr" train --data "$KTR_DATA" --model mlp --epochs 1 --batch 256 &&
     "$KTR_BIN/ktr" train --data "$KTR_DATA" --model cnn --epochs 1 --batch 32
 }
 build_from_source() {
@@ -159,8 +199,8 @@ build_from_source() {
   mkdir -p /tmp/ktr-gpu-bin && cp /tmp/ktr-gpu-build/apps/ktr /tmp/ktr-gpu-build/tests/ktr_tests /tmp/ktr-gpu-bin/
 }
 
-export -f run_libs run_info run_capture pipeline pipeline_fp32 pipeline_tf32 jax_peer jax_highest jax_default run_tests \
-  run_train build_from_source
+export -f pythons site_dirs run_libs run_info run_capture pipeline pipeline_fp32 pipeline_tf32 jax_peer jax_highest \
+  jax_default run_tests run_train build_from_source
 export KTR_BIN=$bin KTR_DATA=$data KTR_DEVICE=$dev KTR_PEER=$dev/jax_peer.py CUDA_HOME
 
 : >"$logs/stages.txt"
@@ -168,7 +208,8 @@ echo "$(date -u +%FT%TZ) deadline ${KTR_GPU_DEADLINE_S:-340} s, dry run: $dry" >
 cat "$dev/MANIFEST" >>"$logs/run.txt" 2>/dev/null || echo "no .device/MANIFEST" >>"$logs/run.txt"
 if [[ $dry != 1 && ! -x $bin/ktr && ${KTR_GPU_BUILD_FROM_SOURCE:-0} != 1 ]]; then
   echo "no $bin/ktr" >"$logs/libs.log"
-  printf 'libs\tfailed: no %s/ktr (run scripts/gpu-prepare.sh first)\t0\t20\n' "$bin" >>"$logs/stages.txt"
+  printf 'libs\tfailed: no %s/ktr (run scripts/gpu-prepare.sh first)\t0\t%s\n' "$bin" "$(limit_of libs)" \
+    >>"$logs/stages.txt"
   publish
   echo "gpu-run: $bin/ktr is missing: run scripts/gpu-prepare.sh before the GPU run" >&2
   exit 1
@@ -178,16 +219,15 @@ if [[ ${KTR_GPU_BUILD_FROM_SOURCE:-0} == 1 ]]; then
   stage build 400 build_from_source || exit 1
   export KTR_BIN=/tmp/ktr-gpu-bin
 fi
-stage libs 20 run_libs || exit 1
+stage libs "$(limit_of libs)" run_libs || exit 1
+# ktr's binaries find cuBLAS through LD_LIBRARY_PATH; the JAX peer runs with the one the run started with.
+[[ -n ${LD_LIBRARY_PATH+x} ]] && export KTR_OUTER_LD_LIBRARY_PATH=$LD_LIBRARY_PATH
 ld_path=$(cat "$logs/ld_library_path" 2>/dev/null)
 [[ -n $ld_path ]] && export LD_LIBRARY_PATH=$ld_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-stage info 30 run_info || exit 1
-stage capture 90 run_capture
-stage pipeline-fp32 75 pipeline_fp32
-stage jax-highest 120 jax_highest
-stage pipeline-tf32 60 pipeline_tf32
-stage jax-default 100 jax_default
-stage tests 150 run_tests
-stage train 60 run_train
+stage info "$(limit_of info)" run_info || exit 1
+for entry in "${stages[@]:2}"; do
+  IFS=: read -r name cap fn <<<"$entry"
+  stage "$name" "$cap" "$fn"
+done
 echo "[gpu-run] done in $(($(date +%s) - t0)) s: $out/results.md, $out/logs.tgz" >&2
 rm -rf "$logs"
