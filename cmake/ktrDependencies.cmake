@@ -4,6 +4,7 @@ find_package(Kokkos 3.4 CONFIG REQUIRED)
 find_package(KokkosKernels CONFIG REQUIRED)
 include(ktrKokkosShim)
 message(STATUS "ktr: Kokkos ${Kokkos_VERSION}, devices: ${Kokkos_DEVICES}")
+include(ktrPicProbe)  # ktr_C_API_SHARED: can libktr_c.so carry this Kokkos?
 
 # Binaries that travel (scripts/gpu-prepare.sh): the GPU runtime, libstdc++, libgcc and zlib linked in, so that a
 # machine with only the driver and the vendor BLAS runs them.
