@@ -4,6 +4,8 @@
 //  - initialisation takes InitArguments (3.4) or InitializationSettings (4.x);
 //  - fence(label) and Kokkos::printf exist only in 4.x;
 //  - atomic_max is spelled atomic_fetch_max in 3.4;
+//  - 3.4's OpenMP backend runs work only from the host thread that initialised it (its instance is
+//    thread-local); 4.x's from any thread;
 //  - Kokkos Kernels' KokkosBlas::gemm takes an execution space instance first only in 4.x (3.4's runs on the
 //    default instance): KTR_KK_GEMM_TAKES_SPACE says which, for backends/gemm.cpp and backends/graph.cpp.
 #pragma once
@@ -105,6 +107,18 @@ inline std::string kokkos_version_string() {
   int const patch = KOKKOS_VERSION % 100;
   return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
          (patch < 10 ? "0" : "") + std::to_string(patch);
+}
+
+/// Whether this host thread may launch Kokkos work now: Kokkos is initialised and, with Kokkos 3.4's OpenMP
+/// backend, this is the thread that initialised it (elsewhere its parallel_for aborts: "in parallel or not
+/// initialized"). Outside an OpenMP parallel region either way.
+inline bool usable_on_this_thread() {
+  if (!Kokkos::is_initialized()) return false;
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION < 40000
+  return Kokkos::OpenMP::impl_is_initialized() && !Kokkos::OpenMP::in_parallel();
+#else
+  return true;
+#endif
 }
 
 }  // namespace ktr::compat

@@ -10,6 +10,7 @@
 
 #include <ktr/ktr_config.hpp>
 #include "../backends/device_info.hpp"
+#include "../backends/kokkos_compat.hpp"
 #include "../backends/region.hpp"
 #include "../config/yaml_config.hpp"
 #include "../core/file.hpp"
@@ -18,6 +19,7 @@
 #include "../train/safetensors.hpp"
 #include "api.hpp"
 #include "arrays.hpp"
+#include "worker.hpp"
 
 #include <sys/stat.h>
 #include <cerrno>
@@ -25,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -33,12 +36,34 @@ namespace ktr::capi {
 
 namespace {
 
-thread_local std::string t_error;
+// The calling thread's last failure: a fixed buffer, so that nothing is destroyed with the thread (an atexit
+// hook that ran after the C runtime freed a thread_local std::string wrote into freed memory).
+constexpr std::size_t kErrorBytes = 4096;
+thread_local char t_error[kErrorBytes] = "";
 std::recursive_mutex g_mutex;
-std::unique_ptr<Runtime> g_runtime;  // set when ktr initialised Kokkos
+std::unique_ptr<Runtime> g_runtime;  // set when ktr initialised Kokkos (on g_worker)
+Worker* g_worker = nullptr;          // runs every call once ktr initialised Kokkos; never destroyed at exit
 bool g_exit_hook = false;
 bool g_finalize_hook = false;
 bool g_finalized = false;  // ktr finalised the Kokkos it started: Kokkos cannot start again in this process
+
+// Sets the calling thread's message; control characters (from a file's bytes) are written as \xNN.
+void set_error(std::string const& message) {
+  std::size_t out = 0;
+  for (unsigned char c : message) {
+    char escaped[8];
+    bool const control = c < 0x20 || c == 0x7f;
+    if (control) std::snprintf(escaped, sizeof escaped, "\\x%02x", unsigned(c));
+    std::size_t const n = control ? std::strlen(escaped) : 1;
+    if (out + n + 1 > kErrorBytes) break;
+    if (control)
+      std::memcpy(t_error + out, escaped, n);
+    else
+      t_error[out] = char(c);
+    out += n;
+  }
+  t_error[out] = '\0';
+}
 
 struct Entry {
   FileConfig cfg;
@@ -71,35 +96,75 @@ Entry& entry(char const* name) {
   return *it->second;
 }
 
+// Runs f, turning every exception into a result and the calling thread's message.
 template <class F>
-ktr_result_t guarded(F&& f) {
-  std::lock_guard<std::recursive_mutex> lock(g_mutex);
-  t_error.clear();
+ktr_result_t run_guarded(F&& f) {
   try {
     f();
     return KTR_RESULT_SUCCESS;
   } catch (ConfigError const& e) {
-    t_error = e.what();
+    set_error(e.what());
     return e.not_supported() ? KTR_RESULT_NOT_SUPPORTED : KTR_RESULT_INVALID_USAGE;
   } catch (NotSupported const& e) {
-    t_error = e.what();
+    set_error(e.what());
     return KTR_RESULT_NOT_SUPPORTED;
   } catch (Error const& e) {  // ktr's own checks: arguments, shapes, files, configuration, divergence
-    t_error = e.what();
+    set_error(e.what());
     return KTR_RESULT_INVALID_USAGE;
   } catch (std::bad_alloc const&) {
-    t_error = "out of memory";
+    set_error("out of memory");
     return KTR_RESULT_DEVICE_ERROR;
   } catch (std::exception const& e) {  // Kokkos and the device runtime report their failures this way
-    t_error = e.what();
+    set_error(e.what());
     return KTR_RESULT_DEVICE_ERROR;
   } catch (...) {
-    t_error = "an unknown exception";
+    set_error("an unknown exception");
     return KTR_RESULT_INTERNAL_ERROR;
   }
 }
 
+// Every entry point: one call at a time, on ktr's worker thread where ktr started Kokkos, else on the caller's
+// thread, which must be one that can run Kokkos work (Kokkos 3.4's OpenMP backend: the one that initialised it).
+template <class F>
+ktr_result_t guarded(F&& f) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  t_error[0] = '\0';
+  if (g_worker != nullptr && !g_worker->on_worker()) {
+    ktr_result_t result = KTR_RESULT_SUCCESS;
+    std::string message;
+    g_worker->run([&] {  // the caller holds g_mutex for it
+      t_error[0] = '\0';
+      result = run_guarded(f);
+      message = t_error;
+    });
+    set_error(message);
+    return result;
+  }
+  if (g_worker == nullptr && Kokkos::is_initialized() && !compat::usable_on_this_thread()) {
+    set_error("this thread cannot run Kokkos work: the application initialised Kokkos (" +
+              std::string(ExecSpace::name()) +
+              ") on another thread, and Kokkos 3.4's OpenMP backend runs only there; call ktr from that thread");
+    return KTR_RESULT_INVALID_USAGE;
+  }
+  return run_guarded(f);
+}
+
 void finalize_at_exit() { (void)ktr_finalize(); }
+
+// Kokkos initialised by ktr, on a worker thread of its own that then runs every call (see worker.hpp).
+void start_runtime(int device) {
+  auto worker = std::make_unique<Worker>();
+  std::exception_ptr failed;
+  worker->run([&] {
+    try {
+      g_runtime = std::make_unique<Runtime>(-1, device);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  if (failed) std::rethrow_exception(failed);  // the worker goes: the application may start Kokkos itself later
+  g_worker = worker.release();
+}
 
 // Kokkos for `device`, initialised here unless the application did; the device is checked first.
 void ensure_runtime(int device) {
@@ -121,7 +186,7 @@ void ensure_runtime(int device) {
       throw Error(
           "ktr_finalize() has finalised Kokkos, which cannot start again in this process: create every "
           "model before ktr_finalize()");
-    g_runtime = std::make_unique<Runtime>(-1, gpu_build ? device : -1);
+    start_runtime(gpu_build ? device : -1);
     if (!g_exit_hook) std::atexit(finalize_at_exit), g_exit_hook = true;
   } else if (gpu_build && device != kokkos_gpu()) {
     throw NotSupported("device " + std::to_string(device) + ": Kokkos runs on GPU " +
@@ -197,6 +262,11 @@ void upload_all(ExecSpace const& space, T* data, std::vector<T> const& host) {
 }  // namespace
 
 ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  // First Kokkos (on ktr's worker, unless the application started it), then the model on the thread that runs
+  // Kokkos work.
+  ktr_result_t const started = guarded([&] { ensure_runtime(device); });
+  if (started != KTR_RESULT_SUCCESS) return started;
   return guarded([&] {
     std::string const n = name_of(name);
     KTR_REQUIRE(config_file != nullptr, "config_file", "is a null pointer");
@@ -204,10 +274,11 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     auto e = std::make_unique<Entry>();
     e->config_text = read_regular_file(config_file);
     e->cfg = parse_config(e->config_text, config_file);
-    ensure_runtime(device);
     if (!g_finalize_hook) {  // an application that finalises Kokkos itself: the models' views go first
       Kokkos::push_finalize_hook([] {
-        std::lock_guard<std::recursive_mutex> lock(g_mutex);
+        // On ktr's worker (ktr_finalize) the calling thread holds g_mutex for it; else the application finalises.
+        std::unique_lock<std::recursive_mutex> hook_lock(g_mutex, std::defer_lock);
+        if (g_worker == nullptr || !g_worker->on_worker()) hook_lock.lock();
         g_models.clear();
         g_finalize_hook = false;
       });
@@ -232,8 +303,11 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
     t.enqueue_step(space, batch);
     if (loss_val != nullptr || e.cfg.general.report_frequency > 0) {
       float const loss = t.last_loss(space);
-      KTR_REQUIRE(std::isfinite(loss), "model '" + std::string(name) + "'",
-                  "diverged: the loss at step " + std::to_string(t.step()) + " is not finite");
+      KTR_REQUIRE(
+          std::isfinite(loss), "model '" + std::string(name) + "'",
+          "diverged: a step's loss or gradient is not finite, so its update was refused (the model is as it "
+          "was after step " +
+              std::to_string(t.step()) + ")");
       if (loss_val) *loss_val = loss;
       report(e, name, loss);
     }
@@ -366,7 +440,7 @@ using namespace ktr::capi;
 
 extern "C" {
 
-char const* ktr_last_error(void) { return t_error.c_str(); }
+char const* ktr_last_error(void) { return t_error; }
 
 char const* ktr_version(void) { return KTR_VERSION; }
 
@@ -606,12 +680,18 @@ ktr_result_t ktr_destroy_model(char const* name) {
 }
 
 ktr_result_t ktr_finalize(void) {
-  return guarded([&] {
-    if (Kokkos::is_initialized()) ExecSpace().fence();
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  ktr_result_t const result = guarded([&] {
+    if (Kokkos::is_initialized() && compat::usable_on_this_thread()) ExecSpace().fence();
     g_models.clear();
     if (g_runtime) g_finalized = true;
-    g_runtime.reset();  // finalises Kokkos if ktr initialised it
+    g_runtime.reset();  // finalises Kokkos if ktr initialised it (on its worker, where it started it)
   });
+  if (g_worker != nullptr && !g_runtime) {
+    delete g_worker;  // joins the thread
+    g_worker = nullptr;
+  }
+  return result;
 }
 
 }  // extern "C"

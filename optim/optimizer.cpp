@@ -42,8 +42,9 @@ char const* OptimizerConfig::kind_name(Kind kind) {
 
 Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size, ExecSpace const& space)
     : config_(config),
-      scalars_(Kokkos::view_alloc(space, "ktr::optim::scalars"), 4),
-      grad_norm_sq_(Kokkos::view_alloc(space, "ktr::optim::grad_norm_sq")) {
+      scalars_(Kokkos::view_alloc(space, "ktr::optim::scalars"), 5),
+      grad_norm_sq_(Kokkos::view_alloc(space, "ktr::optim::grad_norm_sq")),
+      refused_(Kokkos::view_alloc(space, "ktr::optim::refused")) {
   // Library checks name the setting, not a command-line flag: the values may come from a checkpoint or an API.
   KTR_REQUIRE(std::isfinite(config.lr) && config.lr > 0, "ktr::Optimizer", "lr must be a finite number > 0");
   KTR_REQUIRE(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
@@ -67,14 +68,23 @@ std::vector<DeviceView<float*>> Optimizer::state() const {
 }
 
 void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
-                       DeviceView<const float*> const& grads,
-                       Kokkos::View<std::int64_t, MemSpace> const& step) const {
+                       DeviceView<const float*> const& grads, Kokkos::View<std::int64_t, MemSpace> const& step,
+                       float const* losses, int loss_count) const {
   OptimizerConfig const c = config_;
   auto scalars = scalars_;
   auto norm_sq = grad_norm_sq_;
-  if (c.clip_norm > 0) sum_squares(space, grads, norm_sq);
+  auto refused = refused_;
+  sum_squares(space, grads, norm_sq);  // in double: finite for every finite float gradient
   Kokkos::parallel_for(
       "ktr::optim::advance", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) {
+        double const sq = norm_sq();
+        bool apply = sq - sq == 0.0;  // false for NaN and infinity
+        for (int j = 0; j < loss_count; ++j) apply = apply && losses[j] - losses[j] == 0.0f;
+        scalars(4) = apply ? 1.0f : 0.0f;
+        if (!apply) {
+          refused() += 1;
+          return;
+        }
         std::int64_t const t = step();  // updates done so far
         step() = t + 1;
         scalars(0) = float(double(c.lr) * c.schedule.scale(t));
@@ -82,7 +92,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
         scalars(2) = float(1.0 - compat::pow(double(c.b2), double(t + 1)));
         float clip = 1.0f;
         if (c.clip_norm > 0) {
-          double const norm = compat::sqrt(norm_sq());
+          double const norm = compat::sqrt(sq);
           if (norm > c.clip_norm) clip = float(c.clip_norm / norm);
         }
         scalars(3) = clip;
@@ -98,6 +108,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
     case OptimizerConfig::Kind::sgd:
       chunked_for(
           "ktr::optim::sgd", space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+            if (s[4] == 0.0f) return;  // refused
             float const lr = s[0], clip = s[3], mu = c.momentum;
             bool const nesterov = c.nesterov;
             if (mu > 0) {
@@ -117,6 +128,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
       float const decay = c.kind == OptimizerConfig::Kind::adamw ? c.weight_decay : 0.0f;
       chunked_for(
           "ktr::optim::adam", space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+            if (s[4] == 0.0f) return;  // refused
             float const lr = s[0], inv_bc1 = 1.0f / s[1], inv_bc2 = 1.0f / s[2], clip = s[3];
             float const b1 = c.b1, b2 = c.b2, eps = c.eps;
             for (std::int64_t i = begin; i < end; ++i) {

@@ -4,8 +4,13 @@
 //   1. "ktr::optim::advance"  (one thread): step += 1; learning rate from the schedule; bias corrections;
 //                             gradient-clipping scale from the gradient norm (if clipping) -> device scalars
 //   2. "ktr::optim::<kind>"   (whole arena): reads those scalars, updates parameters and moments in place
-// (plus one reduction for the gradient norm when clipping). Nothing is read from the host, so a captured
-// multi-step program replays with the right step count and rate.
+// plus one reduction for the gradient norm. Nothing is read from the host, so a captured multi-step program
+// replays with the right step count and rate.
+//
+// A refused update changes nothing: where the gradient norm (or a loss the caller names) is not finite, the
+// advance kernel leaves the step where it is and the update kernel leaves parameters and moments alone, on the
+// device, with no host synchronisation; the refusal is counted on the device (refused()), for the next read-back
+// to report.
 #pragma once
 
 #include "../core/types.hpp"
@@ -38,9 +43,14 @@ class Optimizer {
 
   OptimizerConfig const& config() const { return config_; }
 
-  /// One update of `params` from `grads`, advancing `step` (the device step counter shared with the data).
+  /// One update of `params` from `grads`, advancing `step` (the device step counter shared with the data), unless
+  /// the gradient or one of the `loss_count` device losses at `losses` is not finite: then nothing changes but
+  /// the refusal count.
   void update(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<const float*> const& grads,
-              Kokkos::View<std::int64_t, MemSpace> const& step) const;
+              Kokkos::View<std::int64_t, MemSpace> const& step, float const* losses = nullptr,
+              int loss_count = 0) const;
+  /// Updates refused so far (device; shared by copies of this optimiser, as its moments are).
+  Kokkos::View<std::int64_t, MemSpace> const& refused() const { return refused_; }
 
   /// The buffers a checkpoint must keep (moments; empty for plain SGD).
   std::vector<DeviceView<float*>> state() const;
@@ -50,8 +60,9 @@ class Optimizer {
  private:
   OptimizerConfig config_;
   DeviceView<float*> m_, v_;
-  DeviceView<float*> scalars_;  // lr, bias correction 1, bias correction 2, clip scale
+  DeviceView<float*> scalars_;  // lr, bias correction 1, bias correction 2, clip scale, 1 = apply (0 = refused)
   DeviceAccumulator grad_norm_sq_;
+  Kokkos::View<std::int64_t, MemSpace> refused_;
 };
 
 }  // namespace ktr

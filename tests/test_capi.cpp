@@ -13,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -388,6 +389,50 @@ TEST(CApi, ClassLabelsAsInt32OrInt64AndTheVersion) {
   EXPECT_NE(last_error().find("7"), std::string::npos) << last_error();
   EXPECT_EQ(ktr_destroy_model("cls"), KTR_RESULT_SUCCESS);
   EXPECT_STRNE(ktr_version(), "");
+}
+
+}  // namespace
+
+namespace {
+
+// Where the application initialised Kokkos (as this test program does), a call from a thread that cannot run
+// Kokkos work (Kokkos 3.4's OpenMP backend runs only on the thread that initialised it) is refused by name; on
+// other backends it runs. Never a Kokkos abort.
+TEST(CApi, ACallFromAnotherThreadRunsOrIsRefusedByName) {
+  std::string const path = write_file("ktr_capi_thread.yaml", config());
+  ASSERT_EQ(ktr_create_model("threaded", path.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface const s(64, 5);
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1};
+  float loss = 0;
+  ASSERT_EQ(ktr_train("threaded", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT, const_cast<float*>(s.y.data()),
+                      2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  ktr_result_t result = KTR_RESULT_INTERNAL_ERROR;
+  std::string message;
+  std::thread other([&] {
+    result = ktr_train("threaded", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT,
+                       const_cast<float*>(s.y.data()), 2, ys, KTR_FLOAT, &loss, nullptr);
+    message = ktr_last_error();
+  });
+  other.join();
+  bool const omp34 = std::string(ktr::ExecSpace::name()) == "OpenMP" && KOKKOS_VERSION < 40000;
+  if (omp34) {
+    EXPECT_EQ(result, KTR_RESULT_INVALID_USAGE);
+    EXPECT_NE(message.find("this thread cannot run Kokkos work"), std::string::npos) << message;
+  } else {
+    EXPECT_EQ(result, KTR_RESULT_SUCCESS) << message;
+  }
+  EXPECT_EQ(ktr_destroy_model("threaded"), KTR_RESULT_SUCCESS);
+}
+
+// Control characters from a file's bytes reach ktr_last_error() escaped.
+TEST(CApi, ControlCharactersInMessagesAreEscaped) {
+  std::string const path = write_file("ktr_capi_ctrl.yaml", "general:\n  seed: 3\n  bogus\x1b[31m: 1\n");
+  EXPECT_NE(ktr_create_model("ctrl", path.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
+  std::string const message = last_error();
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  EXPECT_NE(message.find("\\x1b"), std::string::npos) << message;
 }
 
 }  // namespace

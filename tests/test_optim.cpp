@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 namespace {
 
@@ -158,6 +159,49 @@ TEST(Optimizer, ClippingScalesToTheGlobalNorm) {
   auto p = ktr::to_host(params);
   EXPECT_FLOAT_EQ(p[0], -0.6f);
   EXPECT_FLOAT_EQ(p[1], -0.8f);
+}
+
+// A non-finite gradient, or a non-finite loss the caller names, refuses the update: parameters, moments and step
+// stay as they were, and the refusal is counted on the device.
+TEST(Optimizer, ANonFiniteGradientOrLossRefusesTheUpdate) {
+  ktr::ExecSpace space;
+  for (auto kind : {OptimizerConfig::Kind::sgd, OptimizerConfig::Kind::adam}) {
+    ktr::Tensor params("ktr::test::params", {3}), grads("ktr::test::grads", {3}), loss("ktr::test::loss", {2});
+    ktr::from_host(params, {1.0f, 2.0f, 3.0f});
+    ktr::from_host(grads, {0.5f, -0.25f, 1.0f});
+    OptimizerConfig c;
+    c.kind = kind;
+    c.momentum = 0.5f;
+    ktr::Optimizer opt(c, 3);
+    Kokkos::View<std::int64_t, ktr::MemSpace> step("ktr::test::step");
+    opt.update(space, params.view(), grads.view(), step);  // one good update
+    auto const p1 = ktr::to_host(params);
+    auto moments = [&] {
+      std::vector<std::vector<float>> m;
+      for (auto const& v : opt.state()) {
+        m.emplace_back(v.extent(0));
+        Kokkos::deep_copy(
+            Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(m.back().data(), v.extent(0)), v);
+      }
+      return m;
+    };
+    auto const m1 = moments();
+    ktr::from_host(grads, {0.5f, std::numeric_limits<float>::infinity(), 1.0f});
+    opt.update(space, params.view(), grads.view(), step);
+    ktr::from_host(grads, {0.5f, -0.25f, 1.0f});
+    ktr::from_host(loss, {0.1f, std::numeric_limits<float>::quiet_NaN()});
+    opt.update(space, params.view(), grads.view(), step, loss.view().data(), 2);
+    EXPECT_EQ(ktr::to_host(params), p1);
+    EXPECT_EQ(moments(), m1);
+    std::int64_t t = 0, refused = 0;
+    Kokkos::deep_copy(t, step);
+    Kokkos::deep_copy(refused, opt.refused());
+    EXPECT_EQ(t, 1);
+    EXPECT_EQ(refused, 2);
+    ktr::from_host(loss, {0.1f, 0.2f});
+    opt.update(space, params.view(), grads.view(), step, loss.view().data(), 2);  // finite: applied
+    EXPECT_NE(ktr::to_host(params), p1);
+  }
 }
 
 TEST(Schedule, ValuesAtChosenSteps) {

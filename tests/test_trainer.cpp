@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 namespace {
 
@@ -243,6 +244,47 @@ TEST(Trainer, OnlineStepsOnCallerBatchesLearnAndAdvanceTheRun) {
   Kokkos::View<std::int32_t*, ktr::MemSpace> labels("labels", 64);
   EXPECT_THROW(trainer.step(space, Kokkos::subview(s.x, Kokkos::make_pair(0, 64), Kokkos::ALL), labels),
                ktr::Error);  // class labels for a regression
+}
+
+// A batch with a NaN feature, or an infinite target, is refused on the device: parameters, moments and the step
+// are as they were, the read-back reports it (also one deferred past steps taken without a read-back), and the run
+// goes on exactly as a twin that never saw the bad batch.
+TEST(Trainer, ARefusedOnlineStepChangesNothing) {
+  ktr::ExecSpace const space;
+  Surface const s(256);
+  RunConfig c;
+  c.model = "in=4 dense:16:relu dense:1";
+  c.batch = 32;
+  c.normalize = ktr::NormalizeMode::none;
+  Trainer poisoned(space, c, ktr::dataset_from_views(space, s.x, s.y)),
+      twin(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  auto rows = [&](int at) { return Kokkos::make_pair(at, at + 32); };
+  auto const x0 = Kokkos::subview(s.x, rows(0), Kokkos::ALL);
+  auto const y0 = Kokkos::subview(s.y, rows(0), Kokkos::ALL);
+  EXPECT_EQ(poisoned.step(space, x0, y0), twin.step(space, x0, y0));
+  std::vector<float> const before = ktr::download(space, poisoned.model().arena().params());
+  Kokkos::View<float**, ktr::MemSpace> bad_x("bad_x", 32, 4), bad_y("bad_y", 32, 1);
+  Kokkos::deep_copy(bad_x, Kokkos::subview(s.x, rows(32), Kokkos::ALL));
+  Kokkos::deep_copy(bad_y, Kokkos::subview(s.y, rows(32), Kokkos::ALL));
+  Kokkos::deep_copy(Kokkos::subview(bad_x, 5, 2), std::numeric_limits<float>::quiet_NaN());
+  EXPECT_FALSE(std::isfinite(poisoned.step(space, bad_x, bad_y)));
+  EXPECT_EQ(poisoned.step(), 1) << "a refused step is not counted";
+  EXPECT_EQ(ktr::download(space, poisoned.model().arena().params()), before);
+  // Deferred: an infinite target, then a good step before any read-back; the read-back reports the refusal.
+  Kokkos::deep_copy(Kokkos::subview(bad_x, 5, 2), 0.5f);
+  Kokkos::deep_copy(Kokkos::subview(bad_y, 3, 0), std::numeric_limits<float>::infinity());
+  poisoned.enqueue_step(space, bad_x, bad_y);
+  auto const x1 = Kokkos::subview(s.x, rows(64), Kokkos::ALL);
+  auto const y1 = Kokkos::subview(s.y, rows(64), Kokkos::ALL);
+  poisoned.enqueue_step(space, x1, y1);
+  EXPECT_FALSE(std::isfinite(poisoned.last_loss(space))) << "the refusal before this step went unreported";
+  float const twin_loss = twin.step(space, x1, y1);
+  EXPECT_EQ(poisoned.step(), 2);
+  EXPECT_EQ(ktr::download(space, poisoned.model().arena().params()),
+            ktr::download(space, twin.model().arena().params()));
+  auto const x2 = Kokkos::subview(s.x, rows(96), Kokkos::ALL);
+  auto const y2 = Kokkos::subview(s.y, rows(96), Kokkos::ALL);
+  EXPECT_EQ(poisoned.step(space, x2, y2), twin.step(space, x2, y2)) << twin_loss;
 }
 
 TEST(Trainer, PredictionFromFeaturesAloneEqualsPredictionFromADataset) {

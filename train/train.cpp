@@ -119,8 +119,11 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
       if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
     }
     if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
-    comm.allreduce_sum(space, grads);                                  // no-op on one rank
-    state.optimizer.update(space, arena.params(), grads, state.step);  // step += 1 on the device
+    comm.allreduce_sum(space, grads);  // no-op on one rank
+    // step += 1 on the device, unless the gradient (the same on every rank) or, on one rank, this update's losses
+    // are not finite: then the update is refused and changes nothing.
+    state.optimizer.update(space, arena.params(), grads, state.step,
+                           ranks == 1 ? state.loss.data() + i * n : nullptr, ranks == 1 ? n : 0);
   }
 }
 
@@ -180,8 +183,12 @@ StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k)
   // Copied on the instance that ran the dispatch, after it; then that instance alone is waited for.
   Kokkos::deep_copy(space, HostView<float*>(loss.data(), slots), Kokkos::subview(state.loss, range));
   Kokkos::deep_copy(space, HostView<std::int32_t*>(correct.data(), slots), Kokkos::subview(state.correct, range));
+  std::int64_t refused = 0;
+  Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryUnmanaged>(&refused),
+                    state.optimizer.refused());
   space.fence();
   StepMetrics m;
+  m.refused = refused;
   if (n == 1 && comm.size() == 1) {  // one micro-batch on one rank: the values themselves
     m.loss = std::move(loss), m.correct = std::move(correct);
     return m;

@@ -7,7 +7,8 @@
 //       loss[k,j], correct[k,j], dout = softmax_cross_entropy(out, labels) or mean_squared_error(out, values)
 //       model.backward()   -> gradient arena (N > 1: summed into a second arena-sized buffer, times 1 / (R N))
 //     comm.allreduce_sum(gradients)        (R ranks: the one collective of the step; a no-op on one rank)
-//     optimizer.update()   -> parameter arena, moments, step += 1
+//     optimizer.update()   -> parameter arena, moments, step += 1 (refused, changing nothing, where the gradient
+//                             or the step's loss is not finite)
 //   read loss[0..K), correct[0..K) back once (averaged over micro-batches and ranks)
 //
 // Data parallelism (R ranks of a Communicator): with replicated data every rank holds the whole dataset and takes
@@ -148,6 +149,7 @@ class Predictor {
 struct StepMetrics {
   std::vector<float> loss;
   std::vector<std::int32_t> correct;
+  std::int64_t refused = 0;  ///< updates the run's optimiser has refused so far (non-finite loss or gradient)
 };
 /// Reads the K metrics of the last dispatch back (waits for `space`, the instance that ran it; one transfer
 /// each): per update, the mean loss over its micro-batches and ranks and the correct count of the whole global

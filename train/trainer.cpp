@@ -134,10 +134,24 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
   last_online_ = slot.get();
 }
 
+bool Trainer::refused_since_last(ExecSpace const& space, StepMetrics const& m) {
+  if (m.refused == refused_seen_) return false;
+  refused_seen_ = m.refused;
+  std::int64_t device_step = 0;
+  Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryUnmanaged>(&device_step),
+                    session_->state().step);
+  space.fence();
+  session_->state().host_step_ = device_step;
+  return true;
+}
+
 float Trainer::last_loss(ExecSpace const& space) {
   Region const region("ktr::Trainer::last_loss");
   KTR_REQUIRE(last_online_, "ktr::Trainer::last_loss", "no online step has been taken");
-  return read_metrics(space, *last_online_, 1).loss.at(0);
+  StepMetrics const m = read_metrics(space, *last_online_, 1);
+  if (refused_since_last(space, m))  // this step's, or one enqueued since the last read-back
+    return std::isfinite(m.loss.at(0)) ? std::numeric_limits<float>::quiet_NaN() : m.loss.at(0);
+  return m.loss.at(0);
 }
 
 DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
@@ -151,12 +165,28 @@ DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks
   }
   StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
   double const dt = seconds_since(t0);
+  std::int64_t const first_step = state.host_step() - k;
+  if (refused_since_last(space, m)) {  // the model is as it was before the first refused update
+    std::size_t i = 0;
+    while (i < std::size_t(k) && std::isfinite(m.loss[i])) ++i;
+    std::string const what = i < std::size_t(k)
+                                 ? "the loss of step " + std::to_string(first_step + std::int64_t(i) + 1) +
+                                       " is " + (std::isnan(m.loss[i]) ? "nan" : "infinite")
+                                 : "the gradient of an update of steps " + std::to_string(first_step + 1) + "-" +
+                                       std::to_string(first_step + k) + " is not finite";
+    hooks.on_divergence(first_step + std::int64_t(std::min<std::size_t>(i, std::size_t(k) - 1)) + 1,
+                        i < std::size_t(k) ? m.loss[i] : std::numeric_limits<float>::quiet_NaN());
+    throw DivergenceError("training diverged: " + what + " (the update was refused: the model is as it was)" +
+                          (options_.checkpoint.empty()
+                               ? std::string()
+                               : "; the checkpoint " + options_.checkpoint + " keeps its last finite state"));
+  }
   loss = 0;
   hits = 0;
   for (int i = 0; i < k; ++i) {
     float const l = m.loss[std::size_t(i)];
     if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
-      std::int64_t const bad_step = state.host_step() - k + i + 1;
+      std::int64_t const bad_step = first_step + i + 1;
       hooks.on_divergence(bad_step, l);
       throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
                             (std::isnan(l) ? "nan" : "infinite") +

@@ -156,6 +156,9 @@ class Trainer {
   DispatchRecord run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
                               std::int64_t& hits);
   void save_if_asked(ExecSpace const& space) const;
+  // After a read-back: true if the optimiser refused an update since the last one (its step then did not
+  // advance: the host's count follows the device's again).
+  bool refused_since_last(ExecSpace const& space, StepMetrics const& m);
   Evaluator& evaluator(
       ExecSpace const& space);  // rank 0's evaluation, in batches of up to eval_batch (at most the model's batch)
 
@@ -165,6 +168,7 @@ class Trainer {
   Communicator comm_;
   std::int64_t steps_per_epoch_ = 0;
   bool capture_reported_ = false;
+  std::int64_t refused_seen_ = 0;  // the optimiser's refusals already reported
   // Online steps: one state per batch size, sharing the run's optimiser moments and step counter.
   std::map<std::int64_t, std::unique_ptr<TrainState>> online_;
   TrainState* last_online_ = nullptr;
