@@ -15,6 +15,8 @@
 #include "../config/yaml_config.hpp"
 #include "../core/file.hpp"
 #include "../train/interop.hpp"
+#include "../train/replay_buffer.hpp"
+#include "../train/run_directory.hpp"
 #include "../train/runtime.hpp"
 #include "../train/safetensors.hpp"
 #include "api.hpp"
@@ -71,11 +73,7 @@ struct Entry {
   std::string config_text;  // kept in checkpoints
   std::unique_ptr<Trainer> trainer;
   std::int64_t inference_calls = 0;
-  // The replay buffer: capacity general.buffer_size, rows written at head (mod capacity).
-  Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> buffer_x, buffer_values;
-  Kokkos::View<std::int32_t*, MemSpace> buffer_labels;
-  std::int64_t head = 0, filled = 0;
-  Task buffer_task = Task::classification;
+  std::unique_ptr<ReplayBuffer> buffer;  // general.buffer_size samples, made by the first push
 };
 std::map<std::string, std::unique_ptr<Entry>> g_models;
 
@@ -198,6 +196,7 @@ TrainerOptions options_of(FileConfig const& c) {
   TrainerOptions o;
   o.steps_per_dispatch = c.general.steps_per_dispatch;
   o.evaluate = false;
+  o.capture = c.general.enable_graphs;
   return o;
 }
 
@@ -224,39 +223,6 @@ void report(Entry const& e, char const* name, float loss) {
   int const every = e.cfg.general.report_frequency;
   if (every > 0 && e.trainer && e.trainer->step() % every == 0)
     std::printf("ktr: model %s step %lld loss %.6g\n", name, (long long)e.trainer->step(), double(loss));
-}
-
-// The replay buffer as a dataset of its filled rows.
-DeviceDataset buffer_data(ExecSpace const& space, Entry const& e) {
-  auto const rows = std::make_pair<std::int64_t, std::int64_t>(0, std::int64_t(e.filled));
-  auto const x = Kokkos::subview(e.buffer_x, rows, Kokkos::ALL);
-  Shape const in = e.trainer->model().input_shape(1);
-  int const classes = int(e.trainer->model().output_width());
-  auto attach = [&](auto const& features) {
-    if (e.buffer_task == Task::classification)
-      return dataset_from_views(space, features, Kokkos::subview(e.buffer_labels, rows), classes);
-    return dataset_from_views(space, features, Kokkos::subview(e.buffer_values, rows, Kokkos::ALL));
-  };
-  if (in.rank == 2) return attach(x);
-  Kokkos::View<float const****, Kokkos::LayoutRight, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> x4(
-      x.data(), std::size_t(e.filled), std::size_t(in[1]), std::size_t(in[2]), std::size_t(in[3]));
-  return attach(x4);
-}
-
-template <class T>
-std::vector<T> download_all(ExecSpace const& space, T const* data, std::size_t n) {
-  std::vector<T> host(n);
-  Kokkos::deep_copy(space, HostView<T*>(host.data(), n),
-                    Kokkos::View<T const*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(data, n));
-  space.fence();
-  return host;
-}
-
-template <class T>
-void upload_all(ExecSpace const& space, T* data, std::vector<T> const& host) {
-  Kokkos::deep_copy(space, Kokkos::View<T*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(data, host.size()),
-                    HostView<T const*>(host.data(), host.size()));
-  space.fence();
 }
 
 }  // namespace
@@ -303,11 +269,10 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
     t.enqueue_step(space, batch);
     if (loss_val != nullptr || e.cfg.general.report_frequency > 0) {
       float const loss = t.last_loss(space);
-      KTR_REQUIRE(
-          std::isfinite(loss), "model '" + std::string(name) + "'",
-          "diverged: a step's loss or gradient is not finite, so its update was refused (the model is as it "
-          "was after step " +
-              std::to_string(t.step()) + ")");
+      KTR_REQUIRE(std::isfinite(loss), "model '" + std::string(name) + "'",
+                  "diverged: this step, or one taken since the last loss was read back, had a non-finite loss or "
+                  "gradient, and its update was refused (the model is unchanged by it; " +
+                      std::to_string(t.step()) + " steps taken)");
       if (loss_val) *loss_val = loss;
       report(e, name, loss);
     }
@@ -338,58 +303,14 @@ ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream
     Entry& e = entry(name);
     std::int64_t const capacity = e.cfg.general.buffer_size;
     if (capacity == 0)
-      throw Error(e.cfg.path +
-                  ": general.buffer_size is not set: the model has no "
-                  "replay buffer to push to");
+      throw Error(e.cfg.path + ": general.buffer_size is not set: the model has no replay buffer to push to");
     ExecSpace const space = instance_of_stream(stream);
     Trainer& t = trainer_for(space, e, x, y);
     DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.model().output_width()));
-    std::int64_t const n = batch.count, sample = batch.sample_size();
-    std::int64_t const width = t.model().output_width();
-    if (e.buffer_x.extent(0) == 0) {
-      e.buffer_task = batch.task();
-      e.buffer_x = decltype(e.buffer_x)(Kokkos::view_alloc(space, "ktr::capi::buffer_x"), std::size_t(capacity),
-                                        std::size_t(sample));
-      if (e.buffer_task == Task::classification)
-        e.buffer_labels = decltype(e.buffer_labels)(Kokkos::view_alloc(space, "ktr::capi::buffer_labels"),
-                                                    std::size_t(capacity));
-      else
-        e.buffer_values = decltype(e.buffer_values)(Kokkos::view_alloc(space, "ktr::capi::buffer_values"),
-                                                    std::size_t(capacity), std::size_t(width));
-    }
-    KTR_REQUIRE(batch.task() == e.buffer_task, "label", "the buffer holds the other kind of targets");
-    // Rows head .. head + n (mod capacity); a batch larger than the buffer keeps its last `capacity` samples.
-    std::int64_t const skip = n > capacity ? n - capacity : 0, head = e.head;
-    auto bx = e.buffer_x;
-    auto const fx = batch.features;
-    std::int64_t const w = batch.width, c = batch.channels;
-    Kokkos::parallel_for(
-        "ktr::capi::push_features",
-        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (n - skip) * sample),
-        KOKKOS_LAMBDA(std::int64_t i) {
-          std::int64_t const s = skip + i / sample, f = i % sample;
-          bx((head + s - skip) % capacity, f) = fx(s, f / (w * c), f / c % w, f % c);
-        });
-    if (e.buffer_task == Task::classification) {
-      auto bl = e.buffer_labels;
-      auto const l = batch.labels;
-      Kokkos::parallel_for(
-          "ktr::capi::push_labels",
-          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n - skip),
-          KOKKOS_LAMBDA(std::int64_t i) { bl((head + i) % capacity) = l(skip + i); });
-    } else {
-      auto bv = e.buffer_values;
-      auto const v = batch.values;
-      Kokkos::parallel_for(
-          "ktr::capi::push_values",
-          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (n - skip) * width),
-          KOKKOS_LAMBDA(std::int64_t i) {
-            bv((head + i / width) % capacity, i % width) = v(skip + i / width, i % width);
-          });
-    }
-    e.head = (e.head + n - skip) % capacity;
-    e.filled = std::min(capacity, e.filled + n - skip);
-    space.fence();  // the caller may reuse its arrays when the call returns
+    if (!e.buffer)  // made whole before it is kept: a failed allocation leaves no half-made buffer
+      e.buffer = std::make_unique<ReplayBuffer>(space, capacity, t.model().input_shape(1), t.config().task,
+                                                t.model().output_width());
+    e.buffer->push(space, batch);
   });
 }
 
@@ -398,35 +319,19 @@ ktr_result_t train_steps(char const* name, int k, float* loss_val, void* stream)
     Region const region("ktr::capi::train_steps");
     Entry& e = entry(name);
     KTR_REQUIRE(k > 0, "k", std::to_string(k) + " is not a positive number of steps");
-    KTR_REQUIRE(e.trainer != nullptr && e.filled > 0, "model '" + std::string(name) + "'",
-                "has an empty replay buffer (ktr_push first)");
-    KTR_REQUIRE(e.filled >= e.cfg.general.batch_size, "model '" + std::string(name) + "'",
-                "the replay buffer holds " + std::to_string(e.filled) +
-                    " samples, fewer than general.batch_size (" + std::to_string(e.cfg.general.batch_size) + ")");
-    ExecSpace const space = instance_of_stream(stream);
+    KTR_REQUIRE(e.trainer != nullptr && e.buffer != nullptr && e.buffer->filled() > 0,
+                "model '" + std::string(name) + "'", "has an empty replay buffer (ktr_push first)");
     Trainer& t = *e.trainer;
-    DeviceDataset const data = buffer_data(space, e);
-    TrainState& state = t.session().state();
-    int const max_k = e.cfg.general.steps_per_dispatch;
-    int last = 0;
-    for (int done = 0; done < k; done += last) {
-      last = std::min(max_k, k - done);
-      if (e.cfg.general.enable_graphs) {
-        dispatch(space, state, t.model(), data, last);
-      } else {
-        train_steps(space, state, t.model(), data, last);
-        state.count_steps(last);
-      }
-    }
+    KTR_REQUIRE(e.buffer->filled() >= t.config().batch, "model '" + std::string(name) + "'",
+                "the replay buffer holds " + std::to_string(e.buffer->filled()) +
+                    " samples, fewer than a batch (" + std::to_string(t.config().batch) + ")");
+    ExecSpace const space = instance_of_stream(stream);
+    t.set_data(e.buffer->data());
+    // The Trainer's dispatches of K and, if asked for, its one read-back (divergence, the mean over the ranks:
+    // every rank alike).
+    t.enqueue_advance(space, k);
     if (loss_val != nullptr || e.cfg.general.report_frequency > 0) {
-      // The one read-back: the last dispatch's losses (one per step and micro-batch), averaged here.
-      std::size_t const slots = std::size_t(last) * std::size_t(state.parallel.accumulate);
-      std::vector<float> const losses = download_all(space, state.loss.data(), slots);
-      double sum = 0;
-      for (float l : losses) sum += l;
-      float const loss = float(sum / double(slots));
-      KTR_REQUIRE(std::isfinite(loss), "model '" + std::string(name) + "'",
-                  "diverged: a loss up to step " + std::to_string(t.step()) + " is not finite");
+      float const loss = float(t.last_advance_loss(space));
       if (loss_val) *loss_val = loss;
       report(e, name, loss);
     }
@@ -583,31 +488,10 @@ ktr_result_t ktr_save_checkpoint(char const* name, char const* directory) {
     Entry& e = entry(name);
     KTR_REQUIRE(directory != nullptr, "directory", "is a null pointer");
     KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'", "has nothing to save yet");
-    std::string const dir = directory;
-    if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST)
-      throw Error(dir + ": cannot create the checkpoint directory");
-    ExecSpace const space;
-    e.trainer->save(space, dir + "/model.ckpt");
-    write_atomically(dir + "/config.yaml", e.config_text);
-    // The replay buffer and the counters: a small text header, then the raw rows.
-    std::ostringstream s;
-    s << "ktr-capi-buffer 1\n"
-      << e.cfg.general.buffer_size << " " << e.buffer_x.extent(1) << " " << e.head << " " << e.filled << " "
-      << int(e.buffer_task) << " " << e.inference_calls << " " << (e.buffer_x.extent(0) ? 1 : 0) << "\n";
-    std::string bytes = s.str();
-    if (e.buffer_x.extent(0)) {
-      auto append = [&](void const* p, std::size_t n) { bytes.append(static_cast<char const*>(p), n); };
-      auto const xs = download_all(space, e.buffer_x.data(), e.buffer_x.size());
-      append(xs.data(), xs.size() * sizeof(float));
-      if (e.buffer_task == Task::classification) {
-        auto const ls = download_all(space, e.buffer_labels.data(), e.buffer_labels.size());
-        append(ls.data(), ls.size() * sizeof(std::int32_t));
-      } else {
-        auto const vs = download_all(space, e.buffer_values.data(), e.buffer_values.size());
-        append(vs.data(), vs.size() * sizeof(float));
-      }
-    }
-    write_atomically(dir + "/state.bin", bytes);
+    RunDirectoryState state;
+    state.config_text = e.config_text;
+    state.inference_calls = e.inference_calls;
+    save_run_directory(ExecSpace(), directory, *e.trainer, e.buffer.get(), state);
   });
 }
 
@@ -616,57 +500,36 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
   return guarded([&] {
     Entry& e = entry(name);
     KTR_REQUIRE(directory != nullptr, "directory", "is a null pointer");
-    std::string const dir = directory;
-    std::string const bytes = read_regular_file(dir + "/state.bin");
-    std::istringstream in(bytes);
-    std::string magic;
-    int version = 0, task = 0, has_buffer = 0;
-    std::int64_t capacity = 0, sample = 0, head = 0, filled = 0, calls = 0;
-    in >> magic >> version >> capacity >> sample >> head >> filled >> task >> calls >> has_buffer;
-    KTR_REQUIRE(in && magic == "ktr-capi-buffer" && version == 1, dir + "/state.bin", "is not a ktr checkpoint");
-    KTR_REQUIRE(capacity == e.cfg.general.buffer_size, dir + "/state.bin",
-                "holds a buffer of " + std::to_string(capacity) + " samples, the model's configuration says " +
-                    std::to_string(e.cfg.general.buffer_size));
-    KTR_REQUIRE(head >= 0 && filled >= 0 && filled <= capacity && (capacity == 0 || head < capacity) &&
-                    sample >= 0 && sample <= (std::int64_t(1) << 30) && calls >= 0 && (task == 0 || task == 1),
-                dir + "/state.bin", "holds inconsistent counters");
-    in.get();  // the newline before the rows
-    std::size_t const offset = std::size_t(in.tellg());
+    RunDirectory const saved = read_run_directory(directory);
+    std::string const& path = saved.checkpoint_path;
+    RunConfig const config = run_config(saved.checkpoint, path);
+    ModelPlan const plan = Model::plan(config.model, 1);
+    KTR_REQUIRE(plan.description == Model::plan(e.cfg.run.model, 1).description, path,
+                "holds the model '" + config.model + "', the configuration of '" + std::string(name) + "' says '" +
+                    e.cfg.run.model + "'");
+    RunDirectoryState const& st = saved.state;
+    if (st.has_buffer)
+      KTR_REQUIRE(st.buffer_capacity == e.cfg.general.buffer_size && st.buffer_task == config.task &&
+                      st.buffer_sample == plan.input.size() && st.buffer_width == plan.output_width,
+                  std::string(directory) + "/state.bin",
+                  "holds a replay buffer of " + std::to_string(st.buffer_capacity) + " samples of " +
+                      std::to_string(st.buffer_sample) + " values and " + std::to_string(st.buffer_width) +
+                      " targets; the model needs " + std::to_string(e.cfg.general.buffer_size) + " of " +
+                      std::to_string(plan.input.size()) + " and " + std::to_string(plan.output_width));
     ExecSpace const space;
-    auto t =
-        Trainer::resume(space, dir + "/model.ckpt", DeviceDataset{}, DeviceDataset{}, options_of(e.cfg), e.comm);
-    Entry fresh;
-    if (has_buffer) {
-      std::int64_t const width = t->model().output_width();
-      std::size_t const xs = std::size_t(capacity * sample) * sizeof(float);
-      std::size_t const ys = task == int(Task::classification) ? std::size_t(capacity) * sizeof(std::int32_t)
-                                                               : std::size_t(capacity * width) * sizeof(float);
-      KTR_REQUIRE(bytes.size() == offset + xs + ys, dir + "/state.bin", "is truncated or too long");
-      fresh.buffer_task = Task(task);
-      fresh.buffer_x = decltype(fresh.buffer_x)(Kokkos::view_alloc(space, "ktr::capi::buffer_x"),
-                                                std::size_t(capacity), std::size_t(sample));
-      std::vector<float> x(std::size_t(capacity * sample));
-      std::memcpy(x.data(), bytes.data() + offset, xs);
-      upload_all(space, fresh.buffer_x.data(), x);
-      if (fresh.buffer_task == Task::classification) {
-        fresh.buffer_labels = decltype(fresh.buffer_labels)(Kokkos::view_alloc(space, "ktr::capi::buffer_labels"),
-                                                            std::size_t(capacity));
-        std::vector<std::int32_t> l(static_cast<std::size_t>(capacity));
-        std::memcpy(l.data(), bytes.data() + offset + xs, ys);
-        upload_all(space, fresh.buffer_labels.data(), l);
-      } else {
-        fresh.buffer_values = decltype(fresh.buffer_values)(Kokkos::view_alloc(space, "ktr::capi::buffer_values"),
-                                                            std::size_t(capacity), std::size_t(width));
-        std::vector<float> v(std::size_t(capacity * width));
-        std::memcpy(v.data(), bytes.data() + offset + xs, ys);
-        upload_all(space, fresh.buffer_values.data(), v);
-      }
+    auto t = Trainer::resume(space, saved.checkpoint, path, config, DeviceDataset{}, DeviceDataset{},
+                             options_of(e.cfg), e.comm);
+    std::unique_ptr<ReplayBuffer> buffer;
+    if (st.has_buffer) {
+      buffer = std::make_unique<ReplayBuffer>(space, st.buffer_capacity, t->model().input_shape(1), config.task,
+                                              t->model().output_width());
+      buffer->restore(space, st.buffer, std::string(directory) + "/state.bin");
     }
-    e.trainer = std::move(t);
-    e.buffer_x = fresh.buffer_x, e.buffer_labels = fresh.buffer_labels, e.buffer_values = fresh.buffer_values;
-    e.buffer_task = fresh.buffer_task, e.head = head, e.filled = filled, e.inference_calls = calls;
+    e.trainer = std::move(t);  // nothing changes before everything has been read and checked
+    e.buffer = std::move(buffer);
+    e.inference_calls = st.inference_calls;
     if (step_train) *step_train = e.trainer->step();
-    if (step_inference) *step_inference = calls;
+    if (step_inference) *step_inference = st.inference_calls;
   });
 }
 

@@ -154,48 +154,59 @@ float Trainer::last_loss(ExecSpace const& space) {
   return m.loss.at(0);
 }
 
-DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
-                                     std::int64_t& hits) {
-  RunConfig const& cfg = config();
+void Trainer::enqueue_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks) {
   TrainState& state = session_->state();
-  auto const t0 = std::chrono::steady_clock::now();
-  if (dispatch(space, state, model(), train_, k) == DispatchPath::capture_failed && !capture_reported_) {
+  if (!options_.capture) {
+    train_steps(space, state, model(), train_, k);
+    state.count_steps(k);
+  } else if (dispatch(space, state, model(), train_, k) == DispatchPath::capture_failed && !capture_reported_) {
     hooks.on_capture_failed(state.capture_error());
     capture_reported_ = true;
   }
-  StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
-  double const dt = seconds_since(t0);
-  std::int64_t const first_step = state.host_step() - k;
+  last_k_ = k;
+}
+
+void Trainer::check_metrics(ExecSpace const& space, StepMetrics const& m, int k, TrainerHooks& hooks) {
+  std::int64_t const first_step = session_->state().host_step() - k;
+  std::string const kept = options_.checkpoint.empty()
+                               ? std::string()
+                               : "; the checkpoint " + options_.checkpoint + " keeps its last finite state";
   if (refused_since_last(space, m)) {  // the model is as it was before the first refused update
     std::size_t i = 0;
     while (i < std::size_t(k) && std::isfinite(m.loss[i])) ++i;
-    std::string const what = i < std::size_t(k)
-                                 ? "the loss of step " + std::to_string(first_step + std::int64_t(i) + 1) +
-                                       " is " + (std::isnan(m.loss[i]) ? "nan" : "infinite")
-                                 : "the gradient of an update of steps " + std::to_string(first_step + 1) + "-" +
-                                       std::to_string(first_step + k) + " is not finite";
+    std::string const what =
+        i < std::size_t(k)
+            ? "the loss of step " + std::to_string(first_step + std::int64_t(i) + 1) + " is " +
+                  (std::isnan(m.loss[i]) ? "nan" : "infinite")
+            : "the loss or gradient of an update up to step " + std::to_string(first_step + k) + " is not finite";
     hooks.on_divergence(first_step + std::int64_t(std::min<std::size_t>(i, std::size_t(k) - 1)) + 1,
                         i < std::size_t(k) ? m.loss[i] : std::numeric_limits<float>::quiet_NaN());
     throw DivergenceError("training diverged: " + what + " (the update was refused: the model is as it was)" +
-                          (options_.checkpoint.empty()
-                               ? std::string()
-                               : "; the checkpoint " + options_.checkpoint + " keeps its last finite state"));
+                          kept);
   }
-  loss = 0;
-  hits = 0;
   for (int i = 0; i < k; ++i) {
     float const l = m.loss[std::size_t(i)];
     if (!std::isfinite(l)) {  // diverged: stop before anything non-finite reaches a checkpoint
       std::int64_t const bad_step = first_step + i + 1;
       hooks.on_divergence(bad_step, l);
       throw DivergenceError("training diverged: the loss of step " + std::to_string(bad_step) + " is " +
-                            (std::isnan(l) ? "nan" : "infinite") +
-                            (options_.checkpoint.empty()
-                                 ? std::string()
-                                 : "; the checkpoint " + options_.checkpoint + " keeps its last finite state"));
+                            (std::isnan(l) ? "nan" : "infinite") + kept);
     }
-    loss += l, hits += m.correct[std::size_t(i)];
   }
+}
+
+DispatchRecord Trainer::run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
+                                     std::int64_t& hits) {
+  RunConfig const& cfg = config();
+  TrainState& state = session_->state();
+  auto const t0 = std::chrono::steady_clock::now();
+  enqueue_dispatch(space, k, hooks);
+  StepMetrics const m = read_metrics(space, state, k);  // the one host synchronisation of the dispatch
+  double const dt = seconds_since(t0);
+  check_metrics(space, m, k, hooks);
+  loss = 0;
+  hits = 0;
+  for (int i = 0; i < k; ++i) loss += m.loss[std::size_t(i)], hits += m.correct[std::size_t(i)];
   DispatchRecord record;
   record.step = state.host_step();
   record.epoch = steps_per_epoch_ > 0 ? (state.host_step() - 1) / steps_per_epoch_ + 1 : 0;
@@ -237,6 +248,28 @@ double Trainer::advance(ExecSpace const& space, std::int64_t steps, TrainerHooks
     if (comm_.any(hooks.stop_requested())) break;
   }
   return loss;
+}
+
+void Trainer::enqueue_advance(ExecSpace const& space, std::int64_t steps) {
+  Region const region("ktr::Trainer::advance");
+  ScopedMatmulPrecision const precision(config().precision);
+  TrainerHooks none;
+  for (std::int64_t done = 0; done < steps;) {
+    int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, steps - done));
+    enqueue_dispatch(space, k, none);
+    done += k;
+  }
+}
+
+double Trainer::last_advance_loss(ExecSpace const& space) {
+  Region const region("ktr::Trainer::last_advance_loss");
+  KTR_REQUIRE(last_k_ > 0, "ktr::Trainer::last_advance_loss", "no dispatch has been enqueued");
+  StepMetrics const m = read_metrics(space, session_->state(), last_k_);
+  TrainerHooks none;
+  check_metrics(space, m, last_k_, none);
+  double loss = 0;
+  for (int i = 0; i < last_k_; ++i) loss += m.loss[std::size_t(i)];
+  return loss / last_k_;
 }
 
 double Trainer::advance(ExecSpace const& space, std::int64_t steps) {

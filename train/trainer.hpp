@@ -25,6 +25,7 @@ struct TrainerOptions {
   std::string checkpoint;          ///< saved after every epoch and when stopped; "" saves nothing (rank 0 saves)
   bool evaluate = true;            ///< evaluate the held-out data after every epoch (rank 0), if there is any
   std::int64_t eval_batch = 1000;  ///< samples per evaluation batch
+  bool capture = true;             ///< replay captured K-step programs where the backend can (else the plain loop)
 };
 
 /// One dispatch of K steps, as read back.
@@ -128,6 +129,11 @@ class Trainer {
   /// of the last dispatch; a non-finite loss throws DivergenceError; a stop request ends it early.
   double advance(ExecSpace const& space, std::int64_t steps, TrainerHooks& hooks);
   double advance(ExecSpace const& space, std::int64_t steps);
+  /// The same with no read-back at all: returns once the dispatches are enqueued. last_advance_loss() then reads
+  /// the last dispatch back (the mean loss of its steps), and throws DivergenceError if any update since the last
+  /// read-back was refused or a loss of that dispatch is not finite.
+  void enqueue_advance(ExecSpace const& space, std::int64_t steps);
+  double last_advance_loss(ExecSpace const& space);
 
   /// Loss and accuracy (or MSE) of the current model on `data`, with the run's input transform.
   EvalResult evaluate(ExecSpace const& space, DeviceDataset const& data);
@@ -155,6 +161,9 @@ class Trainer {
   // and its correct answers in `loss` and `hits`.
   DispatchRecord run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,
                               std::int64_t& hits);
+  void enqueue_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks);  // captured or plain, as options say
+  // Throws DivergenceError for a refused update since the last read-back or a non-finite loss among the k.
+  void check_metrics(ExecSpace const& space, StepMetrics const& m, int k, TrainerHooks& hooks);
   void save_if_asked(ExecSpace const& space) const;
   // After a read-back: true if the optimiser refused an update since the last one (its step then did not
   // advance: the host's count follows the device's again).
@@ -169,6 +178,7 @@ class Trainer {
   std::int64_t steps_per_epoch_ = 0;
   bool capture_reported_ = false;
   std::int64_t refused_seen_ = 0;  // the optimiser's refusals already reported
+  int last_k_ = 0;                 // steps of the last dispatch enqueued
   // Online steps: one state per batch size, sharing the run's optimiser moments and step counter.
   std::map<std::int64_t, std::unique_ptr<TrainState>> online_;
   TrainState* last_online_ = nullptr;
