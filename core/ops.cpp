@@ -31,9 +31,26 @@ void sum(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumu
 }
 
 void sum_squares(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumulator const& out) {
+  // Hosts: chunks of 4096 per iteration, 8 independent double lanes (the loop vectorises without reassociating
+  // anything); GPUs: one element per thread. Every optimiser update runs this over the gradient arena.
+  constexpr std::int64_t chunk = device_is_host ? 4096 : 1;
+  std::int64_t const n = std::int64_t(x.extent(0));
+  float const* const p = x.data();
   Kokkos::parallel_reduce(
-      "ktr::ops::sum_squares", range(space, x.extent(0)),
-      KOKKOS_LAMBDA(std::int64_t i, double& s) { s += double(x(i)) * x(i); }, out);
+      "ktr::ops::sum_squares", range(space, (n + chunk - 1) / chunk),
+      KOKKOS_LAMBDA(std::int64_t c, double& s) {
+        std::int64_t const begin = c * chunk, end = begin + chunk < n ? begin + chunk : n;
+        constexpr int L = 8;
+        double lane[L] = {};
+        std::int64_t i = begin;
+        for (; i + L <= end; i += L)
+          for (int l = 0; l < L; ++l) lane[l] += double(p[i + l]) * double(p[i + l]);
+        for (; i < end; ++i) lane[0] += double(p[i]) * double(p[i]);
+        double total = 0;
+        for (int l = 0; l < L; ++l) total += lane[l];
+        s += total;
+      },
+      out);
 }
 
 float read_scalar(DeviceScalar const& s) {
