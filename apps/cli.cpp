@@ -64,10 +64,11 @@ int run(int argc, char* argv[]) {
     std::fprintf(stderr, "ktr %s: %s\n", cmd.c_str(), e.what());
     return 3;
   } catch (UsageError const& e) {  // a flag, or a setting from the environment (OMP_NUM_THREADS, ...)
-    std::fprintf(stderr, "ktr %s: %s (see: ktr %s --help)\n", cmd.c_str(), e.what(), cmd.c_str());
+    std::fprintf(stderr, "ktr %s: %s (see: ktr %s --help)\n", cmd.c_str(), with_flag_names(e.what()).c_str(),
+                 cmd.c_str());
     return 2;
   } catch (Error const& e) {
-    std::fprintf(stderr, "ktr %s: %s\n", cmd.c_str(), e.what());
+    std::fprintf(stderr, "ktr %s: %s\n", cmd.c_str(), with_flag_names(e.what()).c_str());
     return 1;
   } catch (std::exception const& e) {
     std::fprintf(stderr, "ktr %s: internal error: %s\n", cmd.c_str(), e.what());

@@ -74,6 +74,24 @@ std::string model_flag(std::string const& value) {
   return value;
 }
 
+std::string with_flag_names(std::string const& message) {
+  static char const* const settings[][2] = {
+      {"batch", "--batch"},
+      {"accumulate", "--accumulate"},
+      {"steps_per_dispatch", "--steps-per-dispatch"},
+      {"schedule", "--schedule"},
+      {"optimizer", "--optimizer"},
+      {"precision", "--precision"},
+      {"loss", "--loss"},
+      {"loss_reduction", "--loss-reduction"},
+  };
+  for (auto const& s : settings) {
+    std::string const prefix = std::string(s[0]) + ": ";
+    if (message.rfind(prefix, 0) == 0) return std::string(s[1]) + ": " + message.substr(prefix.size());
+  }
+  return message;
+}
+
 bool parse(CLI::App& app, int argc, char* argv[], int first) {
   try {
     app.parse(argc - first + 1, argv + first - 1);

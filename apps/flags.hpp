@@ -35,6 +35,10 @@ std::string model_flag(std::string const& value);
 /// command then returns 0); throws FlagError with CLI11's message (which names the flag) on a usage error.
 bool parse(CLI::App& app, int argc, char* argv[], int first);
 
+/// A library message with the command line's name for the setting it names: the library names settings
+/// ("batch: ...", "schedule: ..."), never flags; the command line says which flag sets them ("--batch: ...").
+std::string with_flag_names(std::string const& message);
+
 /// True if the option was given on the command line.
 inline bool given(CLI::App const& app, std::string const& name) { return app.count(name) > 0; }
 

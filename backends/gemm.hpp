@@ -41,7 +41,7 @@ std::string host_blas();
 enum class MatmulPrecision { fp32, tf32 };
 
 /// Parses "fp32" or "tf32"; throws ktr::Error naming `flag` otherwise, and for tf32 on builds without it.
-MatmulPrecision parse_matmul_precision(std::string const& text, std::string const& flag = "--precision");
+MatmulPrecision parse_matmul_precision(std::string const& text, std::string const& flag = "precision");
 /// "fp32" or "tf32".
 char const* matmul_precision_name(MatmulPrecision p);
 /// True where gemm can use TF32 (CUDA builds).

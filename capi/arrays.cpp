@@ -131,6 +131,27 @@ void check_features(Array const& x, Shape const& sample, char const* what) {
                   std::to_string(sample.size()) + ")");
 }
 
+// 64-bit class labels fit the int32 the model reads (4294967297 would wrap to 1): one pass, read back.
+void check_int32_labels(ExecSpace const& space, Array const& y) {
+  std::int64_t const n = y.count();
+  std::int64_t const* const src = static_cast<std::int64_t const*>(y.data);
+  std::int64_t const stride = y.stride[0];
+  std::int64_t outside = 0;
+  if (device_can_read(y.data)) {
+    Kokkos::parallel_reduce(
+        "ktr::capi::check_labels", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t & count) {
+          std::int64_t const v = src[i * stride];
+          if (v < 0 || v > 2147483647) ++count;
+        },
+        outside);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i)
+      if (src[i * stride] < 0 || src[i * stride] > 2147483647) ++outside;
+  }
+  KTR_REQUIRE(outside == 0, "label", std::to_string(outside) + " class labels lie outside 0 .. 2^31 - 1");
+}
+
 template <class Fn>
 DeviceDataset with_targets(ExecSpace const& space, Array const& y, std::int64_t n, Fn&& make) {
   KTR_REQUIRE(y.data != nullptr, "label", "is a null pointer");
@@ -140,6 +161,7 @@ DeviceDataset with_targets(ExecSpace const& space, Array const& y, std::int64_t 
     KTR_REQUIRE(
         y.sample_size() == 1, "label",
         "class labels are one integer per sample ((batch) or (batch, 1)), not " + std::to_string(y.sample_size()));
+    if (y.dtype == KTR_INT64) check_int32_labels(space, y);
     Kokkos::View<std::int32_t*, MemSpace> labels;
     if (y.dtype == KTR_INT32 && device_can_read(y.data))
       return make(Kokkos::View<std::int32_t const*, Kokkos::LayoutStride, MemSpace,
@@ -192,9 +214,11 @@ Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datat
   a.data = data, a.dtype = dtype, a.rank = int(dim);
   std::int64_t stride = 1;
   for (int d = a.rank - 1; d >= 0; --d) {
-    KTR_REQUIRE(shape[d] > 0 && shape[d] <= (std::int64_t(1) << 40), what,
+    KTR_REQUIRE(shape[d] > 0 && shape[d] <= kMaxElements, what,
                 "dimension " + std::to_string(d) + " is " + std::to_string(shape[d]) + ", not a positive size");
     a.extent[d] = shape[d], a.stride[d] = stride;
+    KTR_REQUIRE(stride <= kMaxElements / shape[d], what,
+                "holds more than 2^40 elements (the product of its dimensions overflows)");
     stride *= shape[d];
   }
   return a;

@@ -17,6 +17,7 @@
 namespace ktr::capi {
 
 constexpr int kMaxRank = 5;
+constexpr std::int64_t kMaxElements = std::int64_t(1) << 40;  ///< per array
 
 struct Array {
   void* data = nullptr;

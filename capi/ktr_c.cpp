@@ -212,6 +212,15 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
     throw Error(e.cfg.path + ": loss " + e.cfg.loss + " needs float targets, the labels are integers");
   if (e.cfg.loss == "cross_entropy" && !labels)
     throw Error(e.cfg.path + ": loss cross_entropy needs integer class labels, the targets are floats");
+  // The first batch is checked before anything is fitted on it or made from it.
+  if (!labels)
+    KTR_REQUIRE(first.target_width() == plan.output_width, "label",
+                std::to_string(first.target_width()) + " targets per sample, the model has " +
+                    std::to_string(plan.output_width) + " outputs");
+  std::int64_t const bad = non_finite_values(space, first);
+  KTR_REQUIRE(bad == 0, "input",
+              "the first batch holds " + std::to_string(bad) +
+                  " features or targets that are not finite (NaN or infinite): nothing was made from it");
   // Each rank's batch: general.batch_size, or without it the first batch's size; an update takes every rank's.
   std::int64_t const per_rank = e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count;
   run.batch = per_rank * e.comm.size();
@@ -238,7 +247,7 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     KTR_REQUIRE(config_file != nullptr, "config_file", "is a null pointer");
     KTR_REQUIRE(g_models.count(n) == 0, "model '" + n + "'", "exists already (ktr_destroy_model it first)");
     auto e = std::make_unique<Entry>();
-    e->config_text = read_regular_file(config_file);
+    e->config_text = read_config_text(config_file);
     e->cfg = parse_config(e->config_text, config_file);
     if (!g_finalize_hook) {  // an application that finalises Kokkos itself: the models' views go first
       Kokkos::push_finalize_hook([] {
@@ -417,8 +426,13 @@ ktr_result_t described(ktr_array_t const* d, char const* what, Array& a) {
     KTR_REQUIRE(d->dtype >= KTR_FLOAT && d->dtype <= KTR_INT64, what,
                 "has an unknown datatype " + std::to_string(d->dtype));
     a.data = d->data, a.dtype = ktr_datatype_t(d->dtype), a.rank = d->rank;
+    std::int64_t elements = 1;
     for (int i = 0; i < d->rank; ++i) {
-      KTR_REQUIRE(d->extent[i] > 0, what, "dimension " + std::to_string(i) + " is empty");
+      KTR_REQUIRE(d->extent[i] > 0 && d->extent[i] <= kMaxElements, what,
+                  "dimension " + std::to_string(i) + " is empty or absurdly large");
+      KTR_REQUIRE(elements <= kMaxElements / d->extent[i], what,
+                  "holds more than 2^40 elements (the product of its dimensions overflows)");
+      elements *= d->extent[i];
       a.extent[i] = d->extent[i], a.stride[i] = d->stride[i];
     }
   });
@@ -464,6 +478,9 @@ ktr_result_t ktr_save_model(char const* name, char const* file) {
     ExecSpace const space;
     Trainer& t = *e.trainer;
     std::vector<float> const params = download(space, t.model().arena().params());
+    for (float v : params)
+      KTR_REQUIRE(std::isfinite(v), "model '" + std::string(name) + "'",
+                  "has weights that are not finite: nothing saved to " + std::string(file));
     write_safetensors(file, export_weights(t.model(), params, t.config()));
   });
 }
@@ -475,11 +492,12 @@ ktr_result_t ktr_load_model(char const* name, char const* file) {
     KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'",
                 "has not seen a batch yet, so its task is unknown: ktr_train or ktr_push once first, or "
                 "ktr_load_checkpoint");
-    ExecSpace const space;
     Trainer& t = *e.trainer;
     ImportedWeights const w = import_weights(t.model(), read_safetensors(file), file);
-    Kokkos::deep_copy(space, t.model().arena().params(), HostView<float const*>(w.params.data(), w.params.size()));
-    space.fence();
+    char const* const task = t.config().task == Task::regression ? "regression" : "classification";
+    KTR_REQUIRE(w.task.empty() || w.task == task, file,
+                "holds a " + w.task + " model, '" + std::string(name) + "' is a " + task);
+    t.set_weights(ExecSpace(), w.params, w.has_transform ? &w.norm : nullptr, file);
   });
 }
 

@@ -2,9 +2,12 @@
 // an unknown key is always refused and every message names the file, the line and the key's full path.
 #include "yaml_config.hpp"
 
+#include "../core/file.hpp"
 #include "../core/parse.hpp"
 #include "../models/activation.hpp"
 
+#include <sys/stat.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <cmath>
@@ -36,9 +39,13 @@ class Reader {
   void section(YAML::Node const& node, std::string const& name,
                std::map<std::string, Handler> const& handlers) const {
     if (!node.IsMap()) fail(node, name, "must be a mapping of keys to values");
+    std::map<std::string, int> seen;
     for (auto const& entry : node) {
+      if (!entry.first.IsScalar())
+        fail(entry.first, name.empty() ? "(top level)" : name, "a key must be a plain name, not a list or a map");
       std::string const key = entry.first.as<std::string>();
       std::string const full = name.empty() ? key : name + "." + key;
+      if (seen[key]++ > 0) fail(entry.first, full, "appears twice (which one was meant?)");
       auto const h = handlers.find(key);
       if (h == handlers.end()) {
         std::string known;
@@ -118,11 +125,30 @@ std::string activation_suffix(Reader const& r, YAML::Node const& n, std::string 
 
 }  // namespace
 
+namespace {
+FileConfig parse_config_checked(std::string const& yaml, std::string const& path);
+}  // namespace
+
 FileConfig parse_config(std::string const& yaml, std::string const& path) {
+  try {
+    return parse_config_checked(yaml, path);
+  } catch (YAML::Exception const& e) {  // anything yaml-cpp refuses past the checks above, named
+    throw ConfigError(path + (e.mark.line >= 0 ? ":" + std::to_string(e.mark.line + 1) : std::string()) +
+                          ": cannot be read as a configuration: " + (e.msg.empty() ? "bad YAML" : e.msg),
+                      false);
+  }
+}
+
+namespace {
+FileConfig parse_config_checked(std::string const& yaml, std::string const& path) {
   Reader const r(path);
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
+  } catch (YAML::DeepRecursion const& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) +
+                          ": nested deeper than a configuration can be (" + std::to_string(e.depth()) + " levels)",
+                      false);
   } catch (YAML::Exception const& e) {
     throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg, false);
   }
@@ -134,7 +160,8 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   std::vector<std::int64_t> sizes;
   std::string hidden = ":relu", output;
   double dropout = 0;
-  YAML::Node sizes_node;
+  YAML::Node sizes_node, description_node;
+  bool has_sizes = false, has_description = false;
   std::string model_type;
   YAML::Node model_type_node;
   std::string schedule = "constant";
@@ -224,6 +251,7 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                                      sizes.push_back(
                                          r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
                                    sizes_node = v;
+                                   has_sizes = true;
                                  }},
                                 {"activation",
                                  [&](auto const& v, auto const& key) { hidden = activation_suffix(r, v, key); }},
@@ -241,7 +269,11 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
                                             true);
                                  }},
                                 {"description",
-                                 [&](auto const& v, auto const& key) { c.run.model = r.text(v, key); }},
+                                 [&](auto const& v, auto const& key) {
+                                   c.run.model = r.text(v, key);
+                                   description_node = v;
+                                   has_description = true;
+                                 }},
                             });
                       }},
                  });
@@ -418,6 +450,12 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
 
   if (!has_model) r.fail(root, "model", "missing: the file must describe a model");
   if (model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
+  if (model_type == "mlp" && has_description)
+    r.fail(description_node, "model.parameters.description",
+           "belongs to a model of type ktr; an mlp is given by layer_sizes");
+  if (model_type == "ktr" && has_sizes)
+    r.fail(sizes_node, "model.parameters.layer_sizes",
+           "belongs to a model of type mlp; a ktr model has a description");
   if (model_type == "mlp") {
     if (sizes.empty()) r.fail(model_type_node, "model.parameters.layer_sizes", "missing: an mlp needs its sizes");
     std::string d = "in=" + std::to_string(sizes[0]);
@@ -468,6 +506,10 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
            "needs general.batch_size (the size of the batches drawn from the replay buffer)");
   if (c.general.buffer_size > 0 && c.general.buffer_size < c.general.batch_size)
     r.fail(root["general"]["buffer_size"], "general.buffer_size", "is smaller than general.batch_size");
+  if (c.general.batch_size > 0 && c.general.batch_size % c.run.accumulate != 0)
+    r.fail(root["optimizer"]["general"]["grad_accumulation_steps"], "optimizer.general.grad_accumulation_steps",
+           std::to_string(c.run.accumulate) + " does not divide general.batch_size (" +
+               std::to_string(c.general.batch_size) + ")");
   if (c.loss == "huber") c.loss = "huber:" + std::to_string(huber_delta);
   if (c.loss == "mse" || c.loss == "l1" || c.loss == "bce" || c.loss.rfind("huber:", 0) == 0) {
     c.run.loss = RegressionLoss::parse(c.loss, "loss.type");
@@ -479,12 +521,17 @@ FileConfig parse_config(std::string const& yaml, std::string const& path) {
   return c;
 }
 
-FileConfig read_config_file(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open the configuration file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_config(text.str(), path);
+}  // namespace
+
+std::string read_config_text(std::string const& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kMaxConfigBytes)
+    throw ConfigError(path + ": " + std::to_string(st.st_size) + " bytes: a configuration file is at most " +
+                          std::to_string(kMaxConfigBytes >> 20) + " MiB",
+                      false);
+  return read_regular_file(path);  // a missing file, a folder or a device: named, with the reason
 }
+
+FileConfig read_config_file(std::string const& path) { return parse_config(read_config_text(path), path); }
 
 }  // namespace ktr

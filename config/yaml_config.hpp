@@ -56,6 +56,10 @@ struct FileConfig {
   std::string path;              ///< the file it came from
 };
 
+/// The largest configuration file read (a sparse file of terabytes is refused before a byte is read).
+constexpr std::int64_t kMaxConfigBytes = std::int64_t(16) << 20;
+/// The text of the configuration file `path` (a regular file of at most kMaxConfigBytes); throws naming it.
+std::string read_config_text(std::string const& path);
 /// Reads and checks `path`. Throws ConfigError (a missing file: ktr::Error naming it).
 FileConfig read_config_file(std::string const& path);
 /// The same from YAML text; `path` names it in messages.

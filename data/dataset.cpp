@@ -109,6 +109,28 @@ DeviceDataset make_device_dataset(std::vector<float> const& features, std::vecto
   return d;
 }
 
+std::int64_t non_finite_values(ExecSpace const& space, DeviceDataset const& batch) {
+  bool const floats = batch.feature_kind == DeviceDataset::Features::float32;
+  auto const x = batch.features;
+  auto const v = batch.values;
+  std::int64_t const n = batch.count, w = batch.width, c = batch.channels,
+                     sample = floats ? batch.sample_size() : 0;
+  std::int64_t const t = batch.target_kind == DeviceDataset::Targets::values ? std::int64_t(v.extent(1)) : 0;
+  std::int64_t bad = 0;
+  Kokkos::parallel_reduce(
+      "ktr::data::check_finite", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
+      KOKKOS_LAMBDA(std::int64_t s, std::int64_t & count) {
+        for (std::int64_t f = 0; f < sample; ++f) {
+          float const a = x(s, f / (w * c), f / c % w, f % c);
+          if (!(a - a == 0.0f)) ++count;
+        }
+        for (std::int64_t j = 0; j < t; ++j)
+          if (!(v(s, j) - v(s, j) == 0.0f)) ++count;
+      },
+      bad);
+  return bad;
+}
+
 namespace impl {
 
 int check_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, int num_classes,

@@ -83,6 +83,10 @@ DeviceDataset make_device_dataset(std::vector<float> const& features, std::vecto
                                   std::vector<std::int32_t> const& labels, std::vector<float> const& values,
                                   std::int64_t count, int num_classes, std::string const& name);
 
+/// How many of a dataset's float features and float targets are NaN or infinite (uint8 pixels and labels are
+/// always finite): one reduction on `space`, read back.
+std::int64_t non_finite_values(ExecSpace const& space, DeviceDataset const& data);
+
 /// Reads `<dir>/<split>-images-idx3-ubyte[.gz]` and labels (split "train" or "t10k") onto the device.
 DeviceDataset load_idx_dataset(std::string const& dir, std::string const& split, int num_classes = 10);
 

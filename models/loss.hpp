@@ -13,7 +13,7 @@ namespace ktr {
 enum class Reduction { mean, sum };
 char const* reduction_name(Reduction r);
 /// "mean" or "sum"; throws ktr::Error naming `what` otherwise.
-Reduction parse_reduction(std::string const& text, std::string const& what = "--loss-reduction");
+Reduction parse_reduction(std::string const& text, std::string const& what = "loss_reduction");
 
 /// Where the loss kernel writes: entry `index` of per-step metric arrays in device memory.
 struct LossOutput {
@@ -40,7 +40,7 @@ struct RegressionLoss {
   Kind kind = Kind::mse;
   float delta = 1.0f;  ///< huber
   /// "mse", "l1", "huber", "huber:DELTA" (DELTA > 0) or "bce"; throws ktr::Error naming `what` otherwise.
-  static RegressionLoss parse(std::string const& text, std::string const& what = "--loss");
+  static RegressionLoss parse(std::string const& text, std::string const& what = "loss");
   std::string str() const;  ///< parse(str()) gives the same loss back
 };
 

@@ -25,7 +25,7 @@ OptimizerConfig::Kind OptimizerConfig::parse_kind(std::string const& name) {
   if (name == "sgd") return Kind::sgd;
   if (name == "adam") return Kind::adam;
   if (name == "adamw") return Kind::adamw;
-  throw Error("--optimizer: unknown optimiser '" + name + "' (sgd, adam, adamw)");
+  throw Error("optimizer: unknown optimiser '" + name + "' (sgd, adam, adamw)");
 }
 
 char const* OptimizerConfig::kind_name(Kind kind) {

@@ -19,7 +19,7 @@ std::int64_t parse_count(std::string const& s, std::string const& text) {
     if (used == s.size() && std::isfinite(v) && v >= 0) return v;
   } catch (std::logic_error const&) {
   }
-  throw Error("--schedule: bad step count '" + s + "' in '" + text + "'");
+  throw Error("schedule: bad step count '" + s + "' in '" + text + "'");
 }
 
 float parse_float(std::string const& s, std::string const& text) {
@@ -29,7 +29,7 @@ float parse_float(std::string const& s, std::string const& text) {
     if (used == s.size() && std::isfinite(v) && v >= 0) return v;
   } catch (std::logic_error const&) {
   }
-  throw Error("--schedule: bad number '" + s + "' in '" + text + "'");
+  throw Error("schedule: bad number '" + s + "' in '" + text + "'");
 }
 
 }  // namespace
@@ -40,7 +40,7 @@ Schedule Schedule::parse(std::string const& text) {
   std::string part;
   while (std::getline(ss, part, ':')) p.push_back(part);
   Schedule s;
-  if (p.empty()) throw Error("--schedule: empty");
+  if (p.empty()) throw Error("schedule: empty");
   if (p[0] == "constant" && p.size() == 1) return s;
   if (p[0] == "warmup" && p.size() == 2) {
     s.kind = Kind::warmup;
@@ -52,14 +52,14 @@ Schedule Schedule::parse(std::string const& text) {
     s.decay_steps = parse_count(p[1], text);
     if (p.size() >= 3) s.warmup_steps = parse_count(p[2], text);
     if (p.size() == 4) s.alpha = parse_float(p[3], text);
-    if (s.decay_steps == 0) throw Error("--schedule: cosine needs decay steps > 0 in '" + text + "'");
+    if (s.decay_steps == 0) throw Error("schedule: cosine needs decay steps > 0 in '" + text + "'");
     return s;
   }
   if (p[0] == "step" && (p.size() == 2 || p.size() == 3)) {
     s.kind = Kind::step;
     s.step_every = parse_count(p[1], text);
     if (p.size() == 3) s.factor = parse_float(p[2], text);
-    if (s.step_every == 0) throw Error("--schedule: step needs N > 0 in '" + text + "'");
+    if (s.step_every == 0) throw Error("schedule: step needs N > 0 in '" + text + "'");
     return s;
   }
   if (p[0] == "multistep" && (p.size() == 2 || p.size() == 3)) {
@@ -68,13 +68,13 @@ Schedule Schedule::parse(std::string const& text) {
     std::string m;
     while (std::getline(ms, m, ',')) {
       if (s.milestone_count == max_milestones)
-        throw Error("--schedule: at most " + std::to_string(max_milestones) + " milestones in '" + text + "'");
+        throw Error("schedule: at most " + std::to_string(max_milestones) + " milestones in '" + text + "'");
       std::int64_t const v = parse_count(m, text);
       if (s.milestone_count > 0 && v <= s.milestones[s.milestone_count - 1])
-        throw Error("--schedule: milestones must increase in '" + text + "'");
+        throw Error("schedule: milestones must increase in '" + text + "'");
       s.milestones[s.milestone_count++] = v;
     }
-    if (s.milestone_count == 0) throw Error("--schedule: multistep needs milestones in '" + text + "'");
+    if (s.milestone_count == 0) throw Error("schedule: multistep needs milestones in '" + text + "'");
     if (p.size() == 3) s.factor = parse_float(p[2], text);
     return s;
   }
@@ -82,7 +82,7 @@ Schedule Schedule::parse(std::string const& text) {
     s.kind = Kind::polynomial;
     s.total_steps = parse_count(p[1], text);
     if (p.size() == 3) s.power = parse_float(p[2], text);
-    if (s.total_steps == 0) throw Error("--schedule: poly needs T > 0 in '" + text + "'");
+    if (s.total_steps == 0) throw Error("schedule: poly needs T > 0 in '" + text + "'");
     return s;
   }
   if (p[0] == "linear" && p.size() >= 2 && p.size() <= 4) {
@@ -90,10 +90,10 @@ Schedule Schedule::parse(std::string const& text) {
     s.total_steps = parse_count(p[1], text);
     if (p.size() >= 3) s.start = parse_float(p[2], text);
     if (p.size() == 4) s.end = parse_float(p[3], text);
-    if (s.total_steps == 0) throw Error("--schedule: linear needs T > 0 in '" + text + "'");
+    if (s.total_steps == 0) throw Error("schedule: linear needs T > 0 in '" + text + "'");
     return s;
   }
-  throw Error("--schedule: unknown schedule '" + text +
+  throw Error("schedule: unknown schedule '" + text +
               "' (constant, warmup:W, cosine:D[:W[:alpha]], step:N[:factor], multistep:M1,M2,...[:factor], "
               "poly:T[:power], linear:T[:start[:end]])");
 }

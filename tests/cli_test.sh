@@ -441,7 +441,7 @@ YAML
     printf 'model: {type: mlp, parameters: {layer_sizes: [784, 1]}}\nloss: {type: mse}\n' >"$work/mse.yaml"
     expect 1 "mse.yaml: loss mse does not fit the data's class labels" -- "$ktr" train --data "$work/data" \
       --config "$work/mse.yaml"
-    expect 1 "missing.yaml: cannot open the configuration file" -- "$ktr" train --data "$work/data" \
+    expect 1 "missing.yaml: cannot open .No such file or directory." -- "$ktr" train --data "$work/data" \
       --config "$work/missing.yaml"
     expect 2 "--config: comes from the checkpoint when resuming" -- "$ktr" train --data "$work/data" \
       --config "$work/run.yaml" --resume "$work/c.ckpt"

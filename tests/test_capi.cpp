@@ -554,3 +554,96 @@ TEST(CApi, PushRefusesWhatTrainRefusesAndTheBufferGoesOn) {
 }
 
 }  // namespace
+
+namespace {
+
+// A refused first batch makes nothing: no run, no transform fitted on it (inference and checkpoints still refuse).
+TEST(CApi, ARefusedFirstBatchMakesNoModel) {
+  std::string const cfg = write_file("capi_first.yaml", config("  normalize: standard\n"));
+  ASSERT_EQ(ktr_create_model("first", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface s(32, 13);
+  s.x[5] = std::numeric_limits<float>::quiet_NaN();
+  int64_t const xs[2] = {32, 3}, ys[2] = {32, 1};
+  float loss = 0;
+  EXPECT_EQ(ktr_train("first", s.x.data(), 2, xs, KTR_FLOAT, s.y.data(), 2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("not finite"), std::string::npos) << last_error();
+  std::vector<float> out(32);
+  EXPECT_EQ(ktr_inference("first", s.x.data(), 2, xs, KTR_FLOAT, out.data(), 2, ys, KTR_FLOAT, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_EQ(ktr_save_checkpoint("first", (::testing::TempDir() + "capi_first_dir").c_str()),
+            KTR_RESULT_INVALID_USAGE);
+  s.x[5] = 0.25f;  // the good batch then makes the run, its transform fitted on good data
+  EXPECT_EQ(ktr_train("first", s.x.data(), 2, xs, KTR_FLOAT, s.y.data(), 2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_EQ(ktr_destroy_model("first"), KTR_RESULT_SUCCESS);
+}
+
+// Weights loaded with ktr_load_model come with the input transform they were trained with: the loaded model
+// predicts what the saved one did. A regression's file is refused by a classifier.
+TEST(CApi, LoadedWeightsBringTheirInputTransform) {
+  std::string const cfg = write_file("capi_weights.yaml", config("  normalize: standard\n"));
+  Surface const a(64, 14);
+  Surface b(64, 15);
+  for (float& v : b.x) v = v * 5.0f + 3.0f;  // another fitted transform
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1};
+  float loss = 0;
+  ASSERT_EQ(ktr_create_model("wa", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_create_model("wb", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(ktr_train("wa", const_cast<float*>(a.x.data()), 2, xs, KTR_FLOAT, const_cast<float*>(a.y.data()), 2,
+                        ys, KTR_FLOAT, &loss, nullptr),
+              KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_train("wb", b.x.data(), 2, xs, KTR_FLOAT, b.y.data(), 2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_SUCCESS);
+  std::string const file = ::testing::TempDir() + "capi_weights.safetensors";
+  ASSERT_EQ(ktr_save_model("wa", file.c_str()), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_load_model("wb", file.c_str()), KTR_RESULT_SUCCESS) << last_error();
+  std::vector<float> pa(64), pb(64);
+  ASSERT_EQ(
+      ktr_inference("wa", const_cast<float*>(a.x.data()), 2, xs, KTR_FLOAT, pa.data(), 2, ys, KTR_FLOAT, nullptr),
+      KTR_RESULT_SUCCESS);
+  ASSERT_EQ(
+      ktr_inference("wb", const_cast<float*>(a.x.data()), 2, xs, KTR_FLOAT, pb.data(), 2, ys, KTR_FLOAT, nullptr),
+      KTR_RESULT_SUCCESS);
+  for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_NEAR(pa[i], pb[i], 1e-5f) << i;
+  std::string const classes =
+      write_file("capi_weights_cls.yaml",
+                 "general:\n  seed: 3\nmodel:\n  type: mlp\n  parameters:\n    layer_sizes: [3, 32, 32, 1]\n");
+  ASSERT_EQ(ktr_create_model("wc", classes.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
+  std::vector<int32_t> labels(64, 0);
+  int64_t const ls[1] = {64};
+  ASSERT_EQ(ktr_train("wc", const_cast<float*>(a.x.data()), 2, xs, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32,
+                      &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(ktr_load_model("wc", file.c_str()), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("regression"), std::string::npos) << last_error();
+  for (char const* n : {"wa", "wb", "wc"}) EXPECT_EQ(ktr_destroy_model(n), KTR_RESULT_SUCCESS);
+}
+
+// Numbers that would wrap: a 64-bit label beyond int32, and shapes whose product overflows.
+TEST(CApi, LabelsAndShapesThatWouldWrapAreRefused) {
+  std::string const cfg = write_file(
+      "capi_wrap.yaml", "general:\n  seed: 3\nmodel:\n  type: mlp\n  parameters:\n    layer_sizes: [3, 8, 4]\n");
+  ASSERT_EQ(ktr_create_model("wrap", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
+  Surface const s(16, 16);
+  std::vector<int64_t> labels(16, 1);
+  labels[3] = 4294967297ll;  // 2^32 + 1: class 1 once truncated
+  int64_t const xs[2] = {16, 3}, ls[1] = {16};
+  float loss = 0;
+  EXPECT_EQ(ktr_train("wrap", const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT, labels.data(), 1, ls, KTR_INT64,
+                      &loss, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("outside 0 .. 2^31 - 1"), std::string::npos) << last_error();
+  int64_t const huge[3] = {int64_t(1) << 30, int64_t(1) << 30, 3};
+  EXPECT_EQ(ktr_train("wrap", const_cast<float*>(s.x.data()), 3, huge, KTR_FLOAT, labels.data(), 1, ls, KTR_INT64,
+                      &loss, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("overflows"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_destroy_model("wrap"), KTR_RESULT_SUCCESS);
+}
+
+}  // namespace

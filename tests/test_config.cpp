@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -199,6 +201,41 @@ TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
           .first,
       "(accepted)")
       << "a TorchFort key at its default value is accepted";
+}
+
+// Hostile YAML: complex keys, duplicate keys and sections, a description under an mlp, an accumulation that cannot
+// divide the batch, nesting deep enough to exhaust a recursive parser, and a sparse file of 2 TiB: each refused
+// naming the file (and the key where there is one), never a conversion error or an allocation.
+TEST(Config, HostileYamlIsRefusedNamingTheFileAndTheKey) {
+  std::string const mlp = "model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n";
+  std::pair<std::string, std::string> const cases[] = {
+      {"? [a, b]\n: 1\n" + mlp, "test.yaml:1: (top level): a key must be a plain name"},
+      {mlp + "general: {seed: 1, seed: 2}\n", "test.yaml:2: general.seed: appears twice"},
+      {mlp + "model: {type: mlp, parameters: {layer_sizes: [3, 1]}}\n", "test.yaml:2: model: appears twice"},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1], description: \"in=2 dense:1\"}}\n",
+       "model.parameters.description: belongs to a model of type ktr"},
+      {"model: {type: ktr, parameters: {layer_sizes: [2, 1], description: \"in=2 dense:1\"}}\n",
+       "model.parameters.layer_sizes: belongs to a model of type mlp"},
+      {mlp + "general: {batch_size: 10}\noptimizer: {general: {grad_accumulation_steps: 3}}\n",
+       "optimizer.general.grad_accumulation_steps: 3 does not divide general.batch_size (10)"},
+      {std::string(5000, '[') + std::string(5000, ']') + "\n", "nested deeper than a configuration can be"},
+  };
+  for (auto const& [yaml, expected] : cases) {
+    auto const [message, not_supported] = refusal(yaml);
+    EXPECT_NE(message.find(expected), std::string::npos) << yaml.substr(0, 80) << "\n -> " << message;
+    EXPECT_FALSE(not_supported) << message;
+  }
+  std::string const sparse = ::testing::TempDir() + "ktr_sparse.yaml";
+  ASSERT_EQ(
+      std::system(("truncate -s 2T '" + sparse + "' 2>/dev/null || truncate -s 2G '" + sparse + "'").c_str()), 0);
+  try {
+    ktr::read_config_file(sparse);
+    ADD_FAILURE() << "a sparse file of terabytes was read";
+  } catch (ConfigError const& e) {
+    EXPECT_NE(std::string(e.what()).find(sparse + ": "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at most 16 MiB"), std::string::npos) << e.what();
+  }
+  std::remove(sparse.c_str());
 }
 
 TEST(Config, AMissingFileIsNamed) {

@@ -16,27 +16,6 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 template <class T>
 using HostRows = Kokkos::View<T**, Kokkos::LayoutRight, HostSpace, Kokkos::MemoryUnmanaged>;
 
-// Non-finite features and targets of `batch`: one reduction, read back.
-std::int64_t non_finite(ExecSpace const& space, DeviceDataset const& batch) {
-  auto const x = batch.features;
-  auto const v = batch.values;
-  std::int64_t const n = batch.count, w = batch.width, c = batch.channels, sample = batch.sample_size();
-  std::int64_t const t = batch.task() == Task::regression ? std::int64_t(v.extent(1)) : 0;
-  std::int64_t bad = 0;
-  Kokkos::parallel_reduce(
-      "ktr::replay::check_finite", Range(space, 0, n),
-      KOKKOS_LAMBDA(std::int64_t s, std::int64_t & count) {
-        for (std::int64_t f = 0; f < sample; ++f) {
-          float const a = x(s, f / (w * c), f / c % w, f % c);
-          if (!(a - a == 0.0f)) ++count;
-        }
-        for (std::int64_t j = 0; j < t; ++j)
-          if (!(v(s, j) - v(s, j) == 0.0f)) ++count;
-      },
-      bad);
-  return bad;
-}
-
 }  // namespace
 
 ReplayBuffer::ReplayBuffer(ExecSpace const& space, std::int64_t capacity, Shape const& input, Task task,
@@ -74,7 +53,7 @@ void ReplayBuffer::push(ExecSpace const& space, DeviceDataset const& batch) {
     KTR_REQUIRE(batch.target_width() == width_, what,
                 std::to_string(batch.target_width()) + " targets per sample, the model has " +
                     std::to_string(width_) + " outputs");
-  std::int64_t const bad = non_finite(space, batch);
+  std::int64_t const bad = non_finite_values(space, batch);
   KTR_REQUIRE(bad == 0, what, std::to_string(bad) + " features or targets are not finite (NaN or infinite)");
   // Rows head .. head + kept (mod capacity); a batch larger than the buffer keeps its last `capacity` samples.
   std::int64_t const n = batch.count, kept = std::min(n, capacity_), skip = n - kept, head = head_;

@@ -55,6 +55,12 @@ class Session {
   RunConfig const& config() const { return config_; }
   Model& model() { return model_; }
   TrainState& state() { return state_; }
+  /// Replaces the run's input transform (weights loaded with the transform they were trained with): recorded
+  /// from here on, as a checkpoint records it.
+  void set_input_transform(Normalization norm) {
+    config_.norm = norm, config_.normalize = NormalizeMode::recorded;
+    state_.norm = std::move(norm), state_.normalize = NormalizeMode::recorded;
+  }
 
  private:
   RunConfig config_;

@@ -15,14 +15,14 @@ namespace {
 
 // The micro-batch of one rank: batch / (ranks * accumulate), checked before anything is allocated.
 std::int64_t micro_batch_of(Model const& model, std::int64_t batch, Parallelism const& p) {
-  KTR_REQUIRE(p.accumulate >= 1, "--accumulate", "must be at least 1");
+  KTR_REQUIRE(p.accumulate >= 1, "accumulate", "must be at least 1");
   std::int64_t const parts = std::int64_t(p.comm.size()) * p.accumulate;
-  KTR_REQUIRE(batch > 0 && batch % parts == 0, "--batch",
+  KTR_REQUIRE(batch > 0 && batch % parts == 0, "batch",
               std::to_string(batch) + " is not a multiple of ranks x accumulate = " +
                   std::to_string(p.comm.size()) + " x " + std::to_string(p.accumulate));
   std::int64_t const micro = batch / parts;
   KTR_REQUIRE(
-      micro <= model.max_batch(), "--batch",
+      micro <= model.max_batch(), "batch",
       "the micro-batch " + std::to_string(micro) + " must be in [1, " + std::to_string(model.max_batch()) + "]");
   return micro;
 }
@@ -72,7 +72,7 @@ TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConf
       loss(Kokkos::view_alloc(space, "ktr::train::loss"), std::size_t(max_k_) * std::size_t(parallel.accumulate)),
       correct(Kokkos::view_alloc(space, "ktr::train::correct"),
               std::size_t(max_k_) * std::size_t(parallel.accumulate)) {
-  KTR_REQUIRE(max_k_ > 0, "--steps-per-dispatch", "must be positive");
+  KTR_REQUIRE(max_k_ > 0, "steps_per_dispatch", "must be positive");
 }
 
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {

@@ -101,6 +101,26 @@ void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
   predictor_->run(space, model(), inputs, out);
 }
 
+void Trainer::set_weights(ExecSpace const& space, std::vector<float> const& params, Normalization const* transform,
+                          std::string const& what) {
+  Region const region("ktr::Trainer::set_weights");
+  KTR_REQUIRE(std::int64_t(params.size()) == model().arena().size(), what,
+              "holds " + std::to_string(params.size()) + " parameters, the model has " +
+                  std::to_string(model().arena().size()));
+  for (float v : params) KTR_REQUIRE(std::isfinite(v), what, "holds a parameter that is not finite");
+  if (transform) {
+    std::int64_t const features = model().input_shape(1).size();
+    KTR_REQUIRE(!transform->per_feature() || std::int64_t(transform->feature_scale.extent(0)) == features, what,
+                "records an input transform for another number of features");
+    session_->set_input_transform(*transform);
+    for (auto& online : online_)
+      online.second->norm = *transform, online.second->normalize = NormalizeMode::recorded;
+    predictor_.reset(), evaluator_.reset();  // they keep the transform they were made with
+  }
+  Kokkos::deep_copy(space, model().arena().params(), HostView<float const*>(params.data(), params.size()));
+  space.fence();
+}
+
 void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
   Region const region("ktr::Trainer::step");
   TrainState& run = session_->state();

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ktr {
 
@@ -140,6 +141,11 @@ class Trainer {
   /// Predictions for every sample of `inputs` into `out` (N, width), with the run's input transform.
   void predict(ExecSpace const& space, DeviceDataset const& inputs,
                Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out);
+  /// Replaces the model's parameters (the arena's `params.size()` floats, every one finite) and, if `transform` is
+  /// given, the input transform they were trained with; optimiser state and step stay. Throws ktr::Error naming
+  /// `what` and changes nothing otherwise.
+  void set_weights(ExecSpace const& space, std::vector<float> const& params, Normalization const* transform,
+                   std::string const& what);
   /// Saves the run (parameters, optimiser state, step, configuration) atomically to `path`.
   void save(ExecSpace const& space, std::string const& path) const;
 
