@@ -126,38 +126,11 @@ std::string activation_suffix(Reader const& r, YAML::Node const& n, std::string 
 }  // namespace
 
 namespace {
-FileConfig parse_config_checked(std::string const& yaml, std::string const& path);
-}  // namespace
-
-FileConfig parse_config(std::string const& yaml, std::string const& path) {
-  try {
-    return parse_config_checked(yaml, path);
-  } catch (YAML::Exception const& e) {  // anything yaml-cpp refuses past the checks above, named
-    throw ConfigError(path + (e.mark.line >= 0 ? ":" + std::to_string(e.mark.line + 1) : std::string()) +
-                          ": cannot be read as a configuration: " + (e.msg.empty() ? "bad YAML" : e.msg),
-                      false);
-  }
-}
-
-namespace {
-FileConfig parse_config_checked(std::string const& yaml, std::string const& path) {
-  Reader const r(path);
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (YAML::DeepRecursion const& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) +
-                          ": nested deeper than a configuration can be (" + std::to_string(e.depth()) + " levels)",
-                      false);
-  } catch (YAML::Exception const& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg, false);
-  }
+// What the sections read, and what they leave for the checks that need several sections.
+struct Draft {
   FileConfig c;
-  c.path = path;
-  if (!root.IsDefined() || root.IsNull()) throw ConfigError(path + ": the file holds no configuration", false);
   bool has_model = false;
-  // What the model section leaves for later: an MLP's sizes and activations.
-  std::vector<std::int64_t> sizes;
+  std::vector<std::int64_t> sizes;  // an MLP's sizes and activations
   std::string hidden = ":relu", output;
   double dropout = 0;
   YAML::Node sizes_node, description_node;
@@ -170,283 +143,270 @@ FileConfig parse_config_checked(std::string const& yaml, std::string const& path
   double step_size = 0, gamma = 0.1, t_max = 0, eta_min = 0, power = 1, start = 1.0 / 3.0, end = 1;
   std::vector<std::int64_t> milestones;
   std::int64_t total_iters = 5;  // PyTorch's default for polynomial and linear
+};
 
+// The `general` section.
+void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
+  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
+                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
+                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
   r.section(
-      root, "",
+      n, k,
       {
-          {"general",
-           [&](YAML::Node const& n, std::string const& k) {
-             r.section(
-                 n, k,
-                 {
-                     {"report_frequency",
-                      [&](auto const& v, auto const& key) {
-                        c.general.report_frequency = int(r.integer(v, key, 0, 1 << 30));
-                      }},
-                     {"verbose", [&](auto const& v, auto const& key) { c.general.verbose = r.boolean(v, key); }},
-                     {"enable_graphs",
-                      [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
-                     {"enable_cuda_graphs",
-                      [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
-                     {"steps_per_dispatch",
-                      [&](auto const& v, auto const& key) {
-                        c.general.steps_per_dispatch = int(r.integer(v, key, 1, 4096));
-                      }},
-                     {"batch_size",
-                      [&](auto const& v, auto const& key) {
-                        c.general.batch_size = r.integer(v, key, 1, 1 << 20);
-                      }},
-                     {"buffer_size",
-                      [&](auto const& v, auto const& key) {
-                        c.general.buffer_size = r.integer(v, key, 1, kMaxCount);
-                      }},
-                     {"seed",
-                      [&](auto const& v, auto const& key) {
-                        c.run.seed = std::uint64_t(r.integer(v, key, 0, std::numeric_limits<std::int64_t>::max()));
-                      }},
-                     {"normalize",
-                      [&](auto const& v, auto const& key) {
-                        std::string const m = r.text(v, key);
-                        if (m == "none")
-                          c.general.normalize = NormalizeMode::none;
-                        else if (m == "standard")
-                          c.general.normalize = NormalizeMode::standard;
-                        else
-                          r.fail(v, key, "'" + escaped(m) + "' must be none or standard");
-                      }},
-                     {"enable_wandb_hook", r.only_default(0)},
-                 });
+          {"report_frequency",
+           [&](auto const& v, auto const& key) {
+             c.general.report_frequency = int(r.integer(v, key, 0, 1 << 30));
            }},
-          {"model",
-           [&](YAML::Node const& n, std::string const& k) {
-             has_model = true;
-             r.section(
-                 n, k,
-                 {
-                     {"type",
-                      [&](auto const& v, auto const& key) {
-                        model_type = lower(r.text(v, key));
-                        model_type_node = v;
-                        if (model_type == "torchscript")
-                          r.fail(
-                              v, key,
-                              "TorchScript models need libtorch, which ktr does not use: describe the model with "
-                              "type: mlp (layer_sizes) or type: ktr (a description such as \"in=4 dense:64:relu "
-                              "dense:1\")",
-                              true);
-                        if (model_type != "mlp" && model_type != "ktr")
-                          r.fail(v, key, "'" + escaped(model_type) + "' must be mlp or ktr");
-                      }},
-                     {"parameters",
-                      [&](YAML::Node const& p, std::string const& pk) {
-                        r.section(
-                            p, pk,
-                            {
-                                {"layer_sizes",
-                                 [&](auto const& v, auto const& key) {
-                                   if (!v.IsSequence() || v.size() < 2)
-                                     r.fail(v, key, "must be a list of at least two sizes [in, ..., out]");
-                                   sizes.clear();
-                                   for (std::size_t i = 0; i < v.size(); ++i)
-                                     sizes.push_back(
-                                         r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
-                                   sizes_node = v;
-                                   has_sizes = true;
-                                 }},
-                                {"activation",
-                                 [&](auto const& v, auto const& key) { hidden = activation_suffix(r, v, key); }},
-                                {"output_activation",
-                                 [&](auto const& v, auto const& key) { output = activation_suffix(r, v, key); }},
-                                {"dropout",
-                                 [&](auto const& v, auto const& key) {
-                                   dropout = r.number(v, key, 0, 1);
-                                   if (dropout >= 1) r.fail(v, key, "must be in [0, 1)");
-                                 }},
-                                {"flatten_non_batch_dims",
-                                 [&](auto const& v, auto const& key) {
-                                   if (!r.boolean(v, key))
-                                     r.fail(v, key, "false is not supported: an MLP takes each sample flattened",
-                                            true);
-                                 }},
-                                {"description",
-                                 [&](auto const& v, auto const& key) {
-                                   c.run.model = r.text(v, key);
-                                   description_node = v;
-                                   has_description = true;
-                                 }},
-                            });
-                      }},
-                 });
+          {"verbose", [&](auto const& v, auto const& key) { c.general.verbose = r.boolean(v, key); }},
+          {"enable_graphs", [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
+          {"enable_cuda_graphs",
+           [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
+          {"steps_per_dispatch",
+           [&](auto const& v, auto const& key) {
+             c.general.steps_per_dispatch = int(r.integer(v, key, 1, 4096));
            }},
-          {"loss",
-           [&](YAML::Node const& n, std::string const& k) {
-             r.section(
-                 n, k,
-                 {
-                     {"type",
-                      [&](auto const& v, auto const& key) {
-                        std::string const t = lower(r.text(v, key));
-                        if (t == "mse" || t == "l2")
-                          c.loss = "mse";
-                        else if (t == "l1" || t == "huber")
-                          c.loss = t;
-                        else if (t == "cross_entropy" || t == "crossentropy")
-                          c.loss = "cross_entropy";
-                        else if (t == "bce" || t == "bcewithlogits")
-                          c.loss = "bce";
-                        else if (t == "smoothl1")
-                          r.fail(v, key,
-                                 "'" + escaped(t) +
-                                     "' is not supported by this ktr (huber with delta 1 is smooth L1 times 1)",
-                                 true);
-                        else
-                          r.fail(v, key,
-                                 "'" + escaped(t) + "' is not a loss (mse, l1, huber, bce, cross_entropy)");
-                      }},
-                     {"parameters",
-                      [&](YAML::Node const& p, std::string const& pk) {
-                        r.section(
-                            p, pk,
-                            {
-                                {"delta", [&](auto const& v,
-                                              auto const& key) { huber_delta = r.number(v, key, 1e-30, kBig); }},
-                                {"reduction",
-                                 [&](auto const& v, auto const& key) {
-                                   std::string const t = r.text(v, key);
-                                   if (t != "mean" && t != "sum")
-                                     r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
-                                   c.run.reduction = t == "sum" ? Reduction::sum : Reduction::mean;
-                                 }},
-                            });
-                      }},
-                 });
+          {"batch_size",
+           [&](auto const& v, auto const& key) { c.general.batch_size = r.integer(v, key, 1, 1 << 20); }},
+          {"buffer_size",
+           [&](auto const& v, auto const& key) { c.general.buffer_size = r.integer(v, key, 1, kMaxCount); }},
+          {"seed",
+           [&](auto const& v, auto const& key) {
+             c.run.seed = std::uint64_t(r.integer(v, key, 0, std::numeric_limits<std::int64_t>::max()));
            }},
-          {"optimizer",
-           [&](YAML::Node const& n, std::string const& k) {
-             r.section(
-                 n, k,
-                 {
-                     {"type",
-                      [&](auto const& v, auto const& key) {
-                        std::string const t = lower(r.text(v, key));
-                        if (t == "sgd")
-                          c.run.optimizer.kind = OptimizerConfig::Kind::sgd;
-                        else if (t == "adam")
-                          c.run.optimizer.kind = OptimizerConfig::Kind::adam;
-                        else if (t == "adamw")
-                          c.run.optimizer.kind = OptimizerConfig::Kind::adamw;
-                        else
-                          r.fail(v, key, "'" + escaped(t) + "' must be sgd, adam or adamw");
-                      }},
-                     {"parameters",
-                      [&](YAML::Node const& p, std::string const& pk) {
-                        auto& o = c.run.optimizer;
-                        r.section(
-                            p, pk,
-                            {
-                                {"learning_rate",
-                                 [&](auto const& v, auto const& key) {
-                                   o.lr = float(r.number(v, key, 1e-30, kBig));
-                                 }},
-                                {"momentum",
-                                 [&](auto const& v, auto const& key) {
-                                   o.momentum = float(r.number(v, key, 0, 0.999999));
-                                 }},
-                                {"nesterov",
-                                 [&](auto const& v, auto const& key) { o.nesterov = r.boolean(v, key); }},
-                                {"weight_decay",
-                                 [&](auto const& v, auto const& key) {
-                                   o.weight_decay = float(r.number(v, key, 0, kBig));
-                                 }},
-                                {"beta1", [&](auto const& v,
-                                              auto const& key) { o.b1 = float(r.number(v, key, 0, 0.999999)); }},
-                                {"beta2", [&](auto const& v,
-                                              auto const& key) { o.b2 = float(r.number(v, key, 0, 0.999999)); }},
-                                {"eps", [&](auto const& v,
-                                            auto const& key) { o.eps = float(r.number(v, key, 1e-30, 1)); }},
-                                {"dampening", r.only_default(0)},
-                                {"amsgrad", r.only_default(0)},
-                                {"maximize", r.only_default(0)},
-                            });
-                      }},
-                     {"general",
-                      [&](YAML::Node const& p, std::string const& pk) {
-                        r.section(p, pk,
-                                  {
-                                      {"grad_accumulation_steps",
-                                       [&](auto const& v, auto const& key) {
-                                         c.run.accumulate = int(r.integer(v, key, 1, 1024));
-                                       }},
-                                      {"max_grad_norm",
-                                       [&](auto const& v, auto const& key) {
-                                         c.run.optimizer.clip_norm = float(r.number(v, key, 0, kBig));
-                                       }},
-                                  });
-                      }},
-                 });
+          {"normalize",
+           [&](auto const& v, auto const& key) {
+             std::string const m = r.text(v, key);
+             if (m == "none")
+               c.general.normalize = NormalizeMode::none;
+             else if (m == "standard")
+               c.general.normalize = NormalizeMode::standard;
+             else
+               r.fail(v, key, "'" + escaped(m) + "' must be none or standard");
            }},
-          {"lr_scheduler",
-           [&](YAML::Node const& n, std::string const& k) {
-             r.section(n, k,
+          {"enable_wandb_hook", r.only_default(0)},
+      });
+}
+
+// The `model` section.
+void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
+  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
+                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
+                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  has_model = true;
+  r.section(n, k,
+            {
+                {"type",
+                 [&](auto const& v, auto const& key) {
+                   model_type = lower(r.text(v, key));
+                   model_type_node = v;
+                   if (model_type == "torchscript")
+                     r.fail(v, key,
+                            "TorchScript models need libtorch, which ktr does not use: describe the model with "
+                            "type: mlp (layer_sizes) or type: ktr (a description such as \"in=4 dense:64:relu "
+                            "dense:1\")",
+                            true);
+                   if (model_type != "mlp" && model_type != "ktr")
+                     r.fail(v, key, "'" + escaped(model_type) + "' must be mlp or ktr");
+                 }},
+                {"parameters",
+                 [&](YAML::Node const& p, std::string const& pk) {
+                   r.section(
+                       p, pk,
                        {
-                           {"type",
+                           {"layer_sizes",
                             [&](auto const& v, auto const& key) {
-                              schedule = lower(r.text(v, key));
-                              schedule_node = v;
-                              if (schedule != "constant" && schedule != "step" && schedule != "cosine_annealing" &&
-                                  schedule != "multistep" && schedule != "polynomial" && schedule != "linear")
-                                r.fail(v, key,
-                                       "'" + escaped(schedule) +
-                                           "' is not a schedule (constant, step, multistep, polynomial, linear, "
-                                           "cosine_annealing)");
+                              if (!v.IsSequence() || v.size() < 2)
+                                r.fail(v, key, "must be a list of at least two sizes [in, ..., out]");
+                              sizes.clear();
+                              for (std::size_t i = 0; i < v.size(); ++i)
+                                sizes.push_back(r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
+                              sizes_node = v;
+                              has_sizes = true;
                             }},
-                           {"parameters",
-                            [&](YAML::Node const& p, std::string const& pk) {
-                              r.section(
-                                  p, pk,
-                                  {
-                                      {"step_size",
-                                       [&](auto const& v, auto const& key) {
-                                         step_size = double(r.integer(v, key, 1, kMaxCount));
-                                       }},
-                                      {"gamma",
-                                       [&](auto const& v, auto const& key) { gamma = r.number(v, key, 0, kBig); }},
-                                      {"T_max",
-                                       [&](auto const& v, auto const& key) {
-                                         t_max = double(r.integer(v, key, 1, kMaxCount));
-                                       }},
-                                      {"eta_min", [&](auto const& v,
-                                                      auto const& key) { eta_min = r.number(v, key, 0, kBig); }},
-                                      {"milestones",
-                                       [&](auto const& v, auto const& key) {
-                                         if (!v.IsSequence() || v.size() == 0 ||
-                                             v.size() > std::size_t(Schedule::max_milestones))
-                                           r.fail(v, key,
-                                                  "must be a list of 1 to " +
-                                                      std::to_string(Schedule::max_milestones) + " steps");
-                                         milestones.clear();
-                                         for (std::size_t i = 0; i < v.size(); ++i) {
-                                           milestones.push_back(
-                                               r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, kMaxCount));
-                                           if (i > 0 && milestones[i] <= milestones[i - 1])
-                                             r.fail(v[i], key, "must increase");
-                                         }
-                                       }},
-                                      {"total_iters",
-                                       [&](auto const& v, auto const& key) {
-                                         total_iters = r.integer(v, key, 1, kMaxCount);
-                                       }},
-                                      {"power",
-                                       [&](auto const& v, auto const& key) { power = r.number(v, key, 0, 1000); }},
-                                      {"start_factor",
-                                       [&](auto const& v, auto const& key) { start = r.number(v, key, 0, 1); }},
-                                      {"end_factor",
-                                       [&](auto const& v, auto const& key) { end = r.number(v, key, 0, 1); }},
-                                  });
+                           {"activation",
+                            [&](auto const& v, auto const& key) { hidden = activation_suffix(r, v, key); }},
+                           {"output_activation",
+                            [&](auto const& v, auto const& key) { output = activation_suffix(r, v, key); }},
+                           {"dropout",
+                            [&](auto const& v, auto const& key) {
+                              dropout = r.number(v, key, 0, 1);
+                              if (dropout >= 1) r.fail(v, key, "must be in [0, 1)");
+                            }},
+                           {"flatten_non_batch_dims",
+                            [&](auto const& v, auto const& key) {
+                              if (!r.boolean(v, key))
+                                r.fail(v, key, "false is not supported: an MLP takes each sample flattened", true);
+                            }},
+                           {"description",
+                            [&](auto const& v, auto const& key) {
+                              c.run.model = r.text(v, key);
+                              description_node = v;
+                              has_description = true;
                             }},
                        });
+                 }},
+            });
+}
+
+// The `loss` section.
+void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
+  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
+                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
+                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  r.section(n, k,
+            {
+                {"type",
+                 [&](auto const& v, auto const& key) {
+                   std::string const t = lower(r.text(v, key));
+                   if (t == "mse" || t == "l2")
+                     c.loss = "mse";
+                   else if (t == "l1" || t == "huber")
+                     c.loss = t;
+                   else if (t == "cross_entropy" || t == "crossentropy")
+                     c.loss = "cross_entropy";
+                   else if (t == "bce" || t == "bcewithlogits")
+                     c.loss = "bce";
+                   else if (t == "smoothl1")
+                     r.fail(v, key,
+                            "'" + escaped(t) +
+                                "' is not supported by this ktr (huber with delta 1 is smooth L1 times 1)",
+                            true);
+                   else
+                     r.fail(v, key, "'" + escaped(t) + "' is not a loss (mse, l1, huber, bce, cross_entropy)");
+                 }},
+                {"parameters",
+                 [&](YAML::Node const& p, std::string const& pk) {
+                   r.section(p, pk,
+                             {
+                                 {"delta", [&](auto const& v,
+                                               auto const& key) { huber_delta = r.number(v, key, 1e-30, kBig); }},
+                                 {"reduction",
+                                  [&](auto const& v, auto const& key) {
+                                    std::string const t = r.text(v, key);
+                                    if (t != "mean" && t != "sum")
+                                      r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
+                                    c.run.reduction = t == "sum" ? Reduction::sum : Reduction::mean;
+                                  }},
+                             });
+                 }},
+            });
+}
+
+// The `optimizer` section.
+void read_optimizer(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
+  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
+                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
+                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  r.section(
+      n, k,
+      {
+          {"type",
+           [&](auto const& v, auto const& key) {
+             std::string const t = lower(r.text(v, key));
+             if (t == "sgd")
+               c.run.optimizer.kind = OptimizerConfig::Kind::sgd;
+             else if (t == "adam")
+               c.run.optimizer.kind = OptimizerConfig::Kind::adam;
+             else if (t == "adamw")
+               c.run.optimizer.kind = OptimizerConfig::Kind::adamw;
+             else
+               r.fail(v, key, "'" + escaped(t) + "' must be sgd, adam or adamw");
+           }},
+          {"parameters",
+           [&](YAML::Node const& p, std::string const& pk) {
+             auto& o = c.run.optimizer;
+             r.section(
+                 p, pk,
+                 {
+                     {"learning_rate",
+                      [&](auto const& v, auto const& key) { o.lr = float(r.number(v, key, 1e-30, kBig)); }},
+                     {"momentum",
+                      [&](auto const& v, auto const& key) { o.momentum = float(r.number(v, key, 0, 0.999999)); }},
+                     {"nesterov", [&](auto const& v, auto const& key) { o.nesterov = r.boolean(v, key); }},
+                     {"weight_decay",
+                      [&](auto const& v, auto const& key) { o.weight_decay = float(r.number(v, key, 0, kBig)); }},
+                     {"beta1",
+                      [&](auto const& v, auto const& key) { o.b1 = float(r.number(v, key, 0, 0.999999)); }},
+                     {"beta2",
+                      [&](auto const& v, auto const& key) { o.b2 = float(r.number(v, key, 0, 0.999999)); }},
+                     {"eps", [&](auto const& v, auto const& key) { o.eps = float(r.number(v, key, 1e-30, 1)); }},
+                     {"dampening", r.only_default(0)},
+                     {"amsgrad", r.only_default(0)},
+                     {"maximize", r.only_default(0)},
+                 });
+           }},
+          {"general",
+           [&](YAML::Node const& p, std::string const& pk) {
+             r.section(
+                 p, pk,
+                 {
+                     {"grad_accumulation_steps",
+                      [&](auto const& v, auto const& key) { c.run.accumulate = int(r.integer(v, key, 1, 1024)); }},
+                     {"max_grad_norm",
+                      [&](auto const& v, auto const& key) {
+                        c.run.optimizer.clip_norm = float(r.number(v, key, 0, kBig));
+                      }},
+                 });
            }},
       });
+}
+
+// The `lr_scheduler` section.
+void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
+  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
+                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
+                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  r.section(
+      n, k,
+      {
+          {"type",
+           [&](auto const& v, auto const& key) {
+             schedule = lower(r.text(v, key));
+             schedule_node = v;
+             if (schedule != "constant" && schedule != "step" && schedule != "cosine_annealing" &&
+                 schedule != "multistep" && schedule != "polynomial" && schedule != "linear")
+               r.fail(v, key,
+                      "'" + escaped(schedule) +
+                          "' is not a schedule (constant, step, multistep, polynomial, linear, "
+                          "cosine_annealing)");
+           }},
+          {"parameters",
+           [&](YAML::Node const& p, std::string const& pk) {
+             r.section(
+                 p, pk,
+                 {
+                     {"step_size", [&](auto const& v,
+                                       auto const& key) { step_size = double(r.integer(v, key, 1, kMaxCount)); }},
+                     {"gamma", [&](auto const& v, auto const& key) { gamma = r.number(v, key, 0, kBig); }},
+                     {"T_max",
+                      [&](auto const& v, auto const& key) { t_max = double(r.integer(v, key, 1, kMaxCount)); }},
+                     {"eta_min", [&](auto const& v, auto const& key) { eta_min = r.number(v, key, 0, kBig); }},
+                     {"milestones",
+                      [&](auto const& v, auto const& key) {
+                        if (!v.IsSequence() || v.size() == 0 || v.size() > std::size_t(Schedule::max_milestones))
+                          r.fail(v, key,
+                                 "must be a list of 1 to " + std::to_string(Schedule::max_milestones) + " steps");
+                        milestones.clear();
+                        for (std::size_t i = 0; i < v.size(); ++i) {
+                          milestones.push_back(r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, kMaxCount));
+                          if (i > 0 && milestones[i] <= milestones[i - 1]) r.fail(v[i], key, "must increase");
+                        }
+                      }},
+                     {"total_iters",
+                      [&](auto const& v, auto const& key) { total_iters = r.integer(v, key, 1, kMaxCount); }},
+                     {"power", [&](auto const& v, auto const& key) { power = r.number(v, key, 0, 1000); }},
+                     {"start_factor", [&](auto const& v, auto const& key) { start = r.number(v, key, 0, 1); }},
+                     {"end_factor", [&](auto const& v, auto const& key) { end = r.number(v, key, 0, 1); }},
+                 });
+           }},
+      });
+}
+
+// The checks that need several sections, and what the sections' values become.
+void finish(Reader const& r, YAML::Node const& root, Draft& d) {
+  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
+                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
+                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
 
   if (!has_model) r.fail(root, "model", "missing: the file must describe a model");
   if (model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
@@ -518,7 +478,48 @@ FileConfig parse_config_checked(std::string const& yaml, std::string const& path
   c.run.normalize = c.general.normalize;
   c.run.norm = Normalization::identity();
   if (c.general.batch_size > 0) c.run.batch = c.general.batch_size;
-  return c;
+}
+
+FileConfig parse_config_checked(std::string const& yaml, std::string const& path);
+}  // namespace
+
+FileConfig parse_config(std::string const& yaml, std::string const& path) {
+  try {
+    return parse_config_checked(yaml, path);
+  } catch (YAML::Exception const& e) {  // anything yaml-cpp refuses past the checks above, named
+    throw ConfigError(path + (e.mark.line >= 0 ? ":" + std::to_string(e.mark.line + 1) : std::string()) +
+                          ": cannot be read as a configuration: " + (e.msg.empty() ? "bad YAML" : e.msg),
+                      false);
+  }
+}
+
+namespace {
+FileConfig parse_config_checked(std::string const& yaml, std::string const& path) {
+  Reader const r(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (YAML::DeepRecursion const& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) +
+                          ": nested deeper than a configuration can be (" + std::to_string(e.depth()) + " levels)",
+                      false);
+  } catch (YAML::Exception const& e) {
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg, false);
+  }
+  Draft d;
+  d.c.path = path;
+  if (!root.IsDefined() || root.IsNull()) throw ConfigError(path + ": the file holds no configuration", false);
+  auto reader = [&](void (*read)(Reader const&, YAML::Node const&, std::string const&, Draft&)) {
+    return [&r, &d, read](YAML::Node const& n, std::string const& k) { read(r, n, k, d); };
+  };
+  r.section(root, "",
+            {{"general", reader(read_general)},
+             {"model", reader(read_model)},
+             {"loss", reader(read_loss)},
+             {"optimizer", reader(read_optimizer)},
+             {"lr_scheduler", reader(read_lr_scheduler)}});
+  finish(r, root, d);
+  return d.c;
 }
 
 }  // namespace
