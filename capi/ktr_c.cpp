@@ -139,9 +139,11 @@ ktr_result_t guarded(F&& f) {
     return result;
   }
   if (g_worker == nullptr && Kokkos::is_initialized() && !compat::usable_on_this_thread()) {
-    set_error("this thread cannot run Kokkos work: the application initialised Kokkos (" +
-              std::string(ExecSpace::name()) +
-              ") on another thread, and Kokkos 3.4's OpenMP backend runs only there; call ktr from that thread");
+    set_error(
+        "this thread cannot run Kokkos work: Kokkos (" + std::string(ExecSpace::name()) +
+        ") was initialised on another thread (by the application, or by ktr for a distributed model whose MPI "
+        "allows the main thread alone), and Kokkos 3.4's OpenMP backend runs only there; call ktr from that "
+        "thread");
     return KTR_RESULT_INVALID_USAGE;
   }
   return run_guarded(f);
@@ -165,7 +167,7 @@ void start_runtime(int device) {
 }
 
 // Kokkos for `device`, initialised here unless the application did; the device is checked first.
-void ensure_runtime(int device) {
+void ensure_runtime(int device, bool own_thread) {
   int const gpus = gpu_count();
   bool const gpu_build = !device_is_host;
   if (!gpu_build) {
@@ -184,7 +186,10 @@ void ensure_runtime(int device) {
       throw Error(
           "ktr_finalize() has finalised Kokkos, which cannot start again in this process: create every "
           "model before ktr_finalize()");
-    start_runtime(gpu_build ? device : -1);
+    if (own_thread)
+      start_runtime(gpu_build ? device : -1);
+    else
+      g_runtime = std::make_unique<Runtime>(-1, gpu_build ? device : -1);
     if (!g_exit_hook) std::atexit(finalize_at_exit), g_exit_hook = true;
   } else if (gpu_build && device != kokkos_gpu()) {
     throw NotSupported("device " + std::to_string(device) + ": Kokkos runs on GPU " +
@@ -236,11 +241,12 @@ void report(Entry const& e, char const* name, float loss) {
 
 }  // namespace
 
-ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm) {
+ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm,
+                          bool own_thread) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   // First Kokkos (on ktr's worker, unless the application started it), then the model on the thread that runs
   // Kokkos work.
-  ktr_result_t const started = guarded([&] { ensure_runtime(device); });
+  ktr_result_t const started = guarded([&] { ensure_runtime(device, own_thread); });
   if (started != KTR_RESULT_SUCCESS) return started;
   return guarded([&] {
     std::string const n = name_of(name);
@@ -368,7 +374,11 @@ ktr_result_t ktr_create_distributed_model(char const* name, char const* config_f
   MPI_Initialized(&initialised);
   if (!initialised)
     return guarded([] { throw Error("ktr_create_distributed_model: MPI is not initialised (MPI_Init first)"); });
-  return create_model(name, config_file, device, Communicator(comm));
+  // MPI initialised for the main thread alone (MPI_THREAD_SINGLE or FUNNELED, as MPI_Init gives): ktr's
+  // collectives must run on the calling thread, so Kokkos starts there rather than on a worker of ktr's own.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return create_model(name, config_file, device, Communicator(comm), provided >= MPI_THREAD_SERIALIZED);
 }
 
 ktr_result_t ktr_create_distributed_model_F(char const* name, char const* config_file, int comm, int device) {
