@@ -147,9 +147,8 @@ struct Draft {
 
 // The `general` section.
 void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
-                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
-                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  // The draft's fields this section uses, by their short names.
+  auto& c = d.c;
   r.section(
       n, k,
       {
@@ -189,9 +188,19 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
 
 // The `model` section.
 void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
-                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
-                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  // The draft's fields this section uses, by their short names.
+  auto& c = d.c;
+  auto& has_model = d.has_model;
+  auto& sizes = d.sizes;
+  auto& hidden = d.hidden;
+  auto& output = d.output;
+  auto& dropout = d.dropout;
+  auto& sizes_node = d.sizes_node;
+  auto& description_node = d.description_node;
+  auto& has_sizes = d.has_sizes;
+  auto& has_description = d.has_description;
+  auto& model_type = d.model_type;
+  auto& model_type_node = d.model_type_node;
   has_model = true;
   r.section(n, k,
             {
@@ -250,9 +259,9 @@ void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draf
 
 // The `loss` section.
 void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
-                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
-                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  // The draft's fields this section uses, by their short names.
+  auto& c = d.c;
+  auto& huber_delta = d.huber_delta;
   r.section(n, k,
             {
                 {"type",
@@ -294,9 +303,8 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
 
 // The `optimizer` section.
 void read_optimizer(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
-                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
-                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  // The draft's fields this section uses, by their short names.
+  auto& c = d.c;
   r.section(
       n, k,
       {
@@ -353,9 +361,18 @@ void read_optimizer(Reader const& r, YAML::Node const& n, std::string const& k, 
 
 // The `lr_scheduler` section.
 void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
-                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
-                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  // The draft's fields this section uses, by their short names.
+  auto& schedule = d.schedule;
+  auto& schedule_node = d.schedule_node;
+  auto& step_size = d.step_size;
+  auto& gamma = d.gamma;
+  auto& t_max = d.t_max;
+  auto& eta_min = d.eta_min;
+  auto& power = d.power;
+  auto& start = d.start;
+  auto& end = d.end;
+  auto& milestones = d.milestones;
+  auto& total_iters = d.total_iters;
   r.section(
       n, k,
       {
@@ -404,9 +421,31 @@ void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& 
 
 // The checks that need several sections, and what the sections' values become.
 void finish(Reader const& r, YAML::Node const& root, Draft& d) {
-  [[maybe_unused]] auto& [c, has_model, sizes, hidden, output, dropout, sizes_node, description_node, has_sizes,
-                          has_description, model_type, model_type_node, schedule, schedule_node, huber_delta,
-                          step_size, gamma, t_max, eta_min, power, start, end, milestones, total_iters] = d;
+  // The draft's fields this section uses, by their short names.
+  auto& c = d.c;
+  auto& has_model = d.has_model;
+  auto& sizes = d.sizes;
+  auto& hidden = d.hidden;
+  auto& output = d.output;
+  auto& dropout = d.dropout;
+  auto& sizes_node = d.sizes_node;
+  auto& description_node = d.description_node;
+  auto& has_sizes = d.has_sizes;
+  auto& has_description = d.has_description;
+  auto& model_type = d.model_type;
+  auto& model_type_node = d.model_type_node;
+  auto& schedule = d.schedule;
+  auto& schedule_node = d.schedule_node;
+  auto& huber_delta = d.huber_delta;
+  auto& step_size = d.step_size;
+  auto& gamma = d.gamma;
+  auto& t_max = d.t_max;
+  auto& eta_min = d.eta_min;
+  auto& power = d.power;
+  auto& start = d.start;
+  auto& end = d.end;
+  auto& milestones = d.milestones;
+  auto& total_iters = d.total_iters;
 
   if (!has_model) r.fail(root, "model", "missing: the file must describe a model");
   if (model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
