@@ -419,9 +419,8 @@ void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& 
       });
 }
 
-// The checks that need several sections, and what the sections' values become.
-void finish(Reader const& r, YAML::Node const& root, Draft& d) {
-  // The draft's fields this section uses, by their short names.
+// The model the sections describe, checked and normalised.
+void finish_model(Reader const& r, YAML::Node const& root, Draft& d) {
   auto& c = d.c;
   auto& has_model = d.has_model;
   auto& sizes = d.sizes;
@@ -434,18 +433,6 @@ void finish(Reader const& r, YAML::Node const& root, Draft& d) {
   auto& has_description = d.has_description;
   auto& model_type = d.model_type;
   auto& model_type_node = d.model_type_node;
-  auto& schedule = d.schedule;
-  auto& schedule_node = d.schedule_node;
-  auto& huber_delta = d.huber_delta;
-  auto& step_size = d.step_size;
-  auto& gamma = d.gamma;
-  auto& t_max = d.t_max;
-  auto& eta_min = d.eta_min;
-  auto& power = d.power;
-  auto& start = d.start;
-  auto& end = d.end;
-  auto& milestones = d.milestones;
-  auto& total_iters = d.total_iters;
 
   if (!has_model) r.fail(root, "model", "missing: the file must describe a model");
   if (model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
@@ -474,6 +461,22 @@ void finish(Reader const& r, YAML::Node const& root, Draft& d) {
   } catch (Error const& e) {
     r.fail(model_type_node, "model", e.what());
   }
+}
+
+// The learning-rate schedule the lr_scheduler section describes.
+void finish_schedule(Reader const& r, Draft& d) {
+  auto& c = d.c;
+  auto& schedule = d.schedule;
+  auto& schedule_node = d.schedule_node;
+  auto& step_size = d.step_size;
+  auto& gamma = d.gamma;
+  auto& t_max = d.t_max;
+  auto& eta_min = d.eta_min;
+  auto& power = d.power;
+  auto& start = d.start;
+  auto& end = d.end;
+  auto& milestones = d.milestones;
+  auto& total_iters = d.total_iters;
   if (schedule == "step") {
     if (step_size <= 0) r.fail(schedule_node, "lr_scheduler.parameters.step_size", "missing for a step schedule");
     c.run.optimizer.schedule.kind = Schedule::Kind::step;
@@ -500,6 +503,12 @@ void finish(Reader const& r, YAML::Node const& root, Draft& d) {
     c.run.optimizer.schedule.decay_steps = std::int64_t(t_max);
     c.run.optimizer.schedule.alpha = float(eta_min / c.run.optimizer.lr);
   }
+}
+
+// The checks that span the general, optimizer and loss sections, and the run they make.
+void finish_run(Reader const& r, YAML::Node const& root, Draft& d) {
+  auto& c = d.c;
+  auto& huber_delta = d.huber_delta;
   if (c.general.buffer_size > 0 && c.general.batch_size == 0)
     r.fail(root["general"]["buffer_size"], "general.buffer_size",
            "needs general.batch_size (the size of the batches drawn from the replay buffer)");
@@ -557,7 +566,9 @@ FileConfig parse_config_checked(std::string const& yaml, std::string const& path
              {"loss", reader(read_loss)},
              {"optimizer", reader(read_optimizer)},
              {"lr_scheduler", reader(read_lr_scheduler)}});
-  finish(r, root, d);
+  finish_model(r, root, d);
+  finish_schedule(r, d);
+  finish_run(r, root, d);
   return d.c;
 }
 
