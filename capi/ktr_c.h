@@ -10,7 +10,9 @@
  *
  * Arrays are C-ordered (row-major), the batch first. Every call returns a ktr_result_t; on failure
  * ktr_last_error() says why (the calling thread's last failure). No call aborts, exits or throws into the caller;
- * calls from several host threads are serialised. */
+ * calls from several host threads are serialised (where ktr starts Kokkos, every call runs on a thread of ktr's
+ * own; where the application did, a thread Kokkos cannot run on is refused by name). A step whose loss or
+ * gradient is not finite is refused on the device and changes nothing; the next read-back reports it. */
 #ifndef KTR_C_H
 #define KTR_C_H
 
@@ -92,7 +94,10 @@ ktr_result_t ktr_load_model(const char* name, const char* file);
 
 /* A directory holding the whole run: parameters, optimiser state, schedule step, configuration and the replay
  * buffer, so that a loaded run continues bit for bit. step_train: optimiser steps taken; step_inference:
- * ktr_inference calls made. Either pointer may be NULL. */
+ * ktr_inference calls made. Either pointer may be NULL. A save writes only into a directory that is new, empty or
+ * one of ktr's (its ktr-manifest, written last, lists every file with its size and CRC-32); a load accepts only a
+ * directory whose files match its manifest, of the model's architecture and buffer size, and changes nothing
+ * otherwise. */
 ktr_result_t ktr_save_checkpoint(const char* name, const char* directory);
 ktr_result_t ktr_load_checkpoint(const char* name, const char* directory, int64_t* step_train,
                                  int64_t* step_inference);
