@@ -127,8 +127,7 @@ std::string activation_suffix(Reader const& r, YAML::Node const& n, std::string 
 
 namespace {
 // What the sections read, and what they leave for the checks that need several sections.
-struct Draft {
-  FileConfig c;
+struct ModelDraft {
   bool has_model = false;
   std::vector<std::int64_t> sizes;  // an MLP's sizes and activations
   std::string hidden = ":relu", output;
@@ -137,12 +136,19 @@ struct Draft {
   bool has_sizes = false, has_description = false;
   std::string model_type;
   YAML::Node model_type_node;
+};
+struct ScheduleDraft {
   std::string schedule = "constant";
   YAML::Node schedule_node;
-  double huber_delta = 1.0;
   double step_size = 0, gamma = 0.1, t_max = 0, eta_min = 0, power = 1, start = 1.0 / 3.0, end = 1;
   std::vector<std::int64_t> milestones;
   std::int64_t total_iters = 5;  // PyTorch's default for polynomial and linear
+};
+struct Draft {
+  FileConfig c;
+  ModelDraft model;
+  ScheduleDraft schedule;
+  double huber_delta = 1.0;
 };
 
 // The `general` section.
@@ -188,73 +194,63 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
 
 // The `model` section.
 void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  // The draft's fields this section uses, by their short names.
   auto& c = d.c;
-  auto& has_model = d.has_model;
-  auto& sizes = d.sizes;
-  auto& hidden = d.hidden;
-  auto& output = d.output;
-  auto& dropout = d.dropout;
-  auto& sizes_node = d.sizes_node;
-  auto& description_node = d.description_node;
-  auto& has_sizes = d.has_sizes;
-  auto& has_description = d.has_description;
-  auto& model_type = d.model_type;
-  auto& model_type_node = d.model_type_node;
-  has_model = true;
-  r.section(n, k,
-            {
-                {"type",
-                 [&](auto const& v, auto const& key) {
-                   model_type = lower(r.text(v, key));
-                   model_type_node = v;
-                   if (model_type == "torchscript")
-                     r.fail(v, key,
-                            "TorchScript models need libtorch, which ktr does not use: describe the model with "
-                            "type: mlp (layer_sizes) or type: ktr (a description such as \"in=4 dense:64:relu "
-                            "dense:1\")",
-                            true);
-                   if (model_type != "mlp" && model_type != "ktr")
-                     r.fail(v, key, "'" + escaped(model_type) + "' must be mlp or ktr");
-                 }},
-                {"parameters",
-                 [&](YAML::Node const& p, std::string const& pk) {
-                   r.section(
-                       p, pk,
-                       {
-                           {"layer_sizes",
-                            [&](auto const& v, auto const& key) {
-                              if (!v.IsSequence() || v.size() < 2)
-                                r.fail(v, key, "must be a list of at least two sizes [in, ..., out]");
-                              sizes.clear();
-                              for (std::size_t i = 0; i < v.size(); ++i)
-                                sizes.push_back(r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
-                              sizes_node = v;
-                              has_sizes = true;
-                            }},
-                           {"activation",
-                            [&](auto const& v, auto const& key) { hidden = activation_suffix(r, v, key); }},
-                           {"output_activation",
-                            [&](auto const& v, auto const& key) { output = activation_suffix(r, v, key); }},
-                           {"dropout",
-                            [&](auto const& v, auto const& key) {
-                              dropout = r.number(v, key, 0, 1);
-                              if (dropout >= 1) r.fail(v, key, "must be in [0, 1)");
-                            }},
-                           {"flatten_non_batch_dims",
-                            [&](auto const& v, auto const& key) {
-                              if (!r.boolean(v, key))
-                                r.fail(v, key, "false is not supported: an MLP takes each sample flattened", true);
-                            }},
-                           {"description",
-                            [&](auto const& v, auto const& key) {
-                              c.run.model = r.text(v, key);
-                              description_node = v;
-                              has_description = true;
-                            }},
-                       });
-                 }},
-            });
+  ModelDraft& m = d.model;
+  m.has_model = true;
+  r.section(
+      n, k,
+      {
+          {"type",
+           [&](auto const& v, auto const& key) {
+             m.model_type = lower(r.text(v, key));
+             m.model_type_node = v;
+             if (m.model_type == "torchscript")
+               r.fail(v, key,
+                      "TorchScript models need libtorch, which ktr does not use: describe the model with "
+                      "type: mlp (layer_sizes) or type: ktr (a description such as \"in=4 dense:64:relu "
+                      "dense:1\")",
+                      true);
+             if (m.model_type != "mlp" && m.model_type != "ktr")
+               r.fail(v, key, "'" + escaped(m.model_type) + "' must be mlp or ktr");
+           }},
+          {"parameters",
+           [&](YAML::Node const& p, std::string const& pk) {
+             r.section(
+                 p, pk,
+                 {
+                     {"layer_sizes",
+                      [&](auto const& v, auto const& key) {
+                        if (!v.IsSequence() || v.size() < 2)
+                          r.fail(v, key, "must be a list of at least two sizes [in, ..., out]");
+                        m.sizes.clear();
+                        for (std::size_t i = 0; i < v.size(); ++i)
+                          m.sizes.push_back(r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
+                        m.sizes_node = v;
+                        m.has_sizes = true;
+                      }},
+                     {"activation",
+                      [&](auto const& v, auto const& key) { m.hidden = activation_suffix(r, v, key); }},
+                     {"output_activation",
+                      [&](auto const& v, auto const& key) { m.output = activation_suffix(r, v, key); }},
+                     {"dropout",
+                      [&](auto const& v, auto const& key) {
+                        m.dropout = r.number(v, key, 0, 1);
+                        if (m.dropout >= 1) r.fail(v, key, "must be in [0, 1)");
+                      }},
+                     {"flatten_non_batch_dims",
+                      [&](auto const& v, auto const& key) {
+                        if (!r.boolean(v, key))
+                          r.fail(v, key, "false is not supported: an MLP takes each sample flattened", true);
+                      }},
+                     {"description",
+                      [&](auto const& v, auto const& key) {
+                        c.run.model = r.text(v, key);
+                        m.description_node = v;
+                        m.has_description = true;
+                      }},
+                 });
+           }},
+      });
 }
 
 // The `loss` section.
@@ -361,29 +357,18 @@ void read_optimizer(Reader const& r, YAML::Node const& n, std::string const& k, 
 
 // The `lr_scheduler` section.
 void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
-  // The draft's fields this section uses, by their short names.
-  auto& schedule = d.schedule;
-  auto& schedule_node = d.schedule_node;
-  auto& step_size = d.step_size;
-  auto& gamma = d.gamma;
-  auto& t_max = d.t_max;
-  auto& eta_min = d.eta_min;
-  auto& power = d.power;
-  auto& start = d.start;
-  auto& end = d.end;
-  auto& milestones = d.milestones;
-  auto& total_iters = d.total_iters;
+  ScheduleDraft& sd = d.schedule;
   r.section(
       n, k,
       {
           {"type",
            [&](auto const& v, auto const& key) {
-             schedule = lower(r.text(v, key));
-             schedule_node = v;
-             if (schedule != "constant" && schedule != "step" && schedule != "cosine_annealing" &&
-                 schedule != "multistep" && schedule != "polynomial" && schedule != "linear")
+             sd.schedule = lower(r.text(v, key));
+             sd.schedule_node = v;
+             if (sd.schedule != "constant" && sd.schedule != "step" && sd.schedule != "cosine_annealing" &&
+                 sd.schedule != "multistep" && sd.schedule != "polynomial" && sd.schedule != "linear")
                r.fail(v, key,
-                      "'" + escaped(schedule) +
+                      "'" + escaped(sd.schedule) +
                           "' is not a schedule (constant, step, multistep, polynomial, linear, "
                           "cosine_annealing)");
            }},
@@ -392,28 +377,32 @@ void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& 
              r.section(
                  p, pk,
                  {
-                     {"step_size", [&](auto const& v,
-                                       auto const& key) { step_size = double(r.integer(v, key, 1, kMaxCount)); }},
-                     {"gamma", [&](auto const& v, auto const& key) { gamma = r.number(v, key, 0, kBig); }},
+                     {"step_size",
+                      [&](auto const& v, auto const& key) {
+                        sd.step_size = double(r.integer(v, key, 1, kMaxCount));
+                      }},
+                     {"gamma", [&](auto const& v, auto const& key) { sd.gamma = r.number(v, key, 0, kBig); }},
                      {"T_max",
-                      [&](auto const& v, auto const& key) { t_max = double(r.integer(v, key, 1, kMaxCount)); }},
-                     {"eta_min", [&](auto const& v, auto const& key) { eta_min = r.number(v, key, 0, kBig); }},
+                      [&](auto const& v, auto const& key) { sd.t_max = double(r.integer(v, key, 1, kMaxCount)); }},
+                     {"eta_min", [&](auto const& v, auto const& key) { sd.eta_min = r.number(v, key, 0, kBig); }},
                      {"milestones",
                       [&](auto const& v, auto const& key) {
                         if (!v.IsSequence() || v.size() == 0 || v.size() > std::size_t(Schedule::max_milestones))
                           r.fail(v, key,
                                  "must be a list of 1 to " + std::to_string(Schedule::max_milestones) + " steps");
-                        milestones.clear();
+                        sd.milestones.clear();
                         for (std::size_t i = 0; i < v.size(); ++i) {
-                          milestones.push_back(r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, kMaxCount));
-                          if (i > 0 && milestones[i] <= milestones[i - 1]) r.fail(v[i], key, "must increase");
+                          sd.milestones.push_back(
+                              r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, kMaxCount));
+                          if (i > 0 && sd.milestones[i] <= sd.milestones[i - 1])
+                            r.fail(v[i], key, "must increase");
                         }
                       }},
                      {"total_iters",
-                      [&](auto const& v, auto const& key) { total_iters = r.integer(v, key, 1, kMaxCount); }},
-                     {"power", [&](auto const& v, auto const& key) { power = r.number(v, key, 0, 1000); }},
-                     {"start_factor", [&](auto const& v, auto const& key) { start = r.number(v, key, 0, 1); }},
-                     {"end_factor", [&](auto const& v, auto const& key) { end = r.number(v, key, 0, 1); }},
+                      [&](auto const& v, auto const& key) { sd.total_iters = r.integer(v, key, 1, kMaxCount); }},
+                     {"power", [&](auto const& v, auto const& key) { sd.power = r.number(v, key, 0, 1000); }},
+                     {"start_factor", [&](auto const& v, auto const& key) { sd.start = r.number(v, key, 0, 1); }},
+                     {"end_factor", [&](auto const& v, auto const& key) { sd.end = r.number(v, key, 0, 1); }},
                  });
            }},
       });
@@ -422,86 +411,68 @@ void read_lr_scheduler(Reader const& r, YAML::Node const& n, std::string const& 
 // The model the sections describe, checked and normalised.
 void finish_model(Reader const& r, YAML::Node const& root, Draft& d) {
   auto& c = d.c;
-  auto& has_model = d.has_model;
-  auto& sizes = d.sizes;
-  auto& hidden = d.hidden;
-  auto& output = d.output;
-  auto& dropout = d.dropout;
-  auto& sizes_node = d.sizes_node;
-  auto& description_node = d.description_node;
-  auto& has_sizes = d.has_sizes;
-  auto& has_description = d.has_description;
-  auto& model_type = d.model_type;
-  auto& model_type_node = d.model_type_node;
+  ModelDraft& m = d.model;
 
-  if (!has_model) r.fail(root, "model", "missing: the file must describe a model");
-  if (model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
-  if (model_type == "mlp" && has_description)
-    r.fail(description_node, "model.parameters.description",
+  if (!m.has_model) r.fail(root, "model", "missing: the file must describe a model");
+  if (m.model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
+  if (m.model_type == "mlp" && m.has_description)
+    r.fail(m.description_node, "model.parameters.description",
            "belongs to a model of type ktr; an mlp is given by layer_sizes");
-  if (model_type == "ktr" && has_sizes)
-    r.fail(sizes_node, "model.parameters.layer_sizes",
+  if (m.model_type == "ktr" && m.has_sizes)
+    r.fail(m.sizes_node, "model.parameters.layer_sizes",
            "belongs to a model of type mlp; a ktr model has a description");
-  if (model_type == "mlp") {
-    if (sizes.empty()) r.fail(model_type_node, "model.parameters.layer_sizes", "missing: an mlp needs its sizes");
-    std::string d = "in=" + std::to_string(sizes[0]);
+  if (m.model_type == "mlp") {
+    if (m.sizes.empty())
+      r.fail(m.model_type_node, "model.parameters.layer_sizes", "missing: an mlp needs its sizes");
+    std::string description = "in=" + std::to_string(m.sizes[0]);
     std::ostringstream rate;  // after each hidden layer's activation, as TorchFort's MLP
     rate.precision(17);
-    rate << dropout;
-    for (std::size_t i = 1; i < sizes.size(); ++i) {
-      d += " dense:" + std::to_string(sizes[i]) + (i + 1 < sizes.size() ? hidden : output);
-      if (i + 1 < sizes.size() && dropout > 0) d += " dropout:" + rate.str();
+    rate << m.dropout;
+    for (std::size_t i = 1; i < m.sizes.size(); ++i) {
+      description += " dense:" + std::to_string(m.sizes[i]) + (i + 1 < m.sizes.size() ? m.hidden : m.output);
+      if (i + 1 < m.sizes.size() && m.dropout > 0) description += " dropout:" + rate.str();
     }
-    c.run.model = d;
+    c.run.model = description;
   } else if (c.run.model == RunConfig{}.model) {
-    r.fail(model_type_node, "model.parameters.description", "missing: a ktr model needs its description");
+    r.fail(m.model_type_node, "model.parameters.description", "missing: a ktr model needs its description");
   }
   try {
     c.run.model = Model::plan(c.run.model, 1).description;  // it parses, the shapes fit; normalised
   } catch (Error const& e) {
-    r.fail(model_type_node, "model", e.what());
+    r.fail(m.model_type_node, "model", e.what());
   }
 }
 
 // The learning-rate schedule the lr_scheduler section describes.
 void finish_schedule(Reader const& r, Draft& d) {
   auto& c = d.c;
-  auto& schedule = d.schedule;
-  auto& schedule_node = d.schedule_node;
-  auto& step_size = d.step_size;
-  auto& gamma = d.gamma;
-  auto& t_max = d.t_max;
-  auto& eta_min = d.eta_min;
-  auto& power = d.power;
-  auto& start = d.start;
-  auto& end = d.end;
-  auto& milestones = d.milestones;
-  auto& total_iters = d.total_iters;
-  if (schedule == "step") {
-    if (step_size <= 0) r.fail(schedule_node, "lr_scheduler.parameters.step_size", "missing for a step schedule");
+  ScheduleDraft& sd = d.schedule;
+  if (sd.schedule == "step") {
+    if (sd.step_size <= 0)
+      r.fail(sd.schedule_node, "lr_scheduler.parameters.step_size", "missing for a step schedule");
     c.run.optimizer.schedule.kind = Schedule::Kind::step;
-    c.run.optimizer.schedule.step_every = std::int64_t(step_size);
-    c.run.optimizer.schedule.factor = float(gamma);
-  } else if (schedule == "multistep") {
-    if (milestones.empty())
-      r.fail(schedule_node, "lr_scheduler.parameters.milestones", "missing for a multistep schedule");
+    c.run.optimizer.schedule.step_every = std::int64_t(sd.step_size);
+    c.run.optimizer.schedule.factor = float(sd.gamma);
+  } else if (sd.schedule == "multistep") {
+    if (sd.milestones.empty())
+      r.fail(sd.schedule_node, "lr_scheduler.parameters.milestones", "missing for a multistep schedule");
     auto& sc = c.run.optimizer.schedule;
     sc.kind = Schedule::Kind::multistep;
-    sc.factor = float(gamma);
-    sc.milestone_count = int(milestones.size());
-    for (std::size_t i = 0; i < milestones.size(); ++i) sc.milestones[i] = milestones[i];
-  } else if (schedule == "polynomial" || schedule == "linear") {
+    sc.factor = float(sd.gamma);
+    sc.milestone_count = int(sd.milestones.size());
+    for (std::size_t i = 0; i < sd.milestones.size(); ++i) sc.milestones[i] = sd.milestones[i];
+  } else if (sd.schedule == "polynomial" || sd.schedule == "linear") {
     auto& sc = c.run.optimizer.schedule;
-    sc.kind = schedule == "linear" ? Schedule::Kind::linear : Schedule::Kind::polynomial;
-    sc.total_steps = total_iters;
-    sc.power = float(power), sc.start = float(start), sc.end = float(end);
-  } else if (schedule == "cosine_annealing") {
-    if (t_max <= 0) r.fail(schedule_node, "lr_scheduler.parameters.T_max", "missing for cosine_annealing");
-    if (eta_min > c.run.optimizer.lr)
-      r.fail(schedule_node, "lr_scheduler.parameters.eta_min", "is larger than the learning rate");
+    sc.kind = sd.schedule == "linear" ? Schedule::Kind::linear : Schedule::Kind::polynomial;
+    sc.total_steps = sd.total_iters;
+    sc.power = float(sd.power), sc.start = float(sd.start), sc.end = float(sd.end);
+  } else if (sd.schedule == "cosine_annealing") {
+    if (sd.t_max <= 0) r.fail(sd.schedule_node, "lr_scheduler.parameters.T_max", "missing for cosine_annealing");
+    if (sd.eta_min > c.run.optimizer.lr)
+      r.fail(sd.schedule_node, "lr_scheduler.parameters.eta_min", "is larger than the learning rate");
     c.run.optimizer.schedule.kind = Schedule::Kind::cosine;
-    c.run.optimizer.schedule.decay_steps = std::int64_t(t_max);
-    c.run.optimizer.schedule.alpha = float(eta_min / c.run.optimizer.lr);
+    c.run.optimizer.schedule.decay_steps = std::int64_t(sd.t_max);
+    c.run.optimizer.schedule.alpha = float(sd.eta_min / c.run.optimizer.lr);
   }
 }
 

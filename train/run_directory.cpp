@@ -78,9 +78,8 @@ bool prepare(std::string const& dir) {
   }
   KTR_REQUIRE(S_ISDIR(st.st_mode), dir, "exists and is not a directory");
   std::string const manifest = dir + "/" + kManifest;
-  if (exists(manifest)) {
-    std::map<std::string, Listed> const listed = parse_manifest(manifest, read_regular_file(manifest));
-    (void)listed;  // a previous save's: every one of ktr's names is ktr's to replace
+  if (exists(manifest)) {  // a previous save's (checked as one): every one of ktr's names is ktr's to replace
+    parse_manifest(manifest, read_regular_file(manifest));
     return false;
   }
   for (char const* name : kFiles)
@@ -150,8 +149,6 @@ RunDirectoryState parse_state(std::string const& path, Checkpoint const& c) {
   return s;
 }
 
-void write_text(std::string const& path, std::string const& text) { write_atomically(path, text); }
-
 }  // namespace
 
 void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer const& trainer,
@@ -166,13 +163,13 @@ void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer 
                 std::string("cannot remove the old manifest: ") + std::strerror(errno));
     trainer.save(space, dir + "/model.ckpt");  // refuses non-finite values, replaces only a ktr checkpoint
     write_checkpoint(dir + "/state.bin", st);
-    write_text(dir + "/config.yaml", state.config_text);
+    write_atomically(dir + "/config.yaml", state.config_text);
     std::string text = std::string(kManifestMagic) + "\n";
     for (char const* name : kFiles) {
       std::string const bytes = read_regular_file(dir + "/" + name);
       text += std::string(name) + " " + std::to_string(bytes.size()) + " " + std::to_string(crc_of(bytes)) + "\n";
     }
-    write_text(manifest, text);  // last: the directory is a checkpoint from here on
+    write_atomically(manifest, text);  // last: the directory is a checkpoint from here on
   } catch (...) {
     if (made) {
       for (char const* name : kFiles) ::unlink((dir + "/" + name).c_str());
