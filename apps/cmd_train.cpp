@@ -9,6 +9,7 @@
 
 #include <ktr/core/file.hpp>
 #include <ktr/train/checkpoint.hpp>
+#include <ktr/train/run_settings.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
 #include <ktr/train/trainer.hpp>
@@ -25,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 namespace ktr::cli {
@@ -151,15 +153,20 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
 
 namespace {
 
+// The validator of a setting: its table row's check, its range in the help.
+CLI::Validator setting_validator(RunSetting const& s) {
+  return CLI::Validator([&s](std::string& text) { return s.check(text); }, s.range());
+}
+
 // Every flag of `ktr train`, as parsed.
 struct TrainFlags {
-  std::string model_name, optimizer = "adam", schedule = "constant", normalize = "standard", precision = "fp32";
+  std::string model_name, normalize = "standard", precision = "fp32";
   std::string ckpt_path, resume, metrics_path, config_path;
-  std::string loss = "default";  // from --config: mse or cross_entropy, checked against the data
-  std::string reduction = "mean";
-  std::int64_t batch = 256, seed = 0, epochs = 5;
-  double lr = 1e-3, momentum = 0, weight_decay = 1e-4, clip_norm = 0;
-  int k = 16, threads = -1, accumulate = 1;
+  std::map<std::string, std::string> setting;  // the value given for each of setting_flags(), as text
+  std::string loss_text = "default";
+  LossChoice loss;  // from --loss or --config, checked against the data
+  std::int64_t epochs = 5;
+  int k = 16, threads = -1;
   bool nesterov = false, no_eval = false, time_allreduce = false;
   DataOptions data;
 };
@@ -174,41 +181,38 @@ void add_model_flags(CLI::App& app, TrainFlags& f) {
                  "mlp (784-512-512-10, default for IDX data), cnn (SimpleCNN), or a description such as "
                  "'in=28x28x1 flatten dense:128:relu dense:10' or 'in=16 dense:64:relu dense:3' (default for "
                  "arrays: in=<sample> dense:128:relu dense:128:relu dense:<classes or T>)");
-  app.add_option("--batch", f.batch,
-                 "samples per optimiser step (default 256, 32 for cnn, at most N for arrays); the last partial "
-                 "batch of an epoch is dropped")
-      ->check(integer_in(1, 1 << 24));
-  app.add_option("--loss", f.loss,
+  RunConfig const defaults;
+  for (SettingFlag const& sf : setting_flags()) {
+    RunSetting const& s = setting_named(run_settings(), sf.setting);
+    std::string& value = f.setting[sf.setting];
+    value = s.get(defaults);
+    if (s.type == RunSetting::Type::number) value = RunSetting::shortest(std::stod(value));
+    static char const* const type_names[] = {"FLOAT", "INT", "BOOL", "WORD", "TEXT"};
+    app.add_option(sf.flag, value, std::string(s.help) + sf.more)
+        ->check(setting_validator(s))
+        ->type_name(type_names[int(s.type)])
+        ->capture_default_str();
+  }
+  app.add_option("--loss", f.loss_text,
                  "float targets: mse (default), l1, huber or huber:DELTA (delta 1 by default), bce (sigmoid "
                  "binary cross-entropy of logits, multi-label targets in [0, 1]); class labels: cross_entropy "
-                 "(default)");
-  app.add_option("--loss-reduction", f.reduction,
-                 "mean (over the batch's B x T elements, B rows for cross_entropy) or sum of the element losses")
-      ->check(one_of({"mean", "sum"}))
-      ->capture_default_str();
-  app.add_option("--optimizer", f.optimizer, "sgd, adam or adamw")
-      ->check(one_of({"sgd", "adam", "adamw"}))
-      ->capture_default_str();
-  app.add_option("--lr", f.lr, "learning rate")->check(number_in(1e-12, 1e3))->capture_default_str();
-  app.add_option("--momentum", f.momentum, "sgd momentum")->check(number_in(0, 0.999999))->capture_default_str();
-  app.add_flag("--nesterov", f.nesterov, "sgd with Nesterov momentum");
-  app.add_option("--weight-decay", f.weight_decay, "adamw decoupled weight decay")
-      ->check(number_in(0, 10))
-      ->capture_default_str();
-  app.add_option("--clip-norm", f.clip_norm, "clip gradients to this global norm (0: off)")
-      ->check(number_in(0, 1e9))
-      ->capture_default_str();
-  app.add_option("--schedule", f.schedule,
-                 "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor] | multistep:M1,M2,...[:factor] | "
-                 "poly:T[:power] | linear:T[:start[:end]]")
-      ->capture_default_str();
-  app.add_option("--seed", f.seed, "initialisation and shuffling seed")
-      ->check(integer_in(0, INT64_MAX))
-      ->capture_default_str();
+                 "(default)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              (void)LossChoice::parse(text);
+              return std::string();
+            } catch (Error const& e) {
+              std::string const what = e.what();
+              return what.rfind("loss: ", 0) == 0 ? what.substr(6) : what;
+            }
+          },
+          "LOSS"));
+  app.add_flag("--nesterov", f.nesterov, setting_named(run_settings(), "nesterov").help);
   app.add_option("--normalize", f.normalize,
                  "standard: pixels by the training set's mean/std, float features each by its own; unit: pixels "
                  "to [0, 1]; none: inputs as given")
-      ->check(one_of({"standard", "unit", "none"}))
+      ->check(one_of({"standard", "unit", "none"}))  // recorded: a checkpoint's alone
       ->capture_default_str();
 }
 
@@ -220,8 +224,8 @@ void add_run_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--steps-per-dispatch", f.k, "optimiser steps per dispatch, one metrics read-back each")
       ->check(integer_in(1, 4096))
       ->capture_default_str();
-  app.add_option("--precision", f.precision, "matmul arithmetic: fp32, or tf32 (opt-in, CUDA tensor cores)")
-      ->check(one_of({"fp32", "tf32"}))
+  app.add_option("--precision", f.precision, setting_named(run_settings(), "precision").help)
+      ->check(setting_validator(setting_named(run_settings(), "precision")))
       ->capture_default_str();
   app.add_option("--checkpoint", f.ckpt_path,
                  "save here after every epoch and on Ctrl-C (an existing file is replaced only if it is a ktr "
@@ -234,11 +238,6 @@ void add_run_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--threads", f.threads, "host threads (OpenMP backend; default: OMP_NUM_THREADS or all cores)")
       ->check(thread_count());
   app.add_flag("--no-eval", f.no_eval, "skip the per-epoch held-out evaluation");
-  app.add_option("--accumulate", f.accumulate,
-                 "average N micro-batches' gradients per update; each rank's micro-batch is B / (ranks x N), a "
-                 "whole number")
-      ->check(integer_in(1, 1 << 20))
-      ->capture_default_str();
   app.add_flag("--time-allreduce", f.time_allreduce,
                "benchmarks: a barrier before each gradient allreduce, so that its time is reported apart from the "
                "wait for the slowest rank (adds synchronisation)");
@@ -260,39 +259,23 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
     if (!given(app, "--loss")) f.loss = fc.loss;
     if (!given(app, "--steps-per-dispatch")) f.k = fc.general.steps_per_dispatch;
   }
+  if (!file || given(app, "--loss")) f.loss = LossChoice::parse(f.loss_text);  // the validator accepted it
   auto apply = [&](char const* flag, auto&& set) {
     if (file && !given(app, flag)) return;
     set();
-    if (file) std::fprintf(stderr, "ktr train: %s overrides %s\n", flag, f.config_path.c_str());
+    if (file && given(app, flag))
+      std::fprintf(stderr, "ktr train: %s overrides %s\n", flag, f.config_path.c_str());
   };
-  auto& o = config.optimizer;
   apply("--model", [&] { config.model = f.model_name.empty() ? "" : model_flag(f.model_name); });
-  apply("--batch", [&] { config.batch = given(app, "--batch") ? f.batch : f.model_name == "cnn" ? 32 : 256; });
-  apply("--seed", [&] { config.seed = std::uint64_t(f.seed); });
-  apply("--accumulate", [&] { config.accumulate = f.accumulate; });
-  try {
-    apply("--optimizer", [&] { o.kind = OptimizerConfig::parse_kind(f.optimizer); });
-    apply("--schedule", [&] { o.schedule = Schedule::parse(f.schedule); });
-  } catch (Error const& e) {
-    throw FlagError(e.what());
-  }
-  apply("--lr", [&] { o.lr = float(f.lr); });
-  apply("--momentum", [&] { o.momentum = float(f.momentum); });
-  apply("--nesterov", [&] { o.nesterov = f.nesterov; });
-  apply("--weight-decay", [&] { o.weight_decay = float(f.weight_decay); });
-  apply("--clip-norm", [&] { o.clip_norm = float(f.clip_norm); });
+  for (SettingFlag const& sf : setting_flags())
+    apply(sf.flag, [&] { set_run_setting(config, sf.setting, f.setting[sf.setting]); });
+  if (!file && !given(app, "--batch") && f.model_name == "cnn") config.batch = 32;
+  apply("--nesterov", [&] { config.optimizer.nesterov = f.nesterov; });
   // the flag's validator accepts only the fittable modes
   apply("--normalize", [&] { config.normalize = parse_normalize_mode(f.normalize); });
   if (given(app, "--loss") && file)
     std::fprintf(stderr, "ktr train: --loss overrides %s\n", f.config_path.c_str());
-  apply("--loss-reduction", [&] { config.reduction = parse_reduction(f.reduction); });
-  if (f.loss != "default" && f.loss != "cross_entropy") {
-    try {
-      config.loss = RegressionLoss::parse(f.loss);
-    } catch (Error const& e) {
-      throw FlagError(e.what());
-    }
-  }
+  if (f.loss.kind == LossChoice::Kind::regression) config.loss = f.loss.regression;
   return config;
 }
 
@@ -317,6 +300,8 @@ void print_header(Trainer& trainer, RunData const& data, double load_s, bool res
               cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)trainer.steps_per_epoch(),
               trainer.options().steps_per_dispatch,
               resumed ? (", resumed at step " + std::to_string(trainer.step())).c_str() : "");
+  std::string const changed = describe_run_settings(cfg, true);  // the settings table's rows not at their default
+  if (!changed.empty()) std::printf("settings: %s\n", changed.c_str());
   if (comm.size() > 1 || cfg.accumulate > 1)
     std::printf("data parallel: %d rank%s (%s), %d micro-batch%s of %lld per rank and update\n", comm.size(),
                 comm.size() > 1 ? "s" : "", comm.transport().c_str(), cfg.accumulate,
@@ -457,7 +442,8 @@ int train(int argc, char* argv[]) {
   runtime.emplace(f.threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
   if (!f.resume.empty()) {
     config = run_config(resumed, f.resume);
-    if (given(app, "--accumulate")) config.accumulate = f.accumulate;  // the trajectory does not depend on it
+    if (given(app, "--accumulate"))  // the trajectory does not depend on it
+      set_run_setting(config, "accumulate", f.setting["accumulate"]);
   }
   config.precision = precision;  // the run's own, not the process's
   auto const t_load = std::chrono::steady_clock::now();
@@ -466,11 +452,9 @@ int train(int argc, char* argv[]) {
   double const load_s = seconds_since(t_load);
   if (f.resume.empty()) {
     config.task = data.train.task();
-    bool const regression_loss = f.loss != "default" && f.loss != "cross_entropy";
-    if ((regression_loss && config.task == Task::classification) ||
-        (f.loss == "cross_entropy" && config.task == Task::regression)) {
+    if (!f.loss.mismatch(config.task == Task::classification).empty()) {
       std::string const what = given(app, "--loss") ? std::string("--loss") : f.config_path;
-      throw Error(what + ": loss " + f.loss + " does not fit the data's " +
+      throw Error(what + ": loss " + f.loss.str() + " does not fit the data's " +
                   (config.task == Task::regression ? "float targets" : "class labels"));
     }
     if (config.model.empty()) config.model = data.arrays ? default_model(data.train) : Model::mlp();

@@ -74,21 +74,41 @@ std::string model_flag(std::string const& value) {
   return value;
 }
 
+std::vector<SettingFlag> const& setting_flags() {
+  static std::vector<SettingFlag> const flags = {
+      {"--batch", "batch",
+       " (default 256, 32 for cnn, at most N for arrays); the last partial batch of an epoch is dropped"},
+      {"--optimizer", "optimizer", ""},
+      {"--lr", "lr", ""},
+      {"--momentum", "momentum", ""},
+      {"--weight-decay", "weight_decay", ""},
+      {"--clip-norm", "clip_norm", ""},
+      {"--schedule", "schedule", ""},
+      {"--seed", "seed", ""},
+      {"--loss-reduction", "reduction", " (mean: over the batch's B x T elements, B rows for cross_entropy)"},
+      {"--accumulate", "accumulate", "; each rank's micro-batch is B / (ranks x N), a whole number"},
+  };
+  return flags;
+}
+
 std::string with_flag_names(std::string const& message) {
-  static char const* const settings[][2] = {
-      {"batch", "--batch"},
-      {"accumulate", "--accumulate"},
+  static char const* const others[][2] = {
       {"steps_per_dispatch", "--steps-per-dispatch"},
-      {"schedule", "--schedule"},
-      {"optimizer", "--optimizer"},
       {"precision", "--precision"},
       {"loss", "--loss"},
       {"loss_reduction", "--loss-reduction"},
   };
-  for (auto const& s : settings) {
-    std::string const prefix = std::string(s[0]) + ": ";
-    if (message.rfind(prefix, 0) == 0) return std::string(s[1]) + ": " + message.substr(prefix.size());
-  }
+  auto renamed = [&](char const* setting, char const* flag, std::string& out) {
+    std::string const prefix = std::string(setting) + ": ";
+    if (message.rfind(prefix, 0) != 0) return false;
+    out = std::string(flag) + ": " + message.substr(prefix.size());
+    return true;
+  };
+  std::string out;
+  for (auto const& s : setting_flags())
+    if (renamed(s.setting, s.flag, out)) return out;
+  for (auto const& s : others)
+    if (renamed(s[0], s[1], out)) return out;
   return message;
 }
 

@@ -35,6 +35,15 @@ std::string model_flag(std::string const& value);
 /// command then returns 0); throws FlagError with CLI11's message (which names the flag) on a usage error.
 bool parse(CLI::App& app, int argc, char* argv[], int first);
 
+/// The command line's name for a setting of RunConfig whose range, values and help come from the settings table
+/// (train/run_settings.hpp); `more` adds what the command line does with it.
+struct SettingFlag {
+  char const* flag;
+  char const* setting;
+  char const* more;
+};
+std::vector<SettingFlag> const& setting_flags();
+
 /// A library message with the command line's name for the setting it names: the library names settings
 /// ("batch: ...", "schedule: ..."), never flags; the command line says which flag sets them ("--batch: ...").
 std::string with_flag_names(std::string const& message);

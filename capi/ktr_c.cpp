@@ -202,6 +202,7 @@ TrainerOptions options_of(FileConfig const& c) {
   o.steps_per_dispatch = c.general.steps_per_dispatch;
   o.evaluate = false;
   o.capture = c.general.enable_graphs;
+  o.layout = DataLayout::sharded;  // each rank's batches, or its replay buffer, are its own
   return o;
 }
 
@@ -212,11 +213,8 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   ModelPlan const plan = Model::plan(run.model, 1);
   DeviceDataset const first = batch_of(space, x, y, plan);
   bool const labels = first.task() == Task::classification;
-  bool const regression_loss = e.cfg.loss != "default" && e.cfg.loss != "cross_entropy";
-  if (regression_loss && labels)
-    throw Error(e.cfg.path + ": loss " + e.cfg.loss + " needs float targets, the labels are integers");
-  if (e.cfg.loss == "cross_entropy" && !labels)
-    throw Error(e.cfg.path + ": loss cross_entropy needs integer class labels, the targets are floats");
+  std::string const mismatch = e.cfg.loss.mismatch(labels);
+  if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
   // The first batch is checked before anything is fitted on it or made from it.
   if (!labels)
     KTR_REQUIRE(first.target_width() == plan.output_width, "label",
@@ -226,9 +224,9 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   KTR_REQUIRE(bad == 0, "input",
               "the first batch holds " + std::to_string(bad) +
                   " features or targets that are not finite (NaN or infinite): nothing was made from it");
-  // Each rank's batch: general.batch_size, or without it the first batch's size; an update takes every rank's.
-  std::int64_t const per_rank = e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count;
-  run.batch = per_rank * e.comm.size();
+  // The update's samples over all ranks: general.batch_size (checked at create), or without it every rank's
+  // first batch.
+  run.batch = e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count * e.comm.size();
   e.trainer = std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg), e.comm);
   return *e.trainer;
 }
@@ -255,6 +253,7 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     auto e = std::make_unique<Entry>();
     e->config_text = read_config_text(config_file);
     e->cfg = parse_config(e->config_text, config_file);
+    check_for_ranks(e->cfg, comm.size());
     if (!g_finalize_hook) {  // an application that finalises Kokkos itself: the models' views go first
       Kokkos::push_finalize_hook([] {
         // On ktr's worker (ktr_finalize) the calling thread holds g_mutex for it; else the application finalises.
@@ -337,9 +336,11 @@ ktr_result_t train_steps(char const* name, int k, float* loss_val, void* stream)
     KTR_REQUIRE(e.trainer != nullptr && e.buffer != nullptr && e.buffer->filled() > 0,
                 "model '" + std::string(name) + "'", "has an empty replay buffer (ktr_push first)");
     Trainer& t = *e.trainer;
-    KTR_REQUIRE(e.buffer->filled() >= t.config().batch, "model '" + std::string(name) + "'",
-                "the replay buffer holds " + std::to_string(e.buffer->filled()) +
-                    " samples, fewer than a batch (" + std::to_string(t.config().batch) + ")");
+    std::int64_t const share = t.samples_per_update_here();  // this rank's part of general.batch_size
+    KTR_REQUIRE(e.buffer->filled() >= share, "model '" + std::string(name) + "'",
+                "the replay buffer holds " + std::to_string(e.buffer->filled()) + " samples, fewer than " +
+                    (e.comm.size() > 1 ? "this rank's share of a batch (" : "a batch (") + std::to_string(share) +
+                    ")");
     ExecSpace const space = instance_of_stream(stream);
     t.set_data(e.buffer->data());
     // The Trainer's dispatches of K and, if asked for, its one read-back (divergence, the mean over the ranks:

@@ -56,7 +56,9 @@ ktr_result_t ktr_create_model(const char* name, const char* config_file, int dev
 
 /* The same for data-parallel training over the ranks of an MPI communicator (an MPI build of ktr; others answer
  * KTR_RESULT_NOT_SUPPORTED): every rank creates the model and hands ktr_train its own batch; each update averages
- * the ranks' gradients, and every rank holds the same model. `comm` in the _F form is a Fortran communicator
+ * the ranks' gradients, and every rank holds the same model. general.batch_size is the samples of an update over
+ * all ranks (and accumulation steps), as ktr train's batch: each rank's batch, or its draw from its own replay
+ * buffer, is batch_size / ranks; a batch_size that does not split so is refused here. `comm` in the _F form is a Fortran communicator
  * (MPI_Fint, what MPI_Comm_c2f returns). The MPI_Comm form is declared where <mpi.h> was included first. */
 ktr_result_t ktr_create_distributed_model_F(const char* name, const char* config_file, int comm, int device);
 #if defined(MPI_VERSION)
@@ -79,13 +81,14 @@ ktr_result_t ktr_inference(const char* name, void* input, int64_t input_dim, con
                            const int64_t* output_shape, ktr_datatype_t output_dtype, void* stream);
 
 /* Appends the batch's samples to the model's replay buffer on the device (general.buffer_size samples; the
- * oldest are overwritten). */
+ * oldest are overwritten). Each rank of a distributed model has a buffer of its own: its shard of the data. */
 ktr_result_t ktr_push(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
                       ktr_datatype_t input_dtype, void* label, int64_t label_dim, const int64_t* label_shape,
                       ktr_datatype_t label_dtype, void* stream);
 
-/* k optimiser steps on batches of general.batch_size drawn on the device from the replay buffer, with one
- * read-back (none if loss_val is NULL: the mean loss of the last step's dispatch otherwise). */
+/* k optimiser steps on batches of general.batch_size drawn on the device from the replay buffer (each rank's
+ * share from its own), with one read-back (none if loss_val is NULL: the mean loss of the last step's dispatch
+ * otherwise). */
 ktr_result_t ktr_train_steps(const char* name, int k, float* loss_val, void* stream);
 
 /* The model's weights as Flax-named safetensors (as `ktr export`), and back (as `ktr import`). */

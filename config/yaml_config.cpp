@@ -5,6 +5,7 @@
 #include "../core/file.hpp"
 #include "../core/parse.hpp"
 #include "../models/activation.hpp"
+#include "../train/run_settings.hpp"
 
 #include <sys/stat.h>
 #include <yaml-cpp/depthguard.h>
@@ -93,6 +94,19 @@ class Reader {
              true);
     };
   }
+  /// A key that is a row of the run's settings table (train/run_settings.hpp): its type, range and values.
+  /// `lowercase`: the value is read case-blind (TorchFort's `Adam`).
+  Handler setting(RunConfig& run, char const* name, bool lowercase = false) const {
+    return [this, &run, name, lowercase](YAML::Node const& n, std::string const& key) {
+      std::string t = text(n, key);
+      if (lowercase)
+        for (char& ch : t) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+      RunSetting const& s = setting_named(run_settings(), name);
+      std::string const why = s.check(t);
+      if (!why.empty()) fail(n, key, why);
+      s.set(run, t);
+    };
+  }
   Handler ignored() const {
     return [](YAML::Node const&, std::string const&) {};
   }
@@ -170,14 +184,14 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
            [&](auto const& v, auto const& key) {
              c.general.steps_per_dispatch = int(r.integer(v, key, 1, 4096));
            }},
-          {"batch_size",
-           [&](auto const& v, auto const& key) { c.general.batch_size = r.integer(v, key, 1, 1 << 20); }},
+          {"batch_size",  // the run's batch: samples per update over all ranks and accumulation steps
+           [&](auto const& v, auto const& key) {
+             r.setting(c.run, "batch")(v, key);
+             c.general.batch_size = c.run.batch;
+           }},
           {"buffer_size",
            [&](auto const& v, auto const& key) { c.general.buffer_size = r.integer(v, key, 1, kMaxCount); }},
-          {"seed",
-           [&](auto const& v, auto const& key) {
-             c.run.seed = std::uint64_t(r.integer(v, key, 0, std::numeric_limits<std::int64_t>::max()));
-           }},
+          {"seed", r.setting(c.run, "seed")},
           {"normalize",
            [&](auto const& v, auto const& key) {
              std::string const m = r.text(v, key);
@@ -264,13 +278,13 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
                  [&](auto const& v, auto const& key) {
                    std::string const t = lower(r.text(v, key));
                    if (t == "mse" || t == "l2")
-                     c.loss = "mse";
+                     c.loss = LossChoice::parse("mse");
                    else if (t == "l1" || t == "huber")
-                     c.loss = t;
+                     c.loss = LossChoice::parse(t);  // huber's delta: finish_run
                    else if (t == "cross_entropy" || t == "crossentropy")
-                     c.loss = "cross_entropy";
+                     c.loss = LossChoice::parse("cross_entropy");
                    else if (t == "bce" || t == "bcewithlogits")
-                     c.loss = "bce";
+                     c.loss = LossChoice::parse("bce");
                    else if (t == "smoothl1")
                      r.fail(v, key,
                             "'" + escaped(t) +
@@ -285,13 +299,7 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
                              {
                                  {"delta", [&](auto const& v,
                                                auto const& key) { huber_delta = r.number(v, key, 1e-30, kBig); }},
-                                 {"reduction",
-                                  [&](auto const& v, auto const& key) {
-                                    std::string const t = r.text(v, key);
-                                    if (t != "mean" && t != "sum")
-                                      r.fail(v, key, "'" + escaped(t) + "' must be mean or sum");
-                                    c.run.reduction = t == "sum" ? Reduction::sum : Reduction::mean;
-                                  }},
+                                 {"reduction", r.setting(c.run, "reduction")},
                              });
                  }},
             });
@@ -301,58 +309,34 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
 void read_optimizer(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
   // The draft's fields this section uses, by their short names.
   auto& c = d.c;
-  r.section(
-      n, k,
-      {
-          {"type",
-           [&](auto const& v, auto const& key) {
-             std::string const t = lower(r.text(v, key));
-             if (t == "sgd")
-               c.run.optimizer.kind = OptimizerConfig::Kind::sgd;
-             else if (t == "adam")
-               c.run.optimizer.kind = OptimizerConfig::Kind::adam;
-             else if (t == "adamw")
-               c.run.optimizer.kind = OptimizerConfig::Kind::adamw;
-             else
-               r.fail(v, key, "'" + escaped(t) + "' must be sgd, adam or adamw");
-           }},
-          {"parameters",
-           [&](YAML::Node const& p, std::string const& pk) {
-             auto& o = c.run.optimizer;
-             r.section(
-                 p, pk,
-                 {
-                     {"learning_rate",
-                      [&](auto const& v, auto const& key) { o.lr = float(r.number(v, key, 1e-30, kBig)); }},
-                     {"momentum",
-                      [&](auto const& v, auto const& key) { o.momentum = float(r.number(v, key, 0, 0.999999)); }},
-                     {"nesterov", [&](auto const& v, auto const& key) { o.nesterov = r.boolean(v, key); }},
-                     {"weight_decay",
-                      [&](auto const& v, auto const& key) { o.weight_decay = float(r.number(v, key, 0, kBig)); }},
-                     {"beta1",
-                      [&](auto const& v, auto const& key) { o.b1 = float(r.number(v, key, 0, 0.999999)); }},
-                     {"beta2",
-                      [&](auto const& v, auto const& key) { o.b2 = float(r.number(v, key, 0, 0.999999)); }},
-                     {"eps", [&](auto const& v, auto const& key) { o.eps = float(r.number(v, key, 1e-30, 1)); }},
-                     {"dampening", r.only_default(0)},
-                     {"amsgrad", r.only_default(0)},
-                     {"maximize", r.only_default(0)},
-                 });
-           }},
-          {"general",
-           [&](YAML::Node const& p, std::string const& pk) {
-             r.section(
-                 p, pk,
-                 {
-                     {"grad_accumulation_steps",
-                      [&](auto const& v, auto const& key) { c.run.accumulate = int(r.integer(v, key, 1, 1024)); }},
-                     {"max_grad_norm",
-                      [&](auto const& v, auto const& key) {
-                        c.run.optimizer.clip_norm = float(r.number(v, key, 0, kBig));
-                      }},
-                 });
-           }},
-      });
+  r.section(n, k,
+            {
+                {"type", r.setting(c.run, "optimizer", true)},
+                {"parameters",
+                 [&](YAML::Node const& p, std::string const& pk) {
+                   r.section(p, pk,
+                             {
+                                 {"learning_rate", r.setting(c.run, "lr")},
+                                 {"momentum", r.setting(c.run, "momentum")},
+                                 {"nesterov", r.setting(c.run, "nesterov")},
+                                 {"weight_decay", r.setting(c.run, "weight_decay")},
+                                 {"beta1", r.setting(c.run, "b1")},
+                                 {"beta2", r.setting(c.run, "b2")},
+                                 {"eps", r.setting(c.run, "eps")},
+                                 {"dampening", r.only_default(0)},
+                                 {"amsgrad", r.only_default(0)},
+                                 {"maximize", r.only_default(0)},
+                             });
+                 }},
+                {"general",
+                 [&](YAML::Node const& p, std::string const& pk) {
+                   r.section(p, pk,
+                             {
+                                 {"grad_accumulation_steps", r.setting(c.run, "accumulate")},
+                                 {"max_grad_norm", r.setting(c.run, "clip_norm")},
+                             });
+                 }},
+            });
 }
 
 // The `lr_scheduler` section.
@@ -483,20 +467,16 @@ void finish_run(Reader const& r, YAML::Node const& root, Draft& d) {
   if (c.general.buffer_size > 0 && c.general.batch_size == 0)
     r.fail(root["general"]["buffer_size"], "general.buffer_size",
            "needs general.batch_size (the size of the batches drawn from the replay buffer)");
-  if (c.general.buffer_size > 0 && c.general.buffer_size < c.general.batch_size)
-    r.fail(root["general"]["buffer_size"], "general.buffer_size", "is smaller than general.batch_size");
   if (c.general.batch_size > 0 && c.general.batch_size % c.run.accumulate != 0)
     r.fail(root["optimizer"]["general"]["grad_accumulation_steps"], "optimizer.general.grad_accumulation_steps",
            std::to_string(c.run.accumulate) + " does not divide general.batch_size (" +
                std::to_string(c.general.batch_size) + ")");
-  if (c.loss == "huber") c.loss = "huber:" + std::to_string(huber_delta);
-  if (c.loss == "mse" || c.loss == "l1" || c.loss == "bce" || c.loss.rfind("huber:", 0) == 0) {
-    c.run.loss = RegressionLoss::parse(c.loss, "loss.type");
-    if (c.run.loss.kind == RegressionLoss::Kind::huber) c.run.loss.delta = float(huber_delta);
+  if (c.loss.kind == LossChoice::Kind::regression) {
+    if (c.loss.regression.kind == RegressionLoss::Kind::huber) c.loss.regression.delta = float(huber_delta);
+    c.run.loss = c.loss.regression;
   }
   c.run.normalize = c.general.normalize;
   c.run.norm = Normalization::identity();
-  if (c.general.batch_size > 0) c.run.batch = c.general.batch_size;
 }
 
 FileConfig parse_config_checked(std::string const& yaml, std::string const& path);
@@ -552,6 +532,21 @@ std::string read_config_text(std::string const& path) {
                           std::to_string(kMaxConfigBytes >> 20) + " MiB",
                       false);
   return read_regular_file(path);  // a missing file, a folder or a device: named, with the reason
+}
+
+void check_for_ranks(FileConfig const& c, int ranks) {
+  std::int64_t const b = c.general.batch_size, parts = std::int64_t(ranks) * c.run.accumulate;
+  if (b > 0 && b % parts != 0)
+    throw ConfigError(c.path + ": general.batch_size: " + std::to_string(b) +
+                          " samples per update do not split into " + std::to_string(ranks) + " rank" +
+                          (ranks > 1 ? "s" : "") + " x " + std::to_string(c.run.accumulate) +
+                          " accumulation step" + (c.run.accumulate > 1 ? "s" : "") + " of equal size",
+                      false);
+  if (c.general.buffer_size > 0 && c.general.buffer_size < b / ranks)
+    throw ConfigError(c.path + ": general.buffer_size: " + std::to_string(c.general.buffer_size) +
+                          " samples per rank, fewer than a rank's share of general.batch_size (" +
+                          std::to_string(b / ranks) + ")",
+                      false);
 }
 
 FileConfig read_config_file(std::string const& path) { return parse_config(read_config_text(path), path); }

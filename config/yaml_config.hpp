@@ -39,12 +39,14 @@ class ConfigError : public Error {
 
 /// The `general` section: how an online run (the C and Fortran API) trains.
 struct GeneralConfig {
-  int report_frequency = 0;      ///< steps between loss reports on stdout (0: none)
-  bool verbose = false;          ///< print the configuration when a model is created
-  bool enable_graphs = true;     ///< replay captured K-step programs where the backend can (ktr_train_steps)
-  int steps_per_dispatch = 16;   ///< K: optimiser steps per dispatch of ktr_train_steps
-  std::int64_t batch_size = 0;   ///< samples per step and rank (from the replay buffer; ktr train's --batch)
-  std::int64_t buffer_size = 0;  ///< replay buffer capacity in samples (0: no buffer)
+  int report_frequency = 0;     ///< steps between loss reports on stdout (0: none)
+  bool verbose = false;         ///< print the configuration when a model is created
+  bool enable_graphs = true;    ///< replay captured K-step programs where the backend can (ktr_train_steps)
+  int steps_per_dispatch = 16;  ///< K: optimiser steps per dispatch of ktr_train_steps
+  /// Samples per optimiser update over all ranks and accumulation steps, as `ktr train`'s batch: each rank's call
+  /// or draw from its replay buffer takes batch_size / (ranks x accumulation). 0: each rank's first batch sets it.
+  std::int64_t batch_size = 0;
+  std::int64_t buffer_size = 0;                   ///< each rank's replay buffer capacity in samples (0: no buffer)
   NormalizeMode normalize = NormalizeMode::none;  ///< standard: fitted on the first batch (or the buffer)
 };
 
@@ -52,9 +54,14 @@ struct GeneralConfig {
 struct FileConfig {
   RunConfig run;  ///< model, optimiser, schedule, batch, accumulation, seed (the task comes from the data)
   GeneralConfig general;
-  std::string loss = "default";  ///< "mse", "l1", "huber:DELTA", "bce", "cross_entropy", or "default" (by targets)
-  std::string path;              ///< the file it came from
+  LossChoice loss;   ///< the loss section's (by_targets without one)
+  std::string path;  ///< the file it came from
 };
+
+/// The checks that need the number of ranks a model runs on (at model creation): general.batch_size splits into
+/// `ranks` x accumulation equal parts, and each rank's replay buffer holds at least its share. Throws ConfigError
+/// naming the file and the setting.
+void check_for_ranks(FileConfig const& c, int ranks);
 
 /// The largest configuration file read (a sparse file of terabytes is refused before a byte is read).
 constexpr std::int64_t kMaxConfigBytes = std::int64_t(16) << 20;

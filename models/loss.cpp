@@ -108,6 +108,29 @@ RegressionLoss RegressionLoss::parse(std::string const& text, std::string const&
   throw Error(what + ": '" + escaped(text) + "' is not a regression loss (mse, l1, huber[:DELTA], bce)");
 }
 
+LossChoice LossChoice::parse(std::string const& text, std::string const& what) {
+  LossChoice c;
+  if (text == "default") return c;
+  if (text == "cross_entropy") {
+    c.kind = Kind::cross_entropy;
+    return c;
+  }
+  c.kind = Kind::regression;
+  c.regression = RegressionLoss::parse(text, what);
+  return c;
+}
+
+std::string LossChoice::str() const {
+  return kind == Kind::by_targets ? "default" : kind == Kind::cross_entropy ? "cross_entropy" : regression.str();
+}
+
+std::string LossChoice::mismatch(bool labels) const {
+  if (kind == Kind::regression && labels) return "loss " + str() + " needs float targets, the labels are integers";
+  if (kind == Kind::cross_entropy && !labels)
+    return "loss cross_entropy needs integer class labels, the targets are floats";
+  return "";
+}
+
 std::string RegressionLoss::str() const {
   switch (kind) {
     case Kind::mse:

@@ -44,6 +44,20 @@ struct RegressionLoss {
   std::string str() const;  ///< parse(str()) gives the same loss back
 };
 
+/// The loss a configuration asks for: the targets' default (cross-entropy for class labels, mse for float
+/// targets), cross-entropy, or a regression loss; checked against the data's targets once they are known.
+struct LossChoice {
+  enum class Kind { by_targets, cross_entropy, regression };
+  Kind kind = Kind::by_targets;
+  RegressionLoss regression;  ///< Kind::regression
+  /// "default", "cross_entropy" or a RegressionLoss ("mse", "l1", "huber[:DELTA]", "bce"); throws ktr::Error
+  /// naming `what` otherwise.
+  static LossChoice parse(std::string const& text, std::string const& what = "loss");
+  std::string str() const;  ///< parse(str()) gives the same choice back
+  /// "" if the choice fits targets that are class labels (`labels`) or float values, else why not.
+  std::string mismatch(bool labels) const;
+};
+
 /// Regression: pred (B, T), targets (B, T): `kind`'s loss (accumulated in double), reduced as out.reduction, to
 /// `out` (with accumulate: the sum, and B to the count), and, if dpred is non-empty, its gradient (for mse and
 /// the mean 2 (pred - y) / (B T)).

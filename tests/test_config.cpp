@@ -80,7 +80,7 @@ TEST(Config, TorchFortKeysBecomeTheRunConfiguration) {
   EXPECT_EQ(c.general.buffer_size, 1024);
   EXPECT_EQ(c.general.report_frequency, 10);
   EXPECT_EQ(c.general.normalize, ktr::NormalizeMode::none);
-  EXPECT_EQ(c.loss, "mse");
+  EXPECT_EQ(c.loss.str(), "mse");
 }
 
 TEST(Config, AKtrDescriptionAndAStepScheduleAreRead) {
@@ -141,7 +141,7 @@ TEST(Config, ActivationsDropoutBceAndSumReductionAreRead) {
       "    output_activation: sigmoid\n    dropout: 0.1\nloss:\n  type: BCE\n  parameters: {reduction: sum}\n",
       "test.yaml");
   EXPECT_EQ(c.run.model, "in=6 dense:64:silu dropout:0.1 dense:64:silu dropout:0.1 dense:2:sigmoid");
-  EXPECT_EQ(c.loss, "bce");
+  EXPECT_EQ(c.loss.str(), "bce");
   EXPECT_EQ(c.run.loss.kind, RegressionLoss::Kind::bce);
   EXPECT_EQ(c.run.reduction, Reduction::sum);
   for (char const* a : {"tanh", "gelu", "gelu_tanh", "leaky_relu", "elu", "softplus", "sine", "swish", "linear"}) {
@@ -179,7 +179,7 @@ TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: SmoothL1}\n",
        "loss.type: 'smoothl1' is not supported", true},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: mse, parameters: {reduction: max}}\n",
-       "loss.parameters.reduction: 'max' must be mean or sum", false},
+       "loss.parameters.reduction: must be one of mean, sum, got 'max'", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: exponential}\n",
        "lr_scheduler.type: 'exponential' is not a schedule", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler:\n  type: multistep\n  parameters:\n"
@@ -236,6 +236,44 @@ TEST(Config, HostileYamlIsRefusedNamingTheFileAndTheKey) {
     EXPECT_NE(std::string(e.what()).find("at most 16 MiB"), std::string::npos) << e.what();
   }
   std::remove(sparse.c_str());
+}
+
+// general.batch_size is the samples of an update over all ranks and accumulation steps (as ktr train's batch):
+// a model created on R ranks refuses a batch that does not split into R x accumulation equal parts, and a
+// per-rank replay buffer smaller than its rank's share.
+TEST(Config, BatchSizeIsTheUpdateOverAllRanksAndSplitsEvenly) {
+  FileConfig const c = parse_config(
+      "model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\ngeneral: {batch_size: 96, buffer_size: 96}\n"
+      "optimizer: {general: {grad_accumulation_steps: 2}}\n",
+      "test.yaml");
+  EXPECT_EQ(c.run.batch, 96) << "the run's batch is general.batch_size itself, not times the ranks";
+  EXPECT_NO_THROW(ktr::check_for_ranks(c, 1));
+  EXPECT_NO_THROW(ktr::check_for_ranks(c, 2));  // 2 ranks x 2 accumulation steps of 24 samples
+  EXPECT_NO_THROW(ktr::check_for_ranks(c, 3));  // 3 x 2 of 16
+  for (int ranks : {5, 7}) {
+    try {
+      ktr::check_for_ranks(c, ranks);
+      ADD_FAILURE() << ranks << " ranks accepted";
+    } catch (ConfigError const& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("test.yaml: general.batch_size: 96 samples per update do not split into " +
+                                     std::to_string(ranks) + " ranks x 2 accumulation steps"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  FileConfig small = c;
+  small.general.buffer_size = 40;
+  EXPECT_NO_THROW(ktr::check_for_ranks(small, 3)) << "3 ranks' shares are 32 each";
+  try {
+    ktr::check_for_ranks(small, 1);
+    ADD_FAILURE() << "a buffer of 40 accepted for a batch of 96 on one rank";
+  } catch (ConfigError const& e) {
+    EXPECT_NE(std::string(e.what()).find("general.buffer_size: 40 samples per rank, fewer than a rank's share of "
+                                         "general.batch_size (96)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Config, AMissingFileIsNamed) {

@@ -6,6 +6,7 @@
 #include "../core/error.hpp"
 #include "../core/parse.hpp"
 #include "checkpoint.hpp"
+#include "run_settings.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -41,17 +42,6 @@ std::int64_t integer(Checkpoint const& c, std::string const& key, std::string co
     throw Error(path + ": header field '" + key + "' is " +
                 (c.has(key) ? "'" + escaped(c.get(key)) + "'" : "missing") + ", not an integer in [" +
                 std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  return v;
-}
-
-// The seed: a decimal uint64.
-std::uint64_t seed_of(Checkpoint const& c, std::string const& path) {
-  std::string const text = c.has("seed") ? c.get("seed") : "";
-  bool ok = !text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos;
-  errno = 0;
-  std::uint64_t const v = ok ? std::strtoull(text.c_str(), nullptr, 10) : 0;
-  if (!ok || errno == ERANGE)
-    throw Error(path + ": header field 'seed' is '" + escaped(text) + "', not an integer in [0, 2^64)");
   return v;
 }
 
@@ -113,31 +103,14 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
   Region const region("ktr::Session::save");
   Checkpoint c;
   auto const& o = config_.optimizer;
-  c.header = {{"model", config_.model},
-              {"optimizer", OptimizerConfig::kind_name(o.kind)},
-              {"lr", exact(o.lr)},
-              {"momentum", exact(o.momentum)},
-              {"nesterov", o.nesterov ? "1" : "0"},
-              {"b1", exact(o.b1)},
-              {"b2", exact(o.b2)},
-              {"eps", exact(o.eps)},
-              {"weight_decay", exact(o.weight_decay)},
-              {"clip_norm", exact(o.clip_norm)},
-              {"schedule", o.schedule.str()},
-              {"batch", std::to_string(config_.batch)},
-              {"accumulate", std::to_string(config_.accumulate)},
-              {"ranks", std::to_string(state_.parallel.comm.size())},  // for information: any divisor resumes
-              {"seed", std::to_string(config_.seed)},
-              {"task", config_.task == Task::regression ? "regression" : "classification"},
-              {"normalize", normalize_mode_name(config_.normalize)},
-              {"norm_scale", exact(config_.norm.scale)},
-              {"norm_shift", exact(config_.norm.shift)},
-              {"input_transform", config_.norm.per_feature() ? "per_feature" : "scalar"},
-              {"step", ""}};
-  // A regression loss other than the default is recorded (the default's absence keeps older files' bytes).
-  if (config_.task == Task::regression && config_.loss.kind != RegressionLoss::Kind::mse)
-    c.header["loss"] = config_.loss.str();
-  if (config_.reduction == Reduction::sum) c.header["reduction"] = reduction_name(config_.reduction);
+  // The settings from their table; beside them what the run derived: its task, input transform and step.
+  write_run_settings(config_, c);
+  c.header["model"] = config_.model;
+  c.header["ranks"] = std::to_string(state_.parallel.comm.size());  // for information: any divisor resumes
+  c.header["task"] = config_.task == Task::regression ? "regression" : "classification";
+  c.header["norm_scale"] = exact(config_.norm.scale);
+  c.header["norm_shift"] = exact(config_.norm.shift);
+  c.header["input_transform"] = config_.norm.per_feature() ? "per_feature" : "scalar";
   // Read back on the instance that trained (after its work), never through a fence of the whole device.
   std::int64_t step = 0;
   Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&step),
@@ -177,40 +150,13 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
 
 RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace const& space) {
   RunConfig config;
-  constexpr double tiny =
-      1.1754943508222875e-38;  // the smallest normal float: a "positive" field is at least this
-  constexpr double below_one = 0.99999999999999989;
   try {
     config.model = c.get("model");
-    auto& o = config.optimizer;
-    o.kind = OptimizerConfig::parse_kind(c.get("optimizer"));
-    o.lr = float(number(c, "lr", path, tiny, 1e6));
-    o.momentum = float(number(c, "momentum", path, 0, below_one));
-    o.nesterov = c.get("nesterov") == "1";
-    o.b1 = float(number(c, "b1", path, 0, below_one));
-    o.b2 = float(number(c, "b2", path, 0, below_one));
-    o.eps = float(number(c, "eps", path, tiny, 1));
-    o.weight_decay = float(number(c, "weight_decay", path, 0, 1e6));
-    o.clip_norm = float(number(c, "clip_norm", path, 0, 3.4e38));
-    o.schedule = Schedule::parse(c.get("schedule"));
-    config.batch = integer(c, "batch", path, 1, std::int64_t(1) << 40);
-    // Checkpoints before gradient accumulation did not record it: one micro-batch per update.
-    config.accumulate = c.has("accumulate") ? int(integer(c, "accumulate", path, 1, config.batch)) : 1;
-    config.seed = seed_of(c, path);
-    if (c.has("loss")) config.loss = RegressionLoss::parse(c.get("loss"), path + ": header field 'loss'");
-    if (c.has("reduction"))
-      config.reduction = parse_reduction(c.get("reduction"), path + ": header field 'reduction'");
-    // Version 1 did not record the mode; its scale and shift are what counts.
-    if (c.has("normalize")) {
-      try {
-        config.normalize = parse_normalize_mode(c.get("normalize"));
-      } catch (Error const&) {
-        throw Error(path + ": header field 'normalize' is '" + escaped(c.get("normalize")) +
-                    "', not standard, unit, none or recorded");
-      }
-    } else {
-      config.normalize = NormalizeMode::recorded;
-    }
+    read_run_settings(c, path, config);
+    KTR_REQUIRE(config.accumulate <= config.batch, path,
+                "header field 'accumulate' is " + std::to_string(config.accumulate) +
+                    ", more micro-batches than the batch's " + std::to_string(config.batch) + " samples");
+    if (!c.has("normalize")) config.normalize = NormalizeMode::recorded;  // version 1: scale and shift count
     config.norm.scale = float(number(c, "norm_scale", path));
     config.norm.shift = float(number(c, "norm_shift", path));
     KTR_REQUIRE(config.norm.scale != 0.0f, path, "header field 'norm_scale' is 0: every input would be the same");

@@ -42,9 +42,14 @@ Trainer::Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDa
       test_(std::move(test)),
       options_(std::move(options)),
       comm_(std::move(comm)) {
+  session_->state().parallel.layout = options_.layout;
   // Data smaller than a batch still serves online steps (step(), predict()); fit() refuses it.
-  if (train_.count >= session_->config().batch)
-    steps_per_epoch_ = ktr::steps_per_epoch(train_, session_->config().batch);
+  if (train_.count >= samples_per_update_here())
+    steps_per_epoch_ = ktr::steps_per_epoch(train_, samples_per_update_here());
+}
+
+std::int64_t Trainer::samples_per_update_here() const {
+  return options_.layout == DataLayout::sharded ? config().batch / comm_.size() : config().batch;
 }
 
 Trainer::Trainer(ExecSpace const& space, RunConfig config, DeviceDataset train, DeviceDataset test,
@@ -248,11 +253,13 @@ void Trainer::set_data(DeviceDataset train, DeviceDataset test) {
                 "the data's samples " + d->batch_shape(1).str() + " or targets do not match the model's (" +
                     model().input_shape(1).str() + ", " + std::to_string(model().output_width()) + " outputs)");
   }
-  KTR_REQUIRE(train.count >= config().batch, "ktr::Trainer::set_data",
-              "the training data holds " + std::to_string(train.count) + " samples, fewer than the batch (" +
-                  std::to_string(config().batch) + ")");
+  std::int64_t const need = samples_per_update_here();
+  KTR_REQUIRE(train.count >= need, "ktr::Trainer::set_data",
+              "the training data holds " + std::to_string(train.count) + " samples, fewer than " +
+                  (need == config().batch ? "the batch (" : "this rank's share of the batch (") +
+                  std::to_string(need) + ")");
   train_ = std::move(train), test_ = std::move(test);
-  steps_per_epoch_ = ktr::steps_per_epoch(train_, config().batch);
+  steps_per_epoch_ = ktr::steps_per_epoch(train_, need);
 }
 
 double Trainer::advance(ExecSpace const& space, std::int64_t steps, TrainerHooks& hooks) {
@@ -307,7 +314,7 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHook
   ScopedMatmulPrecision const precision(config().precision);  // the per-epoch evaluations' too
   RunConfig const& cfg = config();
   TrainState& state = session_->state();
-  if (steps_per_epoch_ == 0) (void)ktr::steps_per_epoch(train_, config().batch);  // refuses, naming both
+  if (steps_per_epoch_ == 0) (void)ktr::steps_per_epoch(train_, samples_per_update_here());  // refuses
   std::int64_t const spe = steps_per_epoch_, total = epochs * spe;
   KTR_REQUIRE(state.host_step() <= total, "ktr::Trainer::fit",
               std::to_string(epochs) + " epochs are " + std::to_string(total) +

@@ -27,6 +27,10 @@ struct TrainerOptions {
   bool evaluate = true;            ///< evaluate the held-out data after every epoch (rank 0), if there is any
   std::int64_t eval_batch = 1000;  ///< samples per evaluation batch
   bool capture = true;             ///< replay captured K-step programs where the backend can (else the plain loop)
+  /// replicated: every rank holds the whole training data and takes its rows of each update's batch; sharded:
+  /// each rank's data is its own shard (an online run's replay buffer), of which it draws batch / ranks per
+  /// update.
+  DataLayout layout = DataLayout::replicated;
 };
 
 /// One dispatch of K steps, as read back.
@@ -154,6 +158,8 @@ class Trainer {
   Session& session() { return *session_; }
   std::int64_t step() const { return session_->state().host_step(); }
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  /// Samples one rank's training data must hold for an update: the batch, or with sharded data its share.
+  std::int64_t samples_per_update_here() const;
   DeviceDataset const& train_data() const { return train_; }
   DeviceDataset const& test_data() const { return test_; }
   TrainerOptions const& options() const { return options_; }

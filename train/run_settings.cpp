@@ -1,0 +1,190 @@
+// The table of RunConfig's settings: see run_settings.hpp.
+#include "run_settings.hpp"
+
+#include "../backends/gemm.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+namespace ktr {
+
+namespace {
+
+using Type = RunSetting::Type;
+
+std::string exact(double v) {  // every digit: a header read back gives the same float
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// A row for a float field, reached by `field` (a generic lambda returning a reference to it).
+template <class Field>
+RunSetting number(char const* name, double lo, double hi, char const* help, Field field) {
+  RunSetting s{name, Type::number, lo, hi};
+  s.help = help;
+  s.get = [field](RunConfig const& c) { return exact(field(c)); };
+  s.set = [field](RunConfig& c, std::string const& t) { field(c) = float(std::strtod(t.c_str(), nullptr)); };
+  return s;
+}
+
+template <class Field>
+RunSetting integer(char const* name, double lo, double hi, char const* help, Field field) {
+  RunSetting s{name, Type::integer, lo, hi};
+  s.help = help;
+  s.get = [field](RunConfig const& c) { return std::to_string(field(c)); };
+  s.set = [field](RunConfig& c, std::string const& t) {
+    field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(std::strtoll(t.c_str(), nullptr, 10));
+  };
+  return s;
+}
+
+RunSetting word(char const* name, std::vector<std::string> words, char const* help,
+                std::function<std::string(RunConfig const&)> get,
+                std::function<void(RunConfig&, std::string const&)> set) {
+  RunSetting s{name, Type::word};
+  s.words = std::move(words), s.help = help, s.get = std::move(get), s.set = std::move(set);
+  return s;
+}
+
+RunSetting text(char const* name, char const* help, std::function<std::string(RunConfig const&)> get,
+                std::function<void(RunConfig&, std::string const&)> set) {
+  RunSetting s{name, Type::text};
+  s.help = help, s.get = std::move(get), s.set = std::move(set);
+  return s;
+}
+
+// The seed: any uint64 (a C++ caller may choose any; the YAML file and the command line stop at 2^63 - 1).
+void set_seed(RunConfig& c, std::string const& t) {
+  bool const digits = !t.empty() && t.size() <= 20 && t.find_first_not_of("0123456789") == std::string::npos;
+  errno = 0;
+  std::uint64_t const v = digits ? std::strtoull(t.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE) throw Error("'" + escaped(t) + "' is not an integer in [0, 2^64)");
+  c.seed = v;
+}
+
+std::vector<RunSetting> make_table() {
+  constexpr double below_one = 0.999999;
+  std::vector<RunSetting> t;
+  t.push_back(word(
+      "optimizer", {"sgd", "adam", "adamw"}, "sgd, adam or adamw",
+      [](RunConfig const& c) { return std::string(OptimizerConfig::kind_name(c.optimizer.kind)); },
+      [](RunConfig& c, std::string const& v) { c.optimizer.kind = OptimizerConfig::parse_kind(v); }));
+  t.push_back(number(
+      "lr", 1e-12, 1e6, "learning rate", [](auto& c) -> auto& { return c.optimizer.lr; }));
+  t.push_back(number(
+      "momentum", 0, below_one, "sgd momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }));
+  RunSetting nesterov{"nesterov", Type::boolean};
+  nesterov.help = "sgd with Nesterov momentum";
+  nesterov.get = [](RunConfig const& c) { return std::string(c.optimizer.nesterov ? "1" : "0"); };
+  nesterov.set = [](RunConfig& c, std::string const& v) {
+    c.optimizer.nesterov = RunSetting::boolean_value(v) == 1;
+  };
+  t.push_back(nesterov);
+  t.push_back(number(
+      "b1", 0, below_one, "adam's first-moment decay", [](auto& c) -> auto& { return c.optimizer.b1; }));
+  t.push_back(number(
+      "b2", 0, below_one, "adam's second-moment decay", [](auto& c) -> auto& { return c.optimizer.b2; }));
+  t.push_back(number(
+      "eps", 1e-30, 1, "adam's epsilon", [](auto& c) -> auto& { return c.optimizer.eps; }));
+  t.push_back(number(
+      "weight_decay", 0, 1e6, "adamw decoupled weight decay",
+      [](auto& c) -> auto& { return c.optimizer.weight_decay; }));
+  t.push_back(number(
+      "clip_norm", 0, 3.4e38, "clip gradients to this global norm (0: off)",
+      [](auto& c) -> auto& { return c.optimizer.clip_norm; }));
+  t.push_back(text(
+      "schedule",
+      "constant | warmup:W | cosine:D[:W[:alpha]] | step:N[:factor] | multistep:M1,M2,...[:factor] | "
+      "poly:T[:power] | linear:T[:start[:end]]",
+      [](RunConfig const& c) { return c.optimizer.schedule.str(); },
+      [](RunConfig& c, std::string const& v) { c.optimizer.schedule = Schedule::parse(v); }));
+  t.push_back(integer(
+      "batch", 1, double(1 << 24), "samples per optimiser update, over all ranks",
+      [](auto& c) -> auto& { return c.batch; }));
+  RunSetting accumulate = integer(
+      "accumulate", 1, double(1 << 20), "micro-batches whose mean gradient makes one update",
+      [](auto& c) -> auto& { return c.accumulate; });
+  accumulate.required = false;  // checkpoints before gradient accumulation: one micro-batch per update
+  t.push_back(accumulate);
+  t.push_back(text(
+      "seed", "initialisation and shuffling seed", [](RunConfig const& c) { return std::to_string(c.seed); },
+      set_seed));
+  RunSetting loss = text(
+      "loss", "regression loss: mse, l1, huber[:DELTA] or bce", [](RunConfig const& c) { return c.loss.str(); },
+      [](RunConfig& c, std::string const& v) { c.loss = RegressionLoss::parse(v); });
+  loss.omit_default = loss.required = false;
+  t.push_back(loss);
+  RunSetting reduction = word(
+      "reduction", {"mean", "sum"}, "mean or sum of the element losses",
+      [](RunConfig const& c) { return std::string(reduction_name(c.reduction)); },
+      [](RunConfig& c, std::string const& v) { c.reduction = parse_reduction(v); });
+  reduction.omit_default = reduction.required = false;
+  t.push_back(reduction);
+  RunSetting normalize = word(
+      "normalize", {"standard", "unit", "none", "recorded"},
+      "the input transform: fitted to the training data (standard), pixels to [0, 1] (unit), none, or recorded",
+      [](RunConfig const& c) { return std::string(normalize_mode_name(c.normalize)); },
+      [](RunConfig& c, std::string const& v) { c.normalize = parse_normalize_mode(v); });
+  normalize.required = false;  // version 1 did not record it (run_config then says `recorded`)
+  t.push_back(normalize);
+  RunSetting precision = word(
+      "precision", {"fp32", "tf32"}, "matmul arithmetic: fp32, or tf32 (CUDA tensor cores)",
+      [](RunConfig const& c) { return std::string(matmul_precision_name(c.precision)); },
+      [](RunConfig& c, std::string const& v) {
+        c.precision = v == "tf32" ? MatmulPrecision::tf32 : MatmulPrecision::fp32;
+      });
+  precision.recorded = false;  // a resumed run chooses its own
+  t.push_back(precision);
+  return t;
+}
+
+}  // namespace
+
+std::vector<RunSetting> const& run_settings() {
+  static std::vector<RunSetting> const table = make_table();
+  return table;
+}
+
+void set_run_setting(RunConfig& config, std::string const& name, std::string const& text) {
+  set_setting(run_settings(), config, name, text);
+}
+
+void write_run_settings(RunConfig const& config, Checkpoint& ckpt) {
+  RunConfig const defaults;
+  for (auto const& s : run_settings()) {
+    if (!s.recorded) continue;
+    std::string const value = s.get(config);
+    if (s.omit_default && value == s.get(defaults)) continue;
+    ckpt.header[s.name] = value;
+  }
+}
+
+void read_run_settings(Checkpoint const& ckpt, std::string const& path, RunConfig& config) {
+  for (auto const& s : run_settings()) {
+    if (!s.recorded) continue;
+    if (!ckpt.has(s.name)) {
+      if (!s.required) continue;
+      throw Error(path + ": header field '" + s.name + "' is missing");
+    }
+    std::string const text = ckpt.get(s.name);
+    std::string const why = s.check(text);
+    if (!why.empty()) throw Error(path + ": header field '" + s.name + "' is '" + escaped(text) + "': " + why);
+    s.set(config, text);
+  }
+}
+
+std::string describe_run_settings(RunConfig const& config, bool only_changed) {
+  RunConfig const defaults;
+  std::string out;
+  for (auto const& s : run_settings()) {
+    std::string value = s.get(config);
+    if (only_changed && value == s.get(defaults)) continue;
+    if (s.type == Type::number) value = RunSetting::shortest(std::strtod(value.c_str(), nullptr));
+    out += (out.empty() ? "" : ", ") + std::string(s.name) + " " + value;
+  }
+  return out;
+}
+
+}  // namespace ktr
