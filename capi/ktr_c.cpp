@@ -17,6 +17,7 @@
 #include "../train/interop.hpp"
 #include "../train/replay_buffer.hpp"
 #include "../train/run_directory.hpp"
+#include "../train/run_settings.hpp"
 #include "../train/runtime.hpp"
 #include "../train/safetensors.hpp"
 #include "api.hpp"
@@ -265,9 +266,11 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
       g_finalize_hook = true;
     }
     (void)Model::plan(e->cfg.run.model, 1);
-    if (e->cfg.general.verbose)
-      std::printf("ktr: model %s: %s from %s on %s\n", n.c_str(), e->cfg.run.model.c_str(), config_file,
-                  device_description().c_str());
+    if (e->cfg.general.verbose)  // every setting, from the settings tables
+      std::printf("ktr: model %s: %s from %s on %s\nktr: %s, loss %s\nktr: %s\n", n.c_str(),
+                  e->cfg.run.model.c_str(), config_file, device_description().c_str(),
+                  describe_run_settings(e->cfg.run).c_str(), e->cfg.loss.str().c_str(),
+                  describe_settings(general_settings(), e->cfg.general).c_str());
     e->comm = comm;
     g_models[n] = std::move(e);
   });

@@ -94,18 +94,23 @@ class Reader {
              true);
     };
   }
-  /// A key that is a row of the run's settings table (train/run_settings.hpp): its type, range and values.
-  /// `lowercase`: the value is read case-blind (TorchFort's `Adam`).
-  Handler setting(RunConfig& run, char const* name, bool lowercase = false) const {
-    return [this, &run, name, lowercase](YAML::Node const& n, std::string const& key) {
+  /// A key that is a row of a settings table (core/settings.hpp): its type, range and values. `lowercase`: the
+  /// value is read case-blind (TorchFort's `Adam`).
+  template <class Config>
+  Handler setting(std::vector<Setting<Config>> const& table, Config& config, char const* name,
+                  bool lowercase = false) const {
+    Setting<Config> const& s = setting_named(table, name);
+    return [this, &config, &s, lowercase](YAML::Node const& n, std::string const& key) {
       std::string t = text(n, key);
       if (lowercase)
         for (char& ch : t) ch = char(std::tolower(static_cast<unsigned char>(ch)));
-      RunSetting const& s = setting_named(run_settings(), name);
       std::string const why = s.check(t);
       if (!why.empty()) fail(n, key, why);
-      s.set(run, t);
+      s.set(config, t);
     };
+  }
+  Handler setting(RunConfig& run, char const* name, bool lowercase = false) const {
+    return setting(run_settings(), run, name, lowercase);
   }
   Handler ignored() const {
     return [](YAML::Node const&, std::string const&) {};
@@ -172,36 +177,19 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
   r.section(
       n, k,
       {
-          {"report_frequency",
-           [&](auto const& v, auto const& key) {
-             c.general.report_frequency = int(r.integer(v, key, 0, 1 << 30));
-           }},
-          {"verbose", [&](auto const& v, auto const& key) { c.general.verbose = r.boolean(v, key); }},
-          {"enable_graphs", [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
-          {"enable_cuda_graphs",
-           [&](auto const& v, auto const& key) { c.general.enable_graphs = r.boolean(v, key); }},
-          {"steps_per_dispatch",
-           [&](auto const& v, auto const& key) {
-             c.general.steps_per_dispatch = int(r.integer(v, key, 1, 4096));
-           }},
+          {"report_frequency", r.setting(general_settings(), c.general, "report_frequency")},
+          {"verbose", r.setting(general_settings(), c.general, "verbose")},
+          {"enable_graphs", r.setting(general_settings(), c.general, "enable_graphs")},
+          {"enable_cuda_graphs", r.setting(general_settings(), c.general, "enable_graphs")},  // TorchFort's name
+          {"steps_per_dispatch", r.setting(general_settings(), c.general, "steps_per_dispatch")},
           {"batch_size",  // the run's batch: samples per update over all ranks and accumulation steps
            [&](auto const& v, auto const& key) {
              r.setting(c.run, "batch")(v, key);
              c.general.batch_size = c.run.batch;
            }},
-          {"buffer_size",
-           [&](auto const& v, auto const& key) { c.general.buffer_size = r.integer(v, key, 1, kMaxCount); }},
+          {"buffer_size", r.setting(general_settings(), c.general, "buffer_size")},
           {"seed", r.setting(c.run, "seed")},
-          {"normalize",
-           [&](auto const& v, auto const& key) {
-             std::string const m = r.text(v, key);
-             if (m == "none")
-               c.general.normalize = NormalizeMode::none;
-             else if (m == "standard")
-               c.general.normalize = NormalizeMode::standard;
-             else
-               r.fail(v, key, "'" + escaped(m) + "' must be none or standard");
-           }},
+          {"normalize", r.setting(general_settings(), c.general, "normalize")},
           {"enable_wandb_hook", r.only_default(0)},
       });
 }
@@ -524,6 +512,48 @@ FileConfig parse_config_checked(std::string const& yaml, std::string const& path
 }
 
 }  // namespace
+
+std::vector<Setting<GeneralConfig>> const& general_settings() {
+  using S = Setting<GeneralConfig>;
+  using T = S::Type;
+  auto integer = [](char const* name, double lo, double hi, char const* help, auto field) {
+    S s{name, T::integer, lo, hi};
+    s.help = help, s.recorded = false;
+    s.get = [field](GeneralConfig const& g) { return std::to_string(g.*field); };
+    s.set = [field](GeneralConfig& g, std::string const& t) {
+      g.*field = static_cast<std::remove_reference_t<decltype(g.*field)>>(std::strtoll(t.c_str(), nullptr, 10));
+    };
+    return s;
+  };
+  auto boolean = [](char const* name, char const* help, bool GeneralConfig::*field) {
+    S s{name, T::boolean};
+    s.help = help, s.recorded = false;
+    s.get = [field](GeneralConfig const& g) { return std::string(g.*field ? "true" : "false"); };
+    s.set = [field](GeneralConfig& g, std::string const& t) { g.*field = S::boolean_value(t) == 1; };
+    return s;
+  };
+  static std::vector<S> const table = [&] {
+    std::vector<S> t;
+    t.push_back(integer("report_frequency", 0, double(1 << 30), "steps between loss reports on stdout (0: none)",
+                        &GeneralConfig::report_frequency));
+    t.push_back(boolean("verbose", "print the configuration when a model is created", &GeneralConfig::verbose));
+    t.push_back(boolean("enable_graphs", "replay captured K-step programs where the backend can",
+                        &GeneralConfig::enable_graphs));
+    t.push_back(integer("steps_per_dispatch", 1, 4096, "optimiser steps per dispatch of ktr_train_steps",
+                        &GeneralConfig::steps_per_dispatch));
+    t.push_back(integer("buffer_size", 0, double(kMaxCount),
+                        "each rank's replay buffer capacity in samples (0: none)", &GeneralConfig::buffer_size));
+    S normalize{"normalize", T::word};
+    normalize.words = {"none", "standard"};
+    normalize.help = "standard: fitted on the first batch; none: inputs as given";
+    normalize.recorded = false;
+    normalize.get = [](GeneralConfig const& g) { return std::string(normalize_mode_name(g.normalize)); };
+    normalize.set = [](GeneralConfig& g, std::string const& v) { g.normalize = parse_normalize_mode(v); };
+    t.push_back(normalize);
+    return t;
+  }();
+  return table;
+}
 
 std::string read_config_text(std::string const& path) {
   struct stat st {};

@@ -18,11 +18,13 @@
 // ktr::ConfigError naming the file, the line and the key.
 #pragma once
 
+#include "../core/settings.hpp"
 #include "../train/session.hpp"
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ktr {
 
@@ -49,6 +51,10 @@ struct GeneralConfig {
   std::int64_t buffer_size = 0;                   ///< each rank's replay buffer capacity in samples (0: no buffer)
   NormalizeMode normalize = NormalizeMode::none;  ///< standard: fitted on the first batch (or the buffer)
 };
+
+/// GeneralConfig's settings table (core/settings.hpp): report_frequency, verbose, enable_graphs,
+/// steps_per_dispatch, buffer_size, normalize (batch_size and seed are the run's: train/run_settings.hpp).
+std::vector<Setting<GeneralConfig>> const& general_settings();
 
 /// Everything a configuration file says.
 struct FileConfig {

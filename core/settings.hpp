@@ -103,4 +103,21 @@ void set_setting(std::vector<Setting<Config>> const& table, Config& config, std:
   s.set(config, text);
 }
 
+/// "name value, name value, ...": every row of `table`, or only those that differ from Config{}'s.
+template <class Config>
+std::string describe_settings(std::vector<Setting<Config>> const& table, Config const& config,
+                              bool only_changed = false) {
+  Config const defaults{};
+  std::string out;
+  for (auto const& s : table) {
+    std::string value = s.get(config);
+    if (only_changed && value == s.get(defaults)) continue;
+    double v = 0;
+    if (s.type == Setting<Config>::Type::number && parse_number(value, -1e300, 1e300, v))
+      value = Setting<Config>::shortest(v);
+    out += (out.empty() ? "" : ", ") + std::string(s.name) + " " + value;
+  }
+  return out;
+}
+
 }  // namespace ktr

@@ -114,13 +114,13 @@ std::vector<RunSetting> make_table() {
   RunSetting loss = text(
       "loss", "regression loss: mse, l1, huber[:DELTA] or bce", [](RunConfig const& c) { return c.loss.str(); },
       [](RunConfig& c, std::string const& v) { c.loss = RegressionLoss::parse(v); });
-  loss.omit_default = loss.required = false;
+  loss.omit_default = true, loss.required = false;
   t.push_back(loss);
   RunSetting reduction = word(
       "reduction", {"mean", "sum"}, "mean or sum of the element losses",
       [](RunConfig const& c) { return std::string(reduction_name(c.reduction)); },
       [](RunConfig& c, std::string const& v) { c.reduction = parse_reduction(v); });
-  reduction.omit_default = reduction.required = false;
+  reduction.omit_default = true, reduction.required = false;
   t.push_back(reduction);
   RunSetting normalize = word(
       "normalize", {"standard", "unit", "none", "recorded"},
@@ -176,15 +176,7 @@ void read_run_settings(Checkpoint const& ckpt, std::string const& path, RunConfi
 }
 
 std::string describe_run_settings(RunConfig const& config, bool only_changed) {
-  RunConfig const defaults;
-  std::string out;
-  for (auto const& s : run_settings()) {
-    std::string value = s.get(config);
-    if (only_changed && value == s.get(defaults)) continue;
-    if (s.type == Type::number) value = RunSetting::shortest(std::strtod(value.c_str(), nullptr));
-    out += (out.empty() ? "" : ", ") + std::string(s.name) + " " + value;
-  }
-  return out;
+  return describe_settings(run_settings(), config, only_changed);
 }
 
 }  // namespace ktr
