@@ -10,7 +10,7 @@ install(TARGETS ktr EXPORT ktrTargets
 # ops, checked arithmetic, strict number parsing and output-path checks. scripts/check-layers.sh verifies that no
 # installed header includes one of them.
 set(ktr_INTERNAL_HEADERS tools_counter.hpp kernel_timer.hpp region.hpp pack.hpp conv_direct.hpp dense_narrow.hpp
-    permutation.hpp ops.hpp checked.hpp parse.hpp file.hpp)
+    permutation.hpp ops.hpp checked.hpp file.hpp)
 set(ktr_internal_patterns)
 foreach(h IN LISTS ktr_INTERNAL_HEADERS)
   list(APPEND ktr_internal_patterns PATTERN ${h} EXCLUDE)

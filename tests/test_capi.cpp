@@ -624,6 +624,47 @@ TEST(CApi, LoadedWeightsBringTheirInputTransform) {
   for (char const* n : {"wa", "wb", "wc"}) EXPECT_EQ(ktr_destroy_model(n), KTR_RESULT_SUCCESS);
 }
 
+// Defect 10 (NaN weights saved with success): a model driven toward overflow (adamw at lr 1e6 and weight decay
+// 1e6, steps with no read-back, a NaN batch among them) saves only weights that load back, or refuses and writes
+// nothing; a file is never half-written or non-finite.
+TEST(CApi, AModelDrivenTowardOverflowSavesOnlyFiniteWeights) {
+  std::string const cfg =
+      write_file("capi_overflow.yaml",
+                 "general: {seed: 3}\nmodel: {type: mlp, parameters: {layer_sizes: [3, 32, 32, 1]}}\n"
+                 "optimizer: {type: adamw, parameters: {learning_rate: 1e6, weight_decay: 1e6}}\n");
+  ASSERT_EQ(ktr_create_model("blow", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_create_model("fresh", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface s(32, 21);
+  int64_t const xs[2] = {32, 3}, ys[2] = {32, 1};
+  float loss = 0;
+  ASSERT_EQ(ktr_train("fresh", s.x.data(), 2, xs, KTR_FLOAT, s.y.data(), 2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_train("blow", s.x.data(), 2, xs, KTR_FLOAT, s.y.data(), 2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_SUCCESS);
+  Surface poisoned = s;
+  poisoned.x[7] = std::numeric_limits<float>::quiet_NaN();
+  for (int i = 0; i < 12; ++i) {  // no read-back: each call only enqueues its step
+    Surface& batch = i == 5 ? poisoned : s;
+    (void)ktr_train("blow", batch.x.data(), 2, xs, KTR_FLOAT, batch.y.data(), 2, ys, KTR_FLOAT, nullptr, nullptr);
+  }
+  std::string const file = ::testing::TempDir() + "capi_overflow.safetensors";
+  std::remove(file.c_str());
+  ktr_result_t const saved = ktr_save_model("blow", file.c_str());
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (saved == KTR_RESULT_SUCCESS) {
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+    EXPECT_EQ(ktr_load_model("fresh", file.c_str()), KTR_RESULT_SUCCESS)
+        << "a saved file is refused on load: " << last_error();
+  } else {
+    EXPECT_NE(last_error().find("not finite"), std::string::npos) << last_error();
+    EXPECT_EQ(f, nullptr) << "a refused save wrote a file";
+    if (f) std::fclose(f);
+  }
+  std::remove(file.c_str());
+  for (char const* n : {"blow", "fresh"}) EXPECT_EQ(ktr_destroy_model(n), KTR_RESULT_SUCCESS);
+}
+
 // Numbers that would wrap: a 64-bit label beyond int32, and shapes whose product overflows.
 TEST(CApi, LabelsAndShapesThatWouldWrapAreRefused) {
   std::string const cfg = write_file(

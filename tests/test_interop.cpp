@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 namespace {
 
@@ -67,6 +68,27 @@ TEST(Safetensors, ExportImportRoundTripsEveryParameterAndTheTransform) {
             std::string::npos);
   std::remove(notes.c_str());
   std::remove(path.c_str());
+}
+
+// Nothing non-finite is exported (ktr_save_model's defect: NaN weights written and success returned): a NaN or
+// infinite parameter is refused by the library, for every door, before a file is written.
+TEST(Safetensors, NonFiniteWeightsAreNeverExported) {
+  ktr::Model const model("in=3 dense:2", 1);
+  model.init(ktr::ExecSpace(), 1);
+  ktr::RunConfig cfg;
+  cfg.model = model.description();
+  std::vector<float> params = ktr::download(model.arena().params());
+  std::string const path = ::testing::TempDir() + "ktr_nonfinite.safetensors";
+  std::remove(path.c_str());
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    params[4] = bad;
+    std::string const error =
+        error_of([&] { ktr::write_safetensors(path, ktr::export_weights(model, params, cfg)); });
+    EXPECT_NE(error.find("parameter 4 is not finite: nothing non-finite is exported"), std::string::npos) << error;
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    EXPECT_EQ(f, nullptr) << "a file was written";
+    if (f) std::fclose(f);
+  }
 }
 
 // The layer registry's parameters travel under Flax's names too: LayerNorm scales start at one, so a mix-up with a

@@ -59,6 +59,13 @@ SafeTensors export_weights(Model const& model, std::vector<float> const& params,
   Arena const& arena = model.arena();
   KTR_REQUIRE(std::int64_t(params.size()) == arena.size(), "ktr::export_weights",
               "parameters do not fit the model");
+  auto refuse_non_finite = [](std::vector<float> const& values, char const* what) {
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        throw DivergenceError(std::string("ktr::export_weights: ") + what + " " + std::to_string(i) +
+                              " is not finite: nothing non-finite is exported");
+  };
+  refuse_non_finite(params, "parameter");
   SafeTensors st;
   for (std::size_t i = 0; i < arena.count(); ++i) {
     SafeTensor t;
@@ -81,6 +88,7 @@ SafeTensors export_weights(Model const& model, std::vector<float> const& params,
       SafeTensor t;
       t.shape = sample;
       t.values = download(view);
+      refuse_non_finite(t.values, "input transform value");
       st.tensors[name] = std::move(t);
     }
   }

@@ -16,6 +16,8 @@
 namespace ktr {
 
 /// The safetensors form of a model's parameters (`params`: the host copy of its arena) and its input transform.
+/// Refuses (ktr::DivergenceError) parameters or a transform that are not finite: nothing non-finite is exported,
+/// by the CLI, the C API or a caller.
 SafeTensors export_weights(Model const& model, std::vector<float> const& params, RunConfig const& config);
 
 /// Fills `params` (the host copy of `model`'s arena, padding zero) from Flax-named tensors, refusing a missing or
