@@ -2,6 +2,7 @@
 #include "device_info.hpp"
 
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 #include "../core/types.hpp"
 
 #include <cstdio>
@@ -90,14 +91,7 @@ std::int64_t device_memory_available() {
   std::size_t free_bytes = 0, total = 0;
   return hipMemGetInfo(&free_bytes, &total) == hipSuccess ? std::int64_t(free_bytes) : -1;
 #else
-  std::FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return -1;
-  char line[256];
-  long long kib = -1;
-  while (std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
-  std::fclose(f);
-  return kib < 0 ? -1 : std::int64_t(kib) * 1024;
+  return host_memory_available();
 #endif
 }
 

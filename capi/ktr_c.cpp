@@ -255,6 +255,9 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     e->config_text = read_config_text(config_file);
     e->cfg = parse_config(e->config_text, config_file);
     check_for_ranks(e->cfg, comm.size());
+    RunConfig sized = e->cfg.run;  // the batch general.batch_size gives, or one sample per rank
+    if (e->cfg.general.batch_size == 0) sized.batch = comm.size(), sized.accumulate = 1;
+    check_fits_in_memory(sized, comm.size(), e->cfg.path + ": model");
     if (!g_finalize_hook) {  // an application that finalises Kokkos itself: the models' views go first
       Kokkos::push_finalize_hook([] {
         // On ktr's worker (ktr_finalize) the calling thread holds g_mutex for it; else the application finalises.
@@ -265,7 +268,6 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
       });
       g_finalize_hook = true;
     }
-    (void)Model::plan(e->cfg.run.model, 1);
     if (e->cfg.general.verbose)  // every setting, from the settings tables
       std::printf("ktr: model %s: %s from %s on %s\nktr: %s, loss %s\nktr: %s\n", n.c_str(),
                   e->cfg.run.model.c_str(), config_file, device_description().c_str(),

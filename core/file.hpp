@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -17,11 +18,28 @@
 
 namespace ktr {
 
-/// The bytes of the regular file at `path`; throws ktr::Error("<path>: <reason>") otherwise.
+/// Bytes of host memory available now (MemAvailable in /proc/meminfo); -1 if unknown.
+inline std::int64_t host_memory_available() {
+  std::FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kib = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %lld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib < 0 ? -1 : std::int64_t(kib) * 1024;
+}
+
+/// The bytes of the regular file at `path`; throws ktr::Error("<path>: <reason>") otherwise, and for a file larger
+/// than the host memory available (a sparse file of terabytes is refused by name, before a byte is read).
 inline std::string read_regular_file(std::string const& path) {
   struct stat st {};
   KTR_REQUIRE(::stat(path.c_str(), &st) == 0, path, std::string("cannot open (") + std::strerror(errno) + ")");
   KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
+  std::int64_t const room = host_memory_available();
+  KTR_REQUIRE(room < 0 || std::int64_t(st.st_size) <= room, path,
+              std::to_string(std::int64_t(st.st_size)) + " bytes, more than the host memory available (" +
+                  std::to_string(room) + ")");
   std::ifstream in(path, std::ios::binary);
   KTR_REQUIRE(in.good(), path, std::string("cannot open (") + std::strerror(errno) + ")");
   std::string bytes(std::size_t(st.st_size), '\0');

@@ -665,6 +665,18 @@ TEST(CApi, AModelDrivenTowardOverflowSavesOnlyFiniteWeights) {
   for (char const* n : {"blow", "fresh"}) EXPECT_EQ(ktr_destroy_model(n), KTR_RESULT_SUCCESS);
 }
 
+// Absurd sizes from a configuration file: a model of a terabyte is refused when it is created, naming the file,
+// not by a failed allocation at its first batch.
+TEST(CApi, AModelLargerThanTheMemoryIsRefusedWhenCreated) {
+  std::string const cfg = write_file(
+      "capi_huge.yaml", "model: {type: mlp, parameters: {layer_sizes: [3, 300000, 300000, 1]}}\n");  // 1.3 TiB
+  EXPECT_EQ(ktr_create_model("huge", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find(cfg + ": model: the model 'in=3 dense:300000:relu"), std::string::npos)
+      << last_error();
+  EXPECT_NE(last_error().find("GiB of device memory"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_destroy_model("huge"), KTR_RESULT_INVALID_USAGE) << "a refused model was kept";
+}
+
 // Numbers that would wrap: a 64-bit label beyond int32, and shapes whose product overflows.
 TEST(CApi, LabelsAndShapesThatWouldWrapAreRefused) {
   std::string const cfg = write_file(

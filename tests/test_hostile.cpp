@@ -4,9 +4,12 @@
 #include <ktr/core/error.hpp>
 #include <ktr/core/file.hpp>
 #include <ktr/core/parse.hpp>
+#include <ktr/data/npy.hpp>
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/interop.hpp>
+#include <ktr/train/run_directory.hpp>
 #include <ktr/train/runtime.hpp>
+#include <ktr/train/safetensors.hpp>
 #include <ktr/train/session.hpp>
 
 #include "helpers.hpp"
@@ -17,7 +20,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
+#include <string>
+
+#include <zlib.h>
 
 namespace {
 
@@ -205,6 +212,50 @@ TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
   std::remove(fine.c_str());
   EXPECT_EQ(error_of([&] { ktr::check_checkpoint_output(fine, "--checkpoint"); }), "(no error)");
   EXPECT_FALSE(exists(fine)) << "the check left a file behind";
+}
+
+// A sparse file of 2 TiB, written as `head` and then a hole; false where the file system cannot hold one.
+bool sparse_file(std::string const& path, std::string const& head) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  std::fwrite(head.data(), 1, head.size(), f);
+  std::fclose(f);
+  return ::truncate(path.c_str(), std::int64_t(1) << 41) == 0;
+}
+
+// Files of terabytes (sparse: nothing on disk) are refused by name, before a byte is allocated: an .npy, a
+// safetensors, a checkpoint with ktr's magic, a config file, and a run directory whose manifest lists one.
+TEST(Hostile, FilesLargerThanTheMemoryAreRefusedBeforeAllocating) {
+  std::string const big = temp_path("sparse.bin");
+  if (!sparse_file(big, "KTRCKPT1")) GTEST_SKIP() << "this file system holds no sparse file of 2 TiB";
+  for (auto const& [what, read] : std::vector<std::pair<char const*, std::function<void()>>>{
+           {"npy", [&] { ktr::read_npy(big); }},
+           {"safetensors", [&] { ktr::read_safetensors(big); }},
+           {"checkpoint", [&] { ktr::read_checkpoint(big); }}}) {
+    std::string const error = error_of(read);
+    EXPECT_NE(error.find(big + ": 2199023255552 bytes, more than the host memory available"), std::string::npos)
+        << what << ": " << error;
+  }
+  std::string const dir = temp_path("sparse_dir");
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir '" + dir + "'").c_str()), 0);
+  std::string const yaml = "model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n";
+  std::FILE* f = std::fopen((dir + "/config.yaml").c_str(), "wb");
+  std::fwrite(yaml.data(), 1, yaml.size(), f);
+  std::fclose(f);
+  ASSERT_TRUE(sparse_file(dir + "/model.ckpt", "KTRCKPT1"));
+  ASSERT_TRUE(sparse_file(dir + "/state.bin", "KTRCKPT1"));
+  unsigned long const crc = ::crc32(0L, reinterpret_cast<Bytef const*>(yaml.data()), uInt(yaml.size()));
+  f = std::fopen((dir + "/ktr-manifest").c_str(), "wb");
+  std::fprintf(f,
+               "ktr-run-directory 1\nconfig.yaml %zu %lu\nmodel.ckpt 2199023255552 0\nstate.bin 2199023255552 0\n",
+               yaml.size(), crc);
+  std::fclose(f);
+  std::string const error = error_of([&] { ktr::read_run_directory(dir); });
+  EXPECT_NE(error.find(dir + "/model.ckpt: 2199023255552 bytes, more than the host memory available"),
+            std::string::npos)
+      << error;
+  ASSERT_EQ(std::system(("rm -rf '" + dir + "'").c_str()), 0);
+  std::remove(big.c_str());
 }
 
 TEST(Hostile, HostThreadLimitIsKokkossOwn) {

@@ -183,6 +183,10 @@ Checkpoint read_checkpoint(std::string const& path) {
   KTR_REQUIRE(got == ssize_t(sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0, path,
               "not a ktr checkpoint (bad magic)");
   KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
+  std::int64_t const room = host_memory_available();
+  KTR_REQUIRE(room < 0 || std::int64_t(st.st_size) <= room, path,
+              std::to_string(std::int64_t(st.st_size)) + " bytes, more than the host memory available (" +
+                  std::to_string(room) + ")");
   // Read exactly the file's size: every later size is checked against these bytes.
   std::string data(head, sizeof head);
   data.resize(std::size_t(st.st_size) > data.size() ? std::size_t(st.st_size) : data.size());

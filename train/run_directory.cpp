@@ -187,7 +187,10 @@ RunDirectory read_run_directory(std::string const& dir) {
   std::map<std::string, std::string> bytes;
   for (auto const& [name, entry] : listed) {
     std::string const path = dir + "/" + name;
-    bytes[name] = read_regular_file(path);
+    struct stat st {};
+    KTR_REQUIRE(::lstat(path.c_str(), &st) == 0 && std::int64_t(st.st_size) == entry.size, path,
+                "is missing or not the size the manifest lists: refusing the directory");
+    bytes[name] = read_regular_file(path);  // at most the host memory available
     KTR_REQUIRE(std::int64_t(bytes[name].size()) == entry.size && crc_of(bytes[name]) == entry.crc, path,
                 "does not match the manifest (a save was cut short, or the file changed): refusing the directory");
   }

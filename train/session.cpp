@@ -1,6 +1,7 @@
 // Session construction, checkpoint save and restore.
 #include "session.hpp"
 
+#include "../backends/device_info.hpp"
 #include "../backends/region.hpp"
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
@@ -61,7 +62,25 @@ bool all_finite(std::vector<float> const& values) {
   return true;
 }
 
+RunConfig const& fitting_in_memory(RunConfig const& config, int ranks) {
+  check_fits_in_memory(config, ranks);
+  return config;
+}
+
 }  // namespace
+
+void check_fits_in_memory(RunConfig const& config, int ranks, std::string const& what) {
+  std::int64_t const micro = micro_batch(config, ranks) > 0 ? micro_batch(config, ranks) : config.batch;
+  std::int64_t const need = run_device_bytes(config, Model::plan(config.model, micro), ranks);
+  std::int64_t const have = device_memory_available();
+  if (have >= 0 && need > have) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%.2f GiB of device memory, %.2f GiB are free", need / 1073741824.0,
+                  have / 1073741824.0);
+    throw Error(what + ": the model '" + config.model + "' with a batch of " + std::to_string(config.batch) +
+                " needs " + buf);
+  }
+}
 
 std::vector<float> download(DeviceView<float*> const& v) { return download(ExecSpace(), v); }
 
@@ -83,7 +102,7 @@ Session::Session(RunConfig const& config, int max_k, Communicator const& comm)
 }
 
 Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Communicator const& comm)
-    : config_(config),
+    : config_(fitting_in_memory(config, comm.size())),
       // sized for the micro-batch (TrainState reports a batch that does not divide)
       model_(space, config.model,
              micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),

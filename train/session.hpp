@@ -99,6 +99,11 @@ Predictor predictor_for(ExecSpace const& space, TrainedModel const& model, std::
 /// the micro-batch); checked arithmetic.
 std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, int ranks = 1);
 
+/// Refuses (ktr::Error) a run whose model, optimiser state and workspace on one of `ranks` ranks
+/// (run_device_bytes) exceed the device memory free now: a model of hundreds of GiB is refused by name, not by a
+/// failed allocation. Every Session checks it. The message starts with `what`.
+void check_fits_in_memory(RunConfig const& config, int ranks = 1, std::string const& what = "ktr::Session");
+
 /// Samples of one rank's micro-batch: config.batch / (ranks * config.accumulate), or 0 if that is not whole.
 std::int64_t micro_batch(RunConfig const& config, int ranks);
 
