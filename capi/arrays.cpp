@@ -127,8 +127,8 @@ void check_features(Array const& x, Shape const& sample, char const* what) {
   KTR_REQUIRE(x.dtype == KTR_FLOAT || x.dtype == KTR_DOUBLE, what,
               std::string("must be KTR_FLOAT or KTR_DOUBLE, not ") + dtype_name(x.dtype));
   KTR_REQUIRE(x.sample_size() == sample.size(), what,
-              "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() + " (" +
-                  std::to_string(sample.size()) + ")");
+              "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() +
+                  (sample.rank > 1 ? " (" + std::to_string(sample.size()) + ")" : std::string()));
 }
 
 // 64-bit class labels fit the int32 the model reads (4294967297 would wrap to 1): one pass, read back.

@@ -14,6 +14,7 @@
 #include "../backends/region.hpp"
 #include "../config/yaml_config.hpp"
 #include "../core/file.hpp"
+#include "../core/parse.hpp"
 #include "../train/interop.hpp"
 #include "../train/replay_buffer.hpp"
 #include "../train/run_directory.hpp"
@@ -216,6 +217,9 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   bool const labels = first.task() == Task::classification;
   std::string const mismatch = e.cfg.loss.mismatch(labels);
   if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
+  KTR_REQUIRE(!labels || plan.output_width >= 2, "label",
+              "integer class labels need a model of at least 2 outputs (one per class); the model has " +
+                  std::to_string(plan.output_width) + ": give its targets as KTR_FLOAT or KTR_DOUBLE values");
   // The first batch is checked before anything is fitted on it or made from it.
   if (!labels)
     KTR_REQUIRE(first.target_width() == plan.output_width, "label",
@@ -506,10 +510,12 @@ ktr_result_t ktr_load_model(char const* name, char const* file) {
                 "has not seen a batch yet, so its task is unknown: ktr_train or ktr_push once first, or "
                 "ktr_load_checkpoint");
     Trainer& t = *e.trainer;
-    ImportedWeights const w = import_weights(t.model(), read_safetensors(file), file);
+    SafeTensors const st = read_safetensors(file);
     char const* const task = t.config().task == Task::regression ? "regression" : "classification";
-    KTR_REQUIRE(w.task.empty() || w.task == task, file,
-                "holds a " + w.task + " model, '" + std::string(name) + "' is a " + task);
+    auto const recorded = st.metadata.find("ktr.task");  // the task first: a classifier's shapes differ anyway
+    KTR_REQUIRE(recorded == st.metadata.end() || recorded->second == task, file,
+                "holds a " + escaped(recorded->second) + " model, '" + std::string(name) + "' is a " + task);
+    ImportedWeights const w = import_weights(t.model(), st, file);
     t.set_weights(ExecSpace(), w.params, w.has_transform ? &w.norm : nullptr, file);
   });
 }

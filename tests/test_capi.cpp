@@ -611,7 +611,7 @@ TEST(CApi, LoadedWeightsBringTheirInputTransform) {
   for (std::size_t i = 0; i < pa.size(); ++i) EXPECT_NEAR(pa[i], pb[i], 1e-5f) << i;
   std::string const classes =
       write_file("capi_weights_cls.yaml",
-                 "general:\n  seed: 3\nmodel:\n  type: mlp\n  parameters:\n    layer_sizes: [3, 32, 32, 1]\n");
+                 "general:\n  seed: 3\nmodel:\n  type: mlp\n  parameters:\n    layer_sizes: [3, 32, 32, 2]\n");
   ASSERT_EQ(ktr_create_model("wc", classes.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
   std::vector<int32_t> labels(64, 0);
   int64_t const ls[1] = {64};
@@ -675,6 +675,25 @@ TEST(CApi, AModelLargerThanTheMemoryIsRefusedWhenCreated) {
       << last_error();
   EXPECT_NE(last_error().find("GiB of device memory"), std::string::npos) << last_error();
   EXPECT_EQ(ktr_destroy_model("huge"), KTR_RESULT_INVALID_USAGE) << "a refused model was kept";
+}
+
+// Class labels for a model of one output would make a classifier of one class (loss 0 for ever, and the model
+// stuck as a classifier): refused, and the model then trains on float targets.
+TEST(CApi, LabelsForAModelOfOneOutputAreRefusedAndFloatsTrainIt) {
+  std::string const cfg = write_file("capi_one.yaml", config());
+  ASSERT_EQ(ktr_create_model("one", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS);
+  Surface s(16, 22);
+  std::vector<int32_t> labels(16, 0);
+  int64_t const xs[2] = {16, 3}, ys[2] = {16, 1};
+  float loss = 0;
+  EXPECT_EQ(ktr_train("one", s.x.data(), 2, xs, KTR_FLOAT, labels.data(), 2, ys, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("need a model of at least 2 outputs"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_train("one", s.x.data(), 2, xs, KTR_FLOAT, s.y.data(), 2, ys, KTR_FLOAT, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_GT(loss, 0.0f);
+  EXPECT_EQ(ktr_destroy_model("one"), KTR_RESULT_SUCCESS);
 }
 
 // Numbers that would wrap: a 64-bit label beyond int32, and shapes whose product overflows.
