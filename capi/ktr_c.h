@@ -58,8 +58,9 @@ ktr_result_t ktr_create_model(const char* name, const char* config_file, int dev
  * KTR_RESULT_NOT_SUPPORTED): every rank creates the model and hands ktr_train its own batch; each update averages
  * the ranks' gradients, and every rank holds the same model. general.batch_size is the samples of an update over
  * all ranks (and accumulation steps), as ktr train's batch: each rank's batch, or its draw from its own replay
- * buffer, is batch_size / ranks; a batch_size that does not split so is refused here. `comm` in the _F form is a Fortran communicator
- * (MPI_Fint, what MPI_Comm_c2f returns). The MPI_Comm form is declared where <mpi.h> was included first. */
+ * buffer, is batch_size / ranks; a batch_size that does not split so is refused here. `comm` in the _F form is a
+ * Fortran communicator (MPI_Fint, what MPI_Comm_c2f returns). The MPI_Comm form is declared where <mpi.h> was
+ * included first. */
 ktr_result_t ktr_create_distributed_model_F(const char* name, const char* config_file, int comm, int device);
 #if defined(MPI_VERSION)
 ktr_result_t ktr_create_distributed_model(const char* name, const char* config_file, MPI_Comm comm, int device);
