@@ -121,7 +121,6 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
 void Session::save(ExecSpace const& space, std::string const& path) const {
   Region const region("ktr::Session::save");
   Checkpoint c;
-  auto const& o = config_.optimizer;
   // The settings from their table; beside them what the run derived: its task, input transform and step.
   write_run_settings(config_, c);
   c.header["model"] = config_.model;
