@@ -68,19 +68,19 @@ class Reader {
       fail(n, key, "'" + escaped(t) + "' is not a number in [" + fmt(lo) + ", " + fmt(hi) + "]");
     return v;
   }
+  /// An integer in [lo, hi], also written as a number with no fraction (TorchFort's `T_max: 1e5`).
   std::int64_t integer(YAML::Node const& n, std::string const& key, std::int64_t lo, std::int64_t hi) const {
     std::int64_t v = 0;
     std::string const t = text(n, key);
-    if (!parse_integer(t, lo, hi, v))
-      fail(n, key,
-           "'" + escaped(t) + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v;
+    if (Setting<GeneralConfig>::integer_value(t, lo, hi, v)) return v;
+    fail(n, key,
+         "'" + escaped(t) + "' is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   bool boolean(YAML::Node const& n, std::string const& key) const {
     std::string const t = text(n, key);
-    if (t == "true" || t == "True" || t == "TRUE" || t == "on" || t == "yes") return true;
-    if (t == "false" || t == "False" || t == "FALSE" || t == "off" || t == "no") return false;
-    fail(n, key, "'" + escaped(t) + "' is not true or false");
+    int const b = Setting<GeneralConfig>::boolean_value(t);  // TorchFort's 0 and 1 too
+    if (b < 0) fail(n, key, "'" + escaped(t) + "' is not true or false (or 1 or 0)");
+    return b == 1;
   }
   /// A TorchFort key ktr does not implement: accepted at its default, refused (not supported) otherwise.
   Handler only_default(double default_value) const {
@@ -165,6 +165,7 @@ struct ScheduleDraft {
 };
 struct Draft {
   FileConfig c;
+  double weight_decay = -1;  // optimizer.parameters.weight_decay, as given (-1: not given)
   ModelDraft model;
   ScheduleDraft schedule;
   double huber_delta = 1.0;
@@ -190,7 +191,8 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
           {"buffer_size", r.setting(general_settings(), c.general, "buffer_size")},
           {"seed", r.setting(c.run, "seed")},
           {"normalize", r.setting(general_settings(), c.general, "normalize")},
-          {"enable_wandb_hook", r.only_default(0)},
+          {"enable_wandb_hook",  // TorchFort's Weights & Biases hook: read, and nothing is sent anywhere
+           [&](auto const& v, auto const& key) { (void)r.boolean(v, key); }},
       });
 }
 
@@ -259,6 +261,7 @@ void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draf
 void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
   // The draft's fields this section uses, by their short names.
   auto& c = d.c;
+  c.has_loss = true;
   auto& huber_delta = d.huber_delta;
   r.section(n, k,
             {
@@ -297,34 +300,42 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
 void read_optimizer(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
   // The draft's fields this section uses, by their short names.
   auto& c = d.c;
-  r.section(n, k,
-            {
-                {"type", r.setting(c.run, "optimizer", true)},
-                {"parameters",
-                 [&](YAML::Node const& p, std::string const& pk) {
-                   r.section(p, pk,
-                             {
-                                 {"learning_rate", r.setting(c.run, "lr")},
-                                 {"momentum", r.setting(c.run, "momentum")},
-                                 {"nesterov", r.setting(c.run, "nesterov")},
-                                 {"weight_decay", r.setting(c.run, "weight_decay")},
-                                 {"beta1", r.setting(c.run, "b1")},
-                                 {"beta2", r.setting(c.run, "b2")},
-                                 {"eps", r.setting(c.run, "eps")},
-                                 {"dampening", r.only_default(0)},
-                                 {"amsgrad", r.only_default(0)},
-                                 {"maximize", r.only_default(0)},
-                             });
-                 }},
-                {"general",
-                 [&](YAML::Node const& p, std::string const& pk) {
-                   r.section(p, pk,
-                             {
-                                 {"grad_accumulation_steps", r.setting(c.run, "accumulate")},
-                                 {"max_grad_norm", r.setting(c.run, "clip_norm")},
-                             });
-                 }},
-            });
+  c.has_optimizer = true;
+  r.section(
+      n, k,
+      {
+          {"type", r.setting(c.run, "optimizer", true)},
+          {"parameters",
+           [&](YAML::Node const& p, std::string const& pk) {
+             r.section(
+                 p, pk,
+                 {
+                     {"learning_rate", r.setting(c.run, "lr")},
+                     {"momentum", r.setting(c.run, "momentum")},
+                     {"nesterov", r.setting(c.run, "nesterov")},
+                     {"weight_decay",  // adamw's decoupled decay, or sgd's and adam's L2 penalty (finish_run)
+                      [&](auto const& v, auto const& key) {
+                        r.setting(c.run, "l2")(v, key);  // one range for both
+                        d.weight_decay = c.run.optimizer.l2;
+                        c.run.optimizer.l2 = 0;
+                      }},
+                     {"beta1", r.setting(c.run, "b1")},
+                     {"beta2", r.setting(c.run, "b2")},
+                     {"eps", r.setting(c.run, "eps")},
+                     {"dampening", r.only_default(0)},
+                     {"amsgrad", r.only_default(0)},
+                     {"maximize", r.only_default(0)},
+                 });
+           }},
+          {"general",
+           [&](YAML::Node const& p, std::string const& pk) {
+             r.section(p, pk,
+                       {
+                           {"grad_accumulation_steps", r.setting(c.run, "accumulate")},
+                           {"max_grad_norm", r.setting(c.run, "clip_norm")},
+                       });
+           }},
+      });
 }
 
 // The `lr_scheduler` section.
@@ -459,6 +470,12 @@ void finish_run(Reader const& r, YAML::Node const& root, Draft& d) {
     r.fail(root["optimizer"]["general"]["grad_accumulation_steps"], "optimizer.general.grad_accumulation_steps",
            std::to_string(c.run.accumulate) + " does not divide general.batch_size (" +
                std::to_string(c.general.batch_size) + ")");
+  if (d.weight_decay >= 0) {  // TorchFort's (PyTorch's) meaning for each optimiser
+    if (c.run.optimizer.kind == OptimizerConfig::Kind::adamw)
+      c.run.optimizer.weight_decay = float(d.weight_decay);
+    else
+      c.run.optimizer.l2 = float(d.weight_decay);
+  }
   if (c.loss.kind == LossChoice::Kind::regression) {
     if (c.loss.regression.kind == RegressionLoss::Kind::huber) c.loss.regression.delta = float(huber_delta);
     c.run.loss = c.loss.regression;
@@ -520,8 +537,10 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
     S s{name, T::integer, lo, hi};
     s.help = help, s.recorded = false;
     s.get = [field](GeneralConfig const& g) { return std::to_string(g.*field); };
-    s.set = [field](GeneralConfig& g, std::string const& t) {
-      g.*field = static_cast<std::remove_reference_t<decltype(g.*field)>>(std::strtoll(t.c_str(), nullptr, 10));
+    s.set = [field, lo, hi](GeneralConfig& g, std::string const& t) {
+      std::int64_t v = 0;
+      (void)S::integer_value(t, std::int64_t(lo), std::int64_t(hi), v);  // check() accepted it
+      g.*field = static_cast<std::remove_reference_t<decltype(g.*field)>>(v);
     };
     return s;
   };

@@ -60,8 +60,9 @@ std::vector<Setting<GeneralConfig>> const& general_settings();
 struct FileConfig {
   RunConfig run;  ///< model, optimiser, schedule, batch, accumulation, seed (the task comes from the data)
   GeneralConfig general;
-  LossChoice loss;   ///< the loss section's (by_targets without one)
-  std::string path;  ///< the file it came from
+  LossChoice loss;                               ///< the loss section's (by_targets without one)
+  bool has_loss = false, has_optimizer = false;  ///< the file has the section (TorchFort requires both)
+  std::string path;                              ///< the file it came from
 };
 
 /// The checks that need the number of ranks a model runs on (at model creation): general.batch_size splits into

@@ -70,6 +70,17 @@ struct Setting {
     return list;
   }
 
+  /// An integer in [lo, hi], written as one or as a number with no fraction ("100000", "1e5", "100000.0").
+  static bool integer_value(std::string const& text, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
+    if (parse_integer(text, lo, hi, out)) return true;
+    double d = 0;
+    if (!parse_number(text, double(lo), double(hi), d) || d != double(std::int64_t(d)) || d > 9.0e15 ||
+        d < -9.0e15)
+      return false;
+    out = std::int64_t(d);
+    return true;
+  }
+
   /// 1 for true, 1, yes, on (and True, TRUE); 0 for their opposites; -1 otherwise.
   static int boolean_value(std::string const& t) {
     if (t == "1" || t == "true" || t == "True" || t == "TRUE" || t == "yes" || t == "on") return 1;

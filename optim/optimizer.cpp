@@ -51,6 +51,7 @@ Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size, ExecSpace
               "b1 and b2 must be in [0, 1)");
   KTR_REQUIRE(config.momentum >= 0 && config.momentum < 1, "ktr::Optimizer", "momentum must be in [0, 1)");
   KTR_REQUIRE(std::isfinite(config.eps) && config.eps > 0, "ktr::Optimizer", "eps must be a finite number > 0");
+  KTR_REQUIRE(std::isfinite(config.l2) && config.l2 >= 0, "ktr::Optimizer", "l2 must be a finite number >= 0");
   KTR_REQUIRE(std::isfinite(config.weight_decay) && config.weight_decay >= 0 && std::isfinite(config.clip_norm) &&
                   config.clip_norm >= 0,
               "ktr::Optimizer", "weight_decay and clip_norm must be finite numbers >= 0");
@@ -109,30 +110,31 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
       chunked_for(
           "ktr::optim::sgd", space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
             if (s[4] == 0.0f) return;  // refused
-            float const lr = s[0], clip = s[3], mu = c.momentum;
+            float const lr = s[0], clip = s[3], mu = c.momentum, l2 = c.l2;
             bool const nesterov = c.nesterov;
             if (mu > 0) {
               for (std::int64_t i = begin; i < end; ++i) {
-                float const gi = g[i] * clip;
+                float const gi = g[i] * clip + l2 * p[i];
                 float const trace = flush_subnormal(gi + mu * m[i]);
                 m[i] = trace;
                 p[i] -= lr * (nesterov ? gi + mu * trace : trace);
               }
             } else {
-              for (std::int64_t i = begin; i < end; ++i) p[i] -= lr * g[i] * clip;
+              for (std::int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] * clip + l2 * p[i]);
             }
           });
       break;
     case OptimizerConfig::Kind::adam:
     case OptimizerConfig::Kind::adamw: {
       float const decay = c.kind == OptimizerConfig::Kind::adamw ? c.weight_decay : 0.0f;
+      float const l2 = c.kind == OptimizerConfig::Kind::adam ? c.l2 : 0.0f;
       chunked_for(
           "ktr::optim::adam", space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
             if (s[4] == 0.0f) return;  // refused
             float const lr = s[0], inv_bc1 = 1.0f / s[1], inv_bc2 = 1.0f / s[2], clip = s[3];
             float const b1 = c.b1, b2 = c.b2, eps = c.eps;
             for (std::int64_t i = begin; i < end; ++i) {
-              float const gi = g[i] * clip;
+              float const gi = g[i] * clip + l2 * p[i];
               float const mi = flush_subnormal(b1 * m[i] + (1.0f - b1) * gi);
               float const vi = flush_subnormal(b2 * v[i] + (1.0f - b2) * gi * gi);
               m[i] = mi;

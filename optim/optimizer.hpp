@@ -29,7 +29,10 @@ struct OptimizerConfig {
   bool nesterov = false;  ///< sgd
   float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   float weight_decay = 1e-4f;  ///< adamw (decoupled, scaled by the learning rate, as Optax)
-  float clip_norm = 0.0f;      ///< > 0: clip the gradient to this global norm first
+  /// sgd and adam: PyTorch's weight_decay, an L2 penalty whose gradient l2 * p is added to the (clipped) gradient
+  /// before the moments (optax.add_decayed_weights before the transform); 0: none.
+  float l2 = 0.0f;
+  float clip_norm = 0.0f;  ///< > 0: clip the gradient to this global norm first
   Schedule schedule;
 
   static Kind parse_kind(std::string const& name);  ///< "sgd", "adam", "adamw"

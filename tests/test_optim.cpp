@@ -29,6 +29,8 @@ struct Reference {
     }
     double const lr = c.lr * c.schedule.scale(t);
     ++t;
+    if (c.kind != OptimizerConfig::Kind::adamw)  // PyTorch's weight_decay for sgd and adam: g + l2 p
+      for (std::size_t i = 0; i < p.size(); ++i) g[i] += c.l2 * p[i];
     for (std::size_t i = 0; i < p.size(); ++i) {
       if (c.kind == OptimizerConfig::Kind::sgd) {
         if (c.momentum > 0) {
@@ -128,6 +130,20 @@ TEST(Optimizer, AdamMatchesReference) {
   EXPECT_EQ(c.kind, OptimizerConfig::Kind::adam);
   EXPECT_FLOAT_EQ(c.lr, 1e-3f);
   run_against_reference(c, 30);
+}
+
+// TorchFort's (PyTorch's) weight_decay under sgd and adam: an L2 penalty's gradient added before the moments.
+TEST(Optimizer, L2PenaltyOfSgdAndAdamMatchesReference) {
+  for (auto kind : {OptimizerConfig::Kind::sgd, OptimizerConfig::Kind::adam}) {
+    for (float momentum : {0.0f, 0.9f}) {
+      OptimizerConfig c;
+      c.kind = kind;
+      c.l2 = 0.5f;
+      c.lr = 0.01f;
+      c.momentum = kind == OptimizerConfig::Kind::sgd ? momentum : 0.0f;
+      run_against_reference(c);
+    }
+  }
 }
 
 TEST(Optimizer, AdamWMatchesReference) {

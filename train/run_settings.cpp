@@ -34,8 +34,10 @@ RunSetting integer(char const* name, double lo, double hi, char const* help, Fie
   RunSetting s{name, Type::integer, lo, hi};
   s.help = help;
   s.get = [field](RunConfig const& c) { return std::to_string(field(c)); };
-  s.set = [field](RunConfig& c, std::string const& t) {
-    field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(std::strtoll(t.c_str(), nullptr, 10));
+  s.set = [field, lo, hi](RunConfig& c, std::string const& t) {
+    std::int64_t v = 0;
+    (void)RunSetting::integer_value(t, std::int64_t(lo), std::int64_t(hi), v);  // check() accepted it
+    field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(v);
   };
   return s;
 }
@@ -91,6 +93,11 @@ std::vector<RunSetting> make_table() {
   t.push_back(number(
       "weight_decay", 0, 1e6, "adamw decoupled weight decay",
       [](auto& c) -> auto& { return c.optimizer.weight_decay; }));
+  RunSetting l2 = number(
+      "l2", 0, 1e6, "sgd and adam: an L2 penalty's gradient l2 * p added to the gradient",
+      [](auto& c) -> auto& { return c.optimizer.l2; });
+  l2.omit_default = true, l2.required = false;  // checkpoints before it: none
+  t.push_back(l2);
   t.push_back(number(
       "clip_norm", 0, 3.4e38, "clip gradients to this global norm (0: off)",
       [](auto& c) -> auto& { return c.optimizer.clip_norm; }));
