@@ -5,13 +5,32 @@
 
 #include "arrays.hpp"
 
+#include <string>
+
 namespace ktr::capi {
 
 /// `own_thread`: where ktr starts Kokkos, it may do so on a worker thread of its own that then runs every call
 /// (false for a distributed model whose MPI allows calls from the main thread only: Kokkos then starts on the
 /// calling thread, and calls from other threads are refused by name).
+/// How a model is created: by ktr's own door, or TorchFort's (torchfort.cpp), which needs the configuration's
+/// loss and optimizer sections (its first train fails without them) and may ask for tf32 matmuls.
+struct CreateOptions {
+  bool own_thread = true;
+  bool torchfort = false;
+  bool tf32 = false;  ///< where the build can (CUDA); ignored elsewhere, as PyTorch ignores it on a CPU
+};
 ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm,
-                          bool own_thread = true);
+                          CreateOptions const& options = {});
+/// TorchFort's creation calls: one rank, or the ranks of a Fortran communicator (MPI builds).
+ktr_result_t create_model_as_torchfort(char const* name, char const* config_file, int device, bool tf32);
+ktr_result_t create_distributed_model_as_torchfort(char const* name, char const* config_file, int comm_f,
+                                                   int device, bool tf32);
+/// The seed of every model created from here on (TorchFort's torchfort_set_manual_seed), over the file's.
+ktr_result_t set_next_seed(int seed);
+/// Models created from here on take their file's seed again (tests).
+void reset_next_seed();
+/// Sets the calling thread's ktr_last_error() (a binding's own refusal).
+void set_last_error(std::string const& message);
 ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss_val, void* stream);
 ktr_result_t inference(char const* name, Array const& x, Array const& out, void* stream);
 ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream);

@@ -75,3 +75,9 @@ int ktr_push_F(const char* name, const CFI_cdesc_t* input, const CFI_cdesc_t* la
   if (r == KTR_RESULT_SUCCESS) r = describe(label, "label", &y);
   return r != KTR_RESULT_SUCCESS ? r : ktr_push_array(name, &x, &y, (void*)(intptr_t)stream);
 }
+
+int ktr_tensor_list_add_F(void* tensor_list, const CFI_cdesc_t* tensor) {
+  ktr_array_t a;
+  ktr_result_t r = describe(tensor, "tensor", &a);
+  return r != KTR_RESULT_SUCCESS ? r : ktr_tensor_list_add_array(tensor_list, &a);
+}

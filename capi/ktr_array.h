@@ -28,6 +28,8 @@ ktr_result_t ktr_inference_array(const char* name, const ktr_array_t* input, con
 ktr_result_t ktr_push_array(const char* name, const ktr_array_t* input, const ktr_array_t* label, void* stream);
 /* A failure found by the binding itself (an unsupported Fortran type or rank): recorded as ktr_last_error(). */
 ktr_result_t ktr_binding_error(const char* message);
+/* TorchFort's tensor lists (torchfort_tensor_list_t) take a described array too (the Fortran module's). */
+ktr_result_t ktr_tensor_list_add_array(void* tensor_list, const ktr_array_t* array);
 
 #ifdef __cplusplus
 }

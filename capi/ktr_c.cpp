@@ -10,6 +10,7 @@
 
 #include <ktr/ktr_config.hpp>
 #include "../backends/device_info.hpp"
+#include "../backends/gemm.hpp"
 #include "../backends/kokkos_compat.hpp"
 #include "../backends/region.hpp"
 #include "../config/yaml_config.hpp"
@@ -34,6 +35,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace ktr::capi {
@@ -50,6 +52,7 @@ Worker* g_worker = nullptr;          // runs every call once ktr initialised Kok
 bool g_exit_hook = false;
 bool g_finalize_hook = false;
 bool g_finalized = false;  // ktr finalised the Kokkos it started: Kokkos cannot start again in this process
+std::optional<std::uint64_t> g_next_seed;  // torchfort_set_manual_seed: every later model's seed
 
 // Sets the calling thread's message; control characters (from a file's bytes) are written as \xNN.
 void set_error(std::string const& message) {
@@ -76,6 +79,7 @@ struct Entry {
   std::unique_ptr<Trainer> trainer;
   std::int64_t inference_calls = 0;
   std::unique_ptr<ReplayBuffer> buffer;  // general.buffer_size samples, made by the first push
+  bool torchfort = false;                // created by TorchFort's door: its configuration's rules
 };
 std::map<std::string, std::unique_ptr<Entry>> g_models;
 
@@ -211,6 +215,10 @@ TrainerOptions options_of(FileConfig const& c) {
 // The model's Trainer, created by its first batch: the task from the targets, the transform fitted on them.
 Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array const& y) {
   if (e.trainer) return *e.trainer;
+  if (e.torchfort)  // TorchFort has no default loss or optimizer: its first train fails without them
+    for (auto const& [has, section] :
+         {std::pair<bool, char const*>{e.cfg.has_loss, "loss"}, {e.cfg.has_optimizer, "optimizer"}})
+      if (!has) throw Error(e.cfg.path + ": has no " + section + " section (TorchFort needs one)");
   RunConfig run = e.cfg.run;
   ModelPlan const plan = Model::plan(run.model, 1);
   DeviceDataset const first = batch_of(space, x, y, plan);
@@ -245,11 +253,11 @@ void report(Entry const& e, char const* name, float loss) {
 }  // namespace
 
 ktr_result_t create_model(char const* name, char const* config_file, int device, Communicator const& comm,
-                          bool own_thread) {
+                          CreateOptions const& options) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   // First Kokkos (on ktr's worker, unless the application started it), then the model on the thread that runs
   // Kokkos work.
-  ktr_result_t const started = guarded([&] { ensure_runtime(device, own_thread); });
+  ktr_result_t const started = guarded([&] { ensure_runtime(device, options.own_thread); });
   if (started != KTR_RESULT_SUCCESS) return started;
   return guarded([&] {
     std::string const n = name_of(name);
@@ -258,6 +266,9 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     auto e = std::make_unique<Entry>();
     e->config_text = read_config_text(config_file);
     e->cfg = parse_config(e->config_text, config_file);
+    if (g_next_seed) e->cfg.run.seed = *g_next_seed;
+    if (options.tf32 && matmul_tf32_available()) e->cfg.run.precision = MatmulPrecision::tf32;
+    e->torchfort = options.torchfort;
     check_for_ranks(e->cfg, comm.size());
     RunConfig sized = e->cfg.run;  // the batch general.batch_size gives, or one sample per rank
     if (e->cfg.general.batch_size == 0) sized.batch = comm.size(), sized.accumulate = 1;
@@ -363,6 +374,26 @@ ktr_result_t train_steps(char const* name, int k, float* loss_val, void* stream)
   });
 }
 
+ktr_result_t create_model_as_torchfort(char const* name, char const* config_file, int device, bool tf32) {
+  CreateOptions o;
+  o.torchfort = true, o.tf32 = tf32;
+  return create_model(name, config_file, device, Communicator(), o);
+}
+
+ktr_result_t set_next_seed(int seed) {
+  return guarded([&] {
+    KTR_REQUIRE(seed >= 0, "seed", std::to_string(seed) + " is negative");
+    g_next_seed = std::uint64_t(seed);
+  });
+}
+
+void reset_next_seed() {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  g_next_seed.reset();
+}
+
+void set_last_error(std::string const& message) { set_error(message); }
+
 }  // namespace ktr::capi
 
 using namespace ktr;
@@ -388,13 +419,45 @@ ktr_result_t ktr_create_distributed_model(char const* name, char const* config_f
   // collectives must run on the calling thread, so Kokkos starts there rather than on a worker of ktr's own.
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
-  return create_model(name, config_file, device, Communicator(comm), provided >= MPI_THREAD_SERIALIZED);
+  CreateOptions o;
+  o.own_thread = provided >= MPI_THREAD_SERIALIZED;
+  return create_model(name, config_file, device, Communicator(comm), o);
 }
 
 ktr_result_t ktr_create_distributed_model_F(char const* name, char const* config_file, int comm, int device) {
   return ktr_create_distributed_model(name, config_file, MPI_Comm_f2c(MPI_Fint(comm)), device);
 }
+
+namespace ktr::capi {
+ktr_result_t create_distributed_model_as_torchfort(char const* name, char const* config_file, int comm_f,
+                                                   int device, bool tf32) {
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  if (!initialised)
+    return guarded(
+        [] { throw Error("torchfort_create_distributed_model: MPI is not initialised (MPI_Init first)"); });
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  CreateOptions o;
+  o.own_thread = provided >= MPI_THREAD_SERIALIZED, o.torchfort = true, o.tf32 = tf32;
+  return create_model(name, config_file, device, Communicator(MPI_Comm_f2c(MPI_Fint(comm_f))), o);
+}
+}  // namespace ktr::capi
+
+extern "C" {
 #else
+}  // extern "C"
+
+namespace ktr::capi {
+ktr_result_t create_distributed_model_as_torchfort(char const*, char const*, int, int, bool) {
+  return guarded([] {
+    throw NotSupported("torchfort_create_distributed_model: this ktr was built without MPI (-Dktr_ENABLE_MPI=ON)");
+  });
+}
+}  // namespace ktr::capi
+
+extern "C" {
+
 ktr_result_t ktr_create_distributed_model_F(char const*, char const*, int, int) {
   return guarded([] {
     throw NotSupported("ktr_create_distributed_model: this ktr was built without MPI (-Dktr_ENABLE_MPI=ON)");

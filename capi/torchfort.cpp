@@ -1,0 +1,306 @@
+// TorchFort's C interface (torchfort/torchfort.h) over ktr's: each call translates its arguments (one datatype
+// for every array, Fortran-ordered shapes in the _F forms, tensor lists) and calls ktr's C API; a failure is
+// printed to stderr, as TorchFort prints it, and returned as TorchFort's result code (the values are ktr's).
+#if defined(KTR_ENABLE_MPI)
+#include <mpi.h>  // first: torchfort.h then declares torchfort_create_distributed_model(..., MPI_Comm, ...)
+#endif
+
+#include "torchfort/torchfort.h"
+
+#include "api.hpp"
+#include "ktr_array.h"
+#include "ktr_c.h"
+
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The result, printed to stderr when it is a failure.
+torchfort_result_t reported(char const* call, ktr_result_t r) {
+  if (r != KTR_RESULT_SUCCESS) std::fprintf(stderr, "TORCHFORT::ERROR: %s: %s\n", call, ktr_last_error());
+  return torchfort_result_t(r);
+}
+
+// A refusal made here, before ktr is called: set as ktr's last error, printed, returned.
+torchfort_result_t refused(char const* call, ktr_result_t r, std::string const& message) {
+  ktr::capi::set_last_error(message);
+  return reported(call, r);
+}
+
+// TorchFort's datatype as ktr's; false for a value that is none of the four.
+bool ktr_dtype(torchfort_datatype_t t, ktr_datatype_t& out) {
+  switch (t) {
+    case TORCHFORT_FLOAT:
+      out = KTR_FLOAT;
+      return true;
+    case TORCHFORT_DOUBLE:
+      out = KTR_DOUBLE;
+      return true;
+    case TORCHFORT_INT32:
+      out = KTR_INT32;
+      return true;
+    case TORCHFORT_INT64:
+      out = KTR_INT64;
+      return true;
+  }
+  return false;
+}
+
+// A shape as ktr reads it (row-major, batch first): Fortran's reversed. At most 8 dimensions are copied; ktr
+// refuses more than 5 by name.
+struct Shape {
+  std::int64_t dims[8] = {};
+  std::int64_t rank = 0;
+  std::int64_t const* data(std::int64_t const* given) const { return given == nullptr ? nullptr : dims; }
+};
+Shape reversed(std::int64_t const* shape, std::size_t dim) {
+  Shape s;
+  s.rank = std::int64_t(dim);
+  if (shape != nullptr)
+    for (std::size_t i = 0; i < dim && i < 8; ++i) s.dims[i] = shape[dim - 1 - i];
+  return s;
+}
+
+torchfort_result_t train(char const* call, char const* name, void* input, std::size_t input_dim,
+                         std::int64_t* input_shape, void* label, std::size_t label_dim, std::int64_t* label_shape,
+                         void* loss_val, torchfort_datatype_t dtype, void* stream, bool fortran) {
+  ktr_datatype_t t{};
+  if (!ktr_dtype(dtype, t))
+    return refused(call, KTR_RESULT_INVALID_USAGE, "dtype " + std::to_string(int(dtype)) + " is not a datatype");
+  if (t != KTR_FLOAT && t != KTR_DOUBLE)
+    return refused(call, KTR_RESULT_NOT_SUPPORTED,
+                   "dtype: the input, the label and loss_val share it, and ktr's inputs are TORCHFORT_FLOAT or "
+                   "TORCHFORT_DOUBLE (integer class labels: torchfort_train_multiarg with tensor lists)");
+  Shape const xs = fortran ? reversed(input_shape, input_dim) : Shape{};
+  Shape const ys = fortran ? reversed(label_shape, label_dim) : Shape{};
+  float loss = 0;
+  ktr_result_t const r =
+      ktr_train(name, input, std::int64_t(input_dim), fortran ? xs.data(input_shape) : input_shape, t, label,
+                std::int64_t(label_dim), fortran ? ys.data(label_shape) : label_shape, t,
+                loss_val != nullptr ? &loss : nullptr, stream);
+  if (r == KTR_RESULT_SUCCESS && loss_val != nullptr) {
+    if (t == KTR_DOUBLE)
+      *static_cast<double*>(loss_val) = double(loss);
+    else
+      *static_cast<float*>(loss_val) = loss;
+  }
+  return reported(call, r);
+}
+
+torchfort_result_t inference(char const* call, char const* name, void* input, std::size_t input_dim,
+                             std::int64_t* input_shape, void* output, std::size_t output_dim,
+                             std::int64_t* output_shape, torchfort_datatype_t dtype, void* stream, bool fortran) {
+  ktr_datatype_t t{};
+  if (!ktr_dtype(dtype, t))
+    return refused(call, KTR_RESULT_INVALID_USAGE, "dtype " + std::to_string(int(dtype)) + " is not a datatype");
+  Shape const xs = fortran ? reversed(input_shape, input_dim) : Shape{};
+  Shape const os = fortran ? reversed(output_shape, output_dim) : Shape{};
+  return reported(
+      call,
+      ktr_inference(name, input, std::int64_t(input_dim), fortran ? xs.data(input_shape) : input_shape, t, output,
+                    std::int64_t(output_dim), fortran ? os.data(output_shape) : output_shape, t, stream));
+}
+
+// A tensor list: the caller's arrays, described with their strides (nothing is copied until a call reads them).
+struct TensorList {
+  std::vector<ktr_array_t> tensors;
+};
+
+torchfort_result_t add_array(char const* call, torchfort_tensor_list_t list, ktr_array_t const& a) {
+  if (list == nullptr) return refused(call, KTR_RESULT_INVALID_USAGE, "tensor_list: is a null pointer");
+  try {
+    static_cast<TensorList*>(list)->tensors.push_back(a);
+  } catch (...) {
+    return refused(call, KTR_RESULT_DEVICE_ERROR, "out of memory");
+  }
+  return TORCHFORT_RESULT_SUCCESS;
+}
+
+torchfort_result_t add_tensor(char const* call, torchfort_tensor_list_t list, void* data, std::size_t dim,
+                              std::int64_t* shape, torchfort_datatype_t dtype, bool fortran) {
+  ktr_datatype_t t{};
+  if (!ktr_dtype(dtype, t))
+    return refused(call, KTR_RESULT_INVALID_USAGE, "dtype " + std::to_string(int(dtype)) + " is not a datatype");
+  if (data == nullptr || shape == nullptr)
+    return refused(call, KTR_RESULT_INVALID_USAGE, "data_ptr or shape: is a null pointer");
+  if (dim < 1 || dim > KTR_MAX_RANK)
+    return refused(call, KTR_RESULT_INVALID_USAGE, "dim: " + std::to_string(dim) + " dimensions; 1 to 5");
+  ktr_array_t a{};
+  a.data = data, a.dtype = t, a.rank = int(dim);
+  std::int64_t stride = 1;  // contiguous, row-major (C) or column-major (Fortran: dimensions reversed)
+  for (int d = a.rank - 1; d >= 0; --d) {
+    std::int64_t const extent = fortran ? shape[a.rank - 1 - d] : shape[d];
+    if (extent <= 0 || extent > (std::int64_t(1) << 40) || stride > (std::int64_t(1) << 40) / extent)
+      return refused(call, KTR_RESULT_INVALID_USAGE, "shape: a dimension is empty or the product overflows");
+    a.extent[d] = extent, a.stride[d] = stride;
+    stride *= extent;
+  }
+  return add_array(call, list, a);
+}
+
+// The one tensor of `list` (ktr's models take one input and give one output), or why not.
+std::string one_tensor(torchfort_tensor_list_t list, char const* what, ktr_array_t const*& out) {
+  auto const* l = static_cast<TensorList const*>(list);
+  if (l == nullptr) return std::string(what) + ": is a null pointer";
+  if (l->tensors.size() != 1)
+    return std::string(what) + ": holds " + std::to_string(l->tensors.size()) +
+           " tensors; ktr's models take one input and give one output";
+  out = &l->tensors[0];
+  return "";
+}
+
+// Settings for the models created from here on (TorchFort's process-wide switches).
+bool g_tf32 = false;
+
+}  // namespace
+
+extern "C" {
+
+torchfort_result_t torchfort_create_model(char const* name, char const* config_fname, int device) {
+  return reported("torchfort_create_model",
+                  ktr::capi::create_model_as_torchfort(name, config_fname, device, g_tf32));
+}
+
+#if defined(KTR_ENABLE_MPI)
+torchfort_result_t torchfort_create_distributed_model(char const* name, char const* config_fname,
+                                                      MPI_Comm mpi_comm, int device) {
+  return torchfort_create_distributed_model_F(name, config_fname, int(MPI_Comm_c2f(mpi_comm)), device);
+}
+#endif
+
+torchfort_result_t torchfort_create_distributed_model_F(char const* name, char const* config_fname, int mpi_comm_f,
+                                                        int device) {
+  return reported("torchfort_create_distributed_model", ktr::capi::create_distributed_model_as_torchfort(
+                                                            name, config_fname, mpi_comm_f, device, g_tf32));
+}
+
+torchfort_result_t torchfort_train(char const* name, void* input, size_t input_dim, int64_t* input_shape,
+                                   void* label, size_t label_dim, int64_t* label_shape, void* loss_val,
+                                   torchfort_datatype_t dtype, torchfort_stream_t stream) {
+  return train("torchfort_train", name, input, input_dim, input_shape, label, label_dim, label_shape, loss_val,
+               dtype, (void*)stream, false);
+}
+
+torchfort_result_t torchfort_train_F(char const* name, void* input, size_t input_dim, int64_t* input_shape,
+                                     void* label, size_t label_dim, int64_t* label_shape, void* loss_val,
+                                     torchfort_datatype_t dtype, torchfort_stream_t stream) {
+  return train("torchfort_train", name, input, input_dim, input_shape, label, label_dim, label_shape, loss_val,
+               dtype, (void*)stream, true);
+}
+
+torchfort_result_t torchfort_inference(char const* name, void* input, size_t input_dim, int64_t* input_shape,
+                                       void* output, size_t output_dim, int64_t* output_shape,
+                                       torchfort_datatype_t dtype, torchfort_stream_t stream) {
+  return inference("torchfort_inference", name, input, input_dim, input_shape, output, output_dim, output_shape,
+                   dtype, (void*)stream, false);
+}
+
+torchfort_result_t torchfort_inference_F(char const* name, void* input, size_t input_dim, int64_t* input_shape,
+                                         void* output, size_t output_dim, int64_t* output_shape,
+                                         torchfort_datatype_t dtype, torchfort_stream_t stream) {
+  return inference("torchfort_inference", name, input, input_dim, input_shape, output, output_dim, output_shape,
+                   dtype, (void*)stream, true);
+}
+
+torchfort_result_t torchfort_train_multiarg(char const* name, torchfort_tensor_list_t inputs,
+                                            torchfort_tensor_list_t labels, float* loss_val,
+                                            torchfort_tensor_list_t extra_loss_args, torchfort_stream_t stream) {
+  char const* const call = "torchfort_train_multiarg";
+  ktr_array_t const *x = nullptr, *y = nullptr;
+  std::string why = one_tensor(inputs, "inputs", x);
+  if (why.empty()) why = one_tensor(labels, "labels", y);
+  if (!why.empty()) return refused(call, KTR_RESULT_NOT_SUPPORTED, why);
+  if (extra_loss_args != nullptr && !static_cast<TensorList*>(extra_loss_args)->tensors.empty())
+    return refused(call, KTR_RESULT_NOT_SUPPORTED, "extra_loss_args: ktr's losses take no extra arguments");
+  return reported(call, ktr_train_array(name, x, y, loss_val, (void*)stream));
+}
+
+torchfort_result_t torchfort_inference_multiarg(char const* name, torchfort_tensor_list_t inputs,
+                                                torchfort_tensor_list_t outputs, torchfort_stream_t stream) {
+  char const* const call = "torchfort_inference_multiarg";
+  ktr_array_t const *x = nullptr, *out = nullptr;
+  std::string why = one_tensor(inputs, "inputs", x);
+  if (why.empty()) why = one_tensor(outputs, "outputs", out);
+  if (!why.empty()) return refused(call, KTR_RESULT_NOT_SUPPORTED, why);
+  return reported(call, ktr_inference_array(name, x, out, (void*)stream));
+}
+
+torchfort_result_t torchfort_save_model(char const* name, char const* fname) {
+  return reported("torchfort_save_model", ktr_save_model(name, fname));
+}
+
+torchfort_result_t torchfort_load_model(char const* name, char const* fname) {
+  return reported("torchfort_load_model", ktr_load_model(name, fname));
+}
+
+torchfort_result_t torchfort_save_checkpoint(char const* name, char const* checkpoint_dir) {
+  return reported("torchfort_save_checkpoint", ktr_save_checkpoint(name, checkpoint_dir));
+}
+
+torchfort_result_t torchfort_load_checkpoint(char const* name, char const* checkpoint_dir, int64_t* step_train,
+                                             int64_t* step_inference) {
+  return reported("torchfort_load_checkpoint",
+                  ktr_load_checkpoint(name, checkpoint_dir, step_train, step_inference));
+}
+
+torchfort_result_t torchfort_set_cudnn_benchmark(const bool) { return TORCHFORT_RESULT_SUCCESS; }
+
+torchfort_result_t torchfort_set_cuda_allow_tf32(const bool flag) {
+  g_tf32 = flag;  // used where the build can (ktr_create_model's device decides)
+  return TORCHFORT_RESULT_SUCCESS;
+}
+
+torchfort_result_t torchfort_set_manual_seed(const int seed) {
+  return reported("torchfort_set_manual_seed", ktr::capi::set_next_seed(seed));
+}
+
+torchfort_result_t torchfort_set_cuda_manual_seed(const int seed) {
+  return reported("torchfort_set_cuda_manual_seed", ktr::capi::set_next_seed(seed));
+}
+
+torchfort_result_t torchfort_wandb_log_int(char const*, char const*, int64_t, int) {
+  return TORCHFORT_RESULT_SUCCESS;
+}
+torchfort_result_t torchfort_wandb_log_float(char const*, char const*, int64_t, float) {
+  return TORCHFORT_RESULT_SUCCESS;
+}
+torchfort_result_t torchfort_wandb_log_double(char const*, char const*, int64_t, double) {
+  return TORCHFORT_RESULT_SUCCESS;
+}
+
+torchfort_result_t torchfort_tensor_list_create(torchfort_tensor_list_t* tensor_list) {
+  if (tensor_list == nullptr)
+    return refused("torchfort_tensor_list_create", KTR_RESULT_INVALID_USAGE, "tensor_list: is a null pointer");
+  *tensor_list = new (std::nothrow) TensorList();
+  return *tensor_list != nullptr
+             ? TORCHFORT_RESULT_SUCCESS
+             : refused("torchfort_tensor_list_create", KTR_RESULT_DEVICE_ERROR, "out of memory");
+}
+
+torchfort_result_t torchfort_tensor_list_destroy(torchfort_tensor_list_t tensor_list) {
+  delete static_cast<TensorList*>(tensor_list);
+  return TORCHFORT_RESULT_SUCCESS;
+}
+
+torchfort_result_t torchfort_tensor_list_add_tensor(torchfort_tensor_list_t tensor_list, void* data_ptr,
+                                                    size_t dim, int64_t* shape, torchfort_datatype_t dtype) {
+  return add_tensor("torchfort_tensor_list_add_tensor", tensor_list, data_ptr, dim, shape, dtype, false);
+}
+
+torchfort_result_t torchfort_tensor_list_add_tensor_F(torchfort_tensor_list_t tensor_list, void* data_ptr,
+                                                      size_t dim, int64_t* shape, torchfort_datatype_t dtype) {
+  return add_tensor("torchfort_tensor_list_add_tensor", tensor_list, data_ptr, dim, shape, dtype, true);
+}
+
+// The Fortran module's: an array as its C descriptor described it (fortran.c), strides and all.
+ktr_result_t ktr_tensor_list_add_array(void* tensor_list, ktr_array_t const* array) {
+  if (array == nullptr)
+    return ktr_result_t(refused("torchfort_tensor_list_add_tensor", KTR_RESULT_INVALID_USAGE, "array: is null"));
+  return ktr_result_t(add_array("torchfort_tensor_list_add_tensor", tensor_list, *array));
+}
+
+}  // extern "C"
