@@ -244,6 +244,18 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   return *e.trainer;
 }
 
+// The run of a model that loads weights before it has seen a batch: the file's task, no fitted transform (the
+// file's replaces it), the batch of general.batch_size or one sample per rank (a larger call grows it).
+RunConfig untrained_config(Entry const& e, bool regression) {
+  RunConfig run = e.cfg.run;
+  run.task = regression ? Task::regression : Task::classification;
+  std::string const mismatch = e.cfg.loss.mismatch(!regression);
+  if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
+  if (e.cfg.general.batch_size == 0) run.batch = e.comm.size(), run.accumulate = 1;
+  run.norm = Normalization::identity(), run.normalize = NormalizeMode::none;
+  return run;
+}
+
 void report(Entry const& e, char const* name, float loss) {
   int const every = e.cfg.general.report_frequency;
   if (every > 0 && e.trainer && e.trainer->step() % every == 0)
@@ -298,15 +310,20 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
     Region const region("ktr::capi::train");
     Entry& e = entry(name);
     ExecSpace const space = instance_of_stream(stream);
-    Trainer& t = trainer_for(space, e, x, y);
-    DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.model().output_width()));
-    t.enqueue_step(space, batch);
+    Trainer* t = &trainer_for(space, e, x, y);
+    DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
+    if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0) {
+      // TorchFort takes any batch: without general.batch_size the run grows to the larger one, exactly as it was.
+      e.trainer = t->with_batch(space, batch.count * e.comm.size());
+      t = e.trainer.get();
+    }
+    t->enqueue_step(space, batch);
     if (loss_val != nullptr || e.cfg.general.report_frequency > 0) {
-      float const loss = t.last_loss(space);
+      float const loss = t->last_loss(space);
       KTR_REQUIRE(std::isfinite(loss), "model '" + std::string(name) + "'",
                   "diverged: this step, or one taken since the last loss was read back, had a non-finite loss or "
                   "gradient, and its update was refused (the model is unchanged by it; " +
-                      std::to_string(t.step()) + " steps taken)");
+                      std::to_string(t->step()) + " steps taken)");
       if (loss_val) *loss_val = loss;
       report(e, name, loss);
     }
@@ -569,17 +586,22 @@ ktr_result_t ktr_load_model(char const* name, char const* file) {
   return guarded([&] {
     Entry& e = entry(name);
     KTR_REQUIRE(file != nullptr, "file", "is a null pointer");
-    KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'",
-                "has not seen a batch yet, so its task is unknown: ktr_train or ktr_push once first, or "
-                "ktr_load_checkpoint");
-    Trainer& t = *e.trainer;
     SafeTensors const st = read_safetensors(file);
-    char const* const task = t.config().task == Task::regression ? "regression" : "classification";
     auto const recorded = st.metadata.find("ktr.task");  // the task first: a classifier's shapes differ anyway
+    std::unique_ptr<Trainer> fresh;
+    if (!e.trainer) {  // weights before any training (create, load, infer): the task from the file
+      KTR_REQUIRE(recorded != st.metadata.end(), file,
+                  "records no task (ktr.task), and '" + std::string(name) + "' has seen no batch to tell");
+      fresh = Trainer::untrained(ExecSpace(), untrained_config(e, recorded->second == "regression"),
+                                 options_of(e.cfg), e.comm);
+    }
+    Trainer& t = fresh ? *fresh : *e.trainer;
+    char const* const task = t.config().task == Task::regression ? "regression" : "classification";
     KTR_REQUIRE(recorded == st.metadata.end() || recorded->second == task, file,
                 "holds a " + escaped(recorded->second) + " model, '" + std::string(name) + "' is a " + task);
     ImportedWeights const w = import_weights(t.model(), st, file);
     t.set_weights(ExecSpace(), w.params, w.has_transform ? &w.norm : nullptr, file);
+    if (fresh) e.trainer = std::move(fresh);  // kept once the weights are in
   });
 }
 

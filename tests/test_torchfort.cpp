@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
@@ -142,6 +143,34 @@ TEST(TorchFort, TensorListsTakeOneTensorEachAndRefuseMoreByName) {
   EXPECT_NE(err.find("inputs: holds 2 tensors"), std::string::npos) << err;
   EXPECT_NE(err.find("dim: 9 dimensions"), std::string::npos) << err;
   for (auto* l : {in, lab, outs}) EXPECT_EQ(torchfort_tensor_list_destroy(l), TORCHFORT_RESULT_SUCCESS);
+}
+
+// TorchFort's inference-only workflow (create, load, infer) and its batches of any size: a model that never
+// trained loads saved weights and predicts what the saved model does; a call larger than the first grows the run.
+TEST(TorchFort, CreateLoadInferAndBatchesOfAnySize) {
+  std::string const cfg = write_file("tf_load.yaml", kModel + "loss: {type: MSE}\noptimizer: {type: adam}\n");
+  ASSERT_EQ(torchfort_create_model("tf_saved", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_create_model("tf_loaded", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  Batch b;
+  float loss = 0;
+  int64_t small[2] = {8, 3}, small_y[2] = {8, 1};
+  for (int i = 0; i < 5; ++i)  // batches of 8, then of 32: the run grows
+    ASSERT_EQ(
+        torchfort_train("tf_saved", b.x.data(), 2, small, b.y.data(), 2, small_y, &loss, TORCHFORT_FLOAT, nullptr),
+        TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(b.train("tf_saved", &loss), TORCHFORT_RESULT_SUCCESS);
+  std::string const file = ::testing::TempDir() + "tf_load.safetensors";
+  std::remove(file.c_str());
+  ASSERT_EQ(torchfort_save_model("tf_saved", file.c_str()), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_load_model("tf_loaded", file.c_str()), TORCHFORT_RESULT_SUCCESS);
+  std::vector<float> p1(32), p2(32);
+  ASSERT_EQ(torchfort_inference("tf_saved", b.x.data(), 2, b.xs, p1.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_inference("tf_loaded", b.x.data(), 2, b.xs, p2.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(p1, p2);
+  EXPECT_EQ(b.train("tf_loaded", &loss), TORCHFORT_RESULT_SUCCESS) << "the loaded model trains on";
+  std::remove(file.c_str());
 }
 
 }  // namespace

@@ -287,6 +287,36 @@ TEST(Trainer, ARefusedOnlineStepChangesNothing) {
   EXPECT_EQ(poisoned.step(space, x2, y2), twin.step(space, x2, y2)) << twin_loss;
 }
 
+// A run resized for larger batches (TorchFort takes any batch size) carries its parameters, optimiser state and
+// step over exactly: it continues as a twin that was made with the larger batch room from the start.
+TEST(Trainer, ARunResizedForLargerBatchesContinuesExactly) {
+  ktr::ExecSpace const space;
+  Surface const s(256);
+  RunConfig c;
+  c.model = "in=4 dense:16:relu dense:1";
+  c.batch = 16;
+  c.normalize = ktr::NormalizeMode::none;
+  Trainer small(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  c.batch = 64;
+  Trainer twin(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  auto rows = [&](int at, int n) { return Kokkos::make_pair(at, at + n); };
+  for (int i = 0; i < 3; ++i) {
+    auto const x = Kokkos::subview(s.x, rows(16 * i, 16), Kokkos::ALL);
+    auto const y = Kokkos::subview(s.y, rows(16 * i, 16), Kokkos::ALL);
+    EXPECT_EQ(small.step(space, x, y), twin.step(space, x, y)) << i;
+  }
+  std::unique_ptr<Trainer> grown = small.with_batch(space, 64);
+  EXPECT_EQ(grown->step(), 3);
+  EXPECT_EQ(grown->model().max_batch(), 64);
+  EXPECT_EQ(ktr::download(space, grown->model().arena().params()),
+            ktr::download(space, small.model().arena().params()));
+  auto const x = Kokkos::subview(s.x, rows(64, 64), Kokkos::ALL);
+  auto const y = Kokkos::subview(s.y, rows(64, 64), Kokkos::ALL);
+  EXPECT_EQ(grown->step(space, x, y), twin.step(space, x, y));
+  EXPECT_EQ(ktr::download(space, grown->model().arena().params()),
+            ktr::download(space, twin.model().arena().params()));
+}
+
 TEST(Trainer, PredictionFromFeaturesAloneEqualsPredictionFromADataset) {
   ktr::ExecSpace const space;
   Surface const s(300);

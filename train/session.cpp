@@ -120,6 +120,11 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
 
 void Session::save(ExecSpace const& space, std::string const& path) const {
   Region const region("ktr::Session::save");
+  Checkpoint const c = snapshot(space, path);
+  write_checkpoint(path, c);
+}
+
+Checkpoint Session::snapshot(ExecSpace const& space, std::string const& what) const {
   Checkpoint c;
   // The settings from their table; beside them what the run derived: its task, input transform and step.
   write_run_settings(config_, c);
@@ -142,9 +147,9 @@ void Session::save(ExecSpace const& space, std::string const& path) const {
   c.header["step"] = std::to_string(step);  // read: download() fenced the instance
   for (auto const& b : c.buffers)
     if (!all_finite(b))
-      throw DivergenceError(path + ": refusing to save non-finite parameters or optimiser state (step " +
+      throw DivergenceError(what + ": refusing to save non-finite parameters or optimiser state (step " +
                             std::to_string(step) + "); the file was left as it was");
-  write_checkpoint(path, c);
+  return c;
 }
 
 std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, int ranks) {

@@ -51,6 +51,9 @@ class Session {
   /// (the instance that ran the training). Refuses (ktr::Error, file untouched) to save non-finite values.
   /// Data-parallel runs keep identical state on every rank: one rank (the CLI: rank 0) saves.
   void save(ExecSpace const& space, std::string const& path) const;
+  /// What save() writes, in memory (a run resized or moved restores from it); refuses non-finite state naming
+  /// `what`.
+  Checkpoint snapshot(ExecSpace const& space, std::string const& what) const;
 
   RunConfig const& config() const { return config_; }
   Model& model() { return model_; }

@@ -80,6 +80,24 @@ std::unique_ptr<Trainer> Trainer::resume(ExecSpace const& space, Checkpoint cons
       new Trainer(std::move(session), std::move(train), std::move(test), std::move(options), std::move(comm)));
 }
 
+std::unique_ptr<Trainer> Trainer::untrained(ExecSpace const& space, RunConfig const& config,
+                                            TrainerOptions options, Communicator comm) {
+  Region const region("ktr::Trainer::untrained");
+  auto session = std::make_unique<Session>(space, config, options.steps_per_dispatch, comm);
+  return std::unique_ptr<Trainer>(new Trainer(std::move(session), {}, {}, std::move(options), std::move(comm)));
+}
+
+std::unique_ptr<Trainer> Trainer::with_batch(ExecSpace const& space, std::int64_t batch) const {
+  Region const region("ktr::Trainer::with_batch");
+  KTR_REQUIRE(comm_.size() == 1, "batch",
+              "a model on " + std::to_string(comm_.size()) +
+                  " ranks keeps the batch of its first call (give general.batch_size for the largest)");
+  RunConfig config = session_->config();
+  config.batch = batch;
+  Checkpoint const state = session_->snapshot(space, "ktr::Trainer::with_batch");
+  return resume(space, state, "ktr::Trainer::with_batch", config, train_, test_, options_, comm_);
+}
+
 void Trainer::save(ExecSpace const& space, std::string const& path) const {
   Region const region("ktr::Trainer::save");
   session_->save(space, path);

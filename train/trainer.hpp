@@ -93,6 +93,15 @@ class Trainer {
                                          RunConfig const& config, DeviceDataset train, DeviceDataset test = {},
                                          TrainerOptions options = {}, Communicator comm = Communicator());
 
+  /// A run that has seen no data: `config` carries its task and input transform (weights loaded for inference
+  /// before any training, TorchFort's create-load-infer); nothing is fitted.
+  static std::unique_ptr<Trainer> untrained(ExecSpace const& space, RunConfig const& config,
+                                            TrainerOptions options = {}, Communicator comm = Communicator());
+  /// This run with room for updates of `batch` samples (over all ranks): parameters, optimiser state, step and
+  /// input transform carried over exactly (an online run whose callers' batches grew). One rank only: the others
+  /// would not follow.
+  std::unique_ptr<Trainer> with_batch(ExecSpace const& space, std::int64_t batch) const;
+
   /// Trains on `space` until `epochs` epochs are done, counting those a resumed run had done (none left: it only
   /// evaluates). Throws DivergenceError on a non-finite loss (the checkpoint keeps its last finite state).
   RunSummary fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks);
