@@ -129,6 +129,18 @@ void check_features(Array const& x, Shape const& sample, char const* what) {
   KTR_REQUIRE(x.sample_size() == sample.size(), what,
               "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() +
                   (sample.rank > 1 ? " (" + std::to_string(sample.size()) + ")" : std::string()));
+  // An image batch of the right size in another layout would be misread silently: its dimensions must be the
+  // model's (N, H, W, C) (C: row-major; Fortran: (C, W, H, N)). A flat (N, H x W x C) array is read as it is.
+  if (sample.rank == 3 && x.rank == 4) {
+    bool same = true;
+    for (int d = 0; d < 3; ++d) same = same && x.extent[d + 1] == sample[d];
+    KTR_REQUIRE(same, what,
+                "samples are (" + std::to_string(x.extent[1]) + ", " + std::to_string(x.extent[2]) + ", " +
+                    std::to_string(x.extent[3]) + "), the model takes (H, W, C) = " + sample.str() +
+                    (x.extent[1] == sample[2] && x.extent[2] == sample[0] && x.extent[3] == sample[1]
+                         ? ": an NCHW array for a channels-last model (transpose it to NHWC)"
+                         : ""));
+  }
 }
 
 // 64-bit class labels fit the int32 the model reads (4294967297 would wrap to 1): one pass, read back.

@@ -696,6 +696,29 @@ TEST(CApi, LabelsForAModelOfOneOutputAreRefusedAndFloatsTrainIt) {
   EXPECT_EQ(ktr_destroy_model("one"), KTR_RESULT_SUCCESS);
 }
 
+// An image batch of the right size in another layout (NCHW for a channels-last model) is refused by name, not
+// misread; the model's own (N, H, W, C) and a flat (N, H x W x C) array train.
+TEST(CApi, AnImageBatchInAnotherLayoutIsRefusedNotMisread) {
+  std::string const cfg =
+      write_file("capi_nchw.yaml",
+                 "model: {type: ktr, parameters: {description: \"in=4x4x2 conv3x3:4:relu flatten dense:3\"}}\n");
+  ASSERT_EQ(ktr_create_model("nchw", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  std::vector<float> x(8 * 32, 0.5f);
+  std::vector<int32_t> labels(8, 1);
+  int64_t const ls[1] = {8}, nhwc[4] = {8, 4, 4, 2}, nchw[4] = {8, 2, 4, 4}, flat[2] = {8, 32};
+  float loss = 0;
+  EXPECT_EQ(ktr_train("nchw", x.data(), 4, nchw, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("an NCHW array for a channels-last model"), std::string::npos) << last_error();
+  EXPECT_EQ(ktr_train("nchw", x.data(), 4, nhwc, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(ktr_train("nchw", x.data(), 2, flat, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(ktr_destroy_model("nchw"), KTR_RESULT_SUCCESS);
+}
+
 // Numbers that would wrap: a 64-bit label beyond int32, and shapes whose product overflows.
 TEST(CApi, LabelsAndShapesThatWouldWrapAreRefused) {
   std::string const cfg = write_file(
