@@ -239,7 +239,8 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
                   " features or targets that are not finite (NaN or infinite): nothing was made from it");
   // The update's samples over all ranks: general.batch_size (checked at create), or without it every rank's
   // first batch.
-  run.batch = e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count * e.comm.size();
+  run.batch =
+      e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count * e.comm.size() * e.cfg.run.accumulate;
   e.trainer = std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg), e.comm);
   return *e.trainer;
 }
@@ -312,9 +313,9 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
     ExecSpace const space = instance_of_stream(stream);
     Trainer* t = &trainer_for(space, e, x, y);
     DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
-    if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0) {
+    if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0 && t->pending_calls() == 0) {
       // TorchFort takes any batch: without general.batch_size the run grows to the larger one, exactly as it was.
-      e.trainer = t->with_batch(space, batch.count * e.comm.size());
+      e.trainer = t->with_batch(space, batch.count * e.comm.size() * e.cfg.run.accumulate);
       t = e.trainer.get();
     }
     t->enqueue_step(space, batch);

@@ -173,4 +173,29 @@ TEST(TorchFort, CreateLoadInferAndBatchesOfAnySize) {
   std::remove(file.c_str());
 }
 
+// TorchFort accumulates grad_accumulation_steps calls per update: 4 calls of 8 samples train as one call of 32.
+TEST(TorchFort, GradientAccumulationOverCallsTrainsAsOneLargerBatch) {
+  std::string const model = kModel + "loss: {type: MSE}\noptimizer: {type: sgd, parameters: {learning_rate: 0.1}";
+  std::string const four = write_file("tf_accum4.yaml", model + ", general: {grad_accumulation_steps: 4}}\n");
+  std::string const one = write_file("tf_accum1.yaml", model + "}\n");
+  ASSERT_EQ(torchfort_create_model("tf_accum4", four.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_create_model("tf_accum1", one.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  Batch b;
+  float loss = 0;
+  int64_t xs[2] = {8, 3}, ys[2] = {8, 1};
+  for (int round = 0; round < 3; ++round) {
+    for (int j = 0; j < 4; ++j)
+      ASSERT_EQ(torchfort_train("tf_accum4", b.x.data() + 24 * j, 2, xs, b.y.data() + 8 * j, 2, ys, &loss,
+                                TORCHFORT_FLOAT, nullptr),
+                TORCHFORT_RESULT_SUCCESS);
+    ASSERT_EQ(b.train("tf_accum1", &loss), TORCHFORT_RESULT_SUCCESS);
+  }
+  std::vector<float> p4(32), p1(32);
+  ASSERT_EQ(torchfort_inference("tf_accum4", b.x.data(), 2, b.xs, p4.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_inference("tf_accum1", b.x.data(), 2, b.xs, p1.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  for (std::size_t i = 0; i < p1.size(); ++i) EXPECT_NEAR(p4[i], p1[i], 1e-5f + 1e-5f * std::abs(p1[i])) << i;
+}
+
 }  // namespace

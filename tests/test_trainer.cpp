@@ -317,6 +317,48 @@ TEST(Trainer, ARunResizedForLargerBatchesContinuesExactly) {
             ktr::download(space, twin.model().arena().params()));
 }
 
+// accumulate N: an update spans N online calls (TorchFort's grad_accumulation_steps). Three calls of 8 change
+// nothing; the fourth applies the mean gradient, as one call of the 32 samples does (up to summation order).
+TEST(Trainer, AnAccumulatedUpdateOverCallsEqualsOneCallOfTheWholeBatch) {
+  ktr::ExecSpace const space;
+  Surface const s(256);
+  RunConfig c;
+  c.model = "in=4 dense:16:relu dense:1";
+  c.batch = 32;
+  c.accumulate = 4;
+  c.normalize = ktr::NormalizeMode::none;
+  c.optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
+  c.optimizer.lr = 0.1f;
+  Trainer calls(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  c.accumulate = 1;
+  Trainer whole(space, c, ktr::dataset_from_views(space, s.x, s.y));
+  std::vector<float> const start = ktr::download(space, calls.model().arena().params());
+  ASSERT_EQ(start, ktr::download(space, whole.model().arena().params()));
+  auto rows = [&](int at, int n) { return Kokkos::make_pair(at, at + n); };
+  float losses = 0;
+  for (int j = 0; j < 4; ++j) {
+    if (j == 3)
+      EXPECT_EQ(ktr::download(space, calls.model().arena().params()), start) << "an update before its end";
+    EXPECT_EQ(calls.step(), 0);
+    losses += calls.step(space, Kokkos::subview(s.x, rows(8 * j, 8), Kokkos::ALL),
+                         Kokkos::subview(s.y, rows(8 * j, 8), Kokkos::ALL));
+  }
+  EXPECT_EQ(calls.step(), 1);
+  float const loss = whole.step(space, Kokkos::subview(s.x, rows(0, 32), Kokkos::ALL),
+                                Kokkos::subview(s.y, rows(0, 32), Kokkos::ALL));
+  EXPECT_NEAR(losses / 4, loss, 1e-5f * std::abs(loss)) << "each call's loss is its micro-batch's";
+  std::vector<float> const a = ktr::download(space, calls.model().arena().params());
+  std::vector<float> const b = ktr::download(space, whole.model().arena().params());
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-6f + 1e-5f * std::abs(b[i])) << i;
+  EXPECT_NE(a, start);
+  EXPECT_THROW(calls.step(space, Kokkos::subview(s.x, rows(0, 8), Kokkos::ALL),
+                          Kokkos::subview(s.y, rows(0, 8), Kokkos::ALL));
+               calls.step(space, Kokkos::subview(s.x, rows(0, 4), Kokkos::ALL),
+                          Kokkos::subview(s.y, rows(0, 4), Kokkos::ALL)),
+               ktr::Error)
+      << "calls of one update in two sizes";
+}
+
 TEST(Trainer, PredictionFromFeaturesAloneEqualsPredictionFromADataset) {
   ktr::ExecSpace const space;
   Surface const s(300);

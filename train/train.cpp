@@ -127,6 +127,37 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   }
 }
 
+void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int j) {
+  ScopedMatmulPrecision const precision(state.precision);
+  Communicator const& comm = state.parallel.comm;
+  int const ranks = comm.size(), rank = comm.rank(), n = state.parallel.accumulate;
+  std::int64_t const b = state.micro_batch;
+  KTR_REQUIRE(j >= 0 && j < n && data.count == b && data.task() == state.task, "ktr::train_micro_step",
+              "micro-batch " + std::to_string(j) + " of " + std::to_string(n) + " must hold " + std::to_string(b) +
+                  " samples of the run's task");
+  // The rank's own data, all of it: a permutation of its b rows (the gradient does not depend on the order).
+  std::uint64_t const seed = state.seed + 0x9E3779B97F4A7C15ull * std::uint64_t(rank);
+  float const share = state.reduction == Reduction::sum ? 1.0f : 1.0f / float(ranks * n);
+  auto const& arena = model.arena();
+  gather_batch(space, data, BatchCursor{state.step, 0, seed, b, b, 0}, state.norm,
+               Batch{state.x, state.y, state.values});
+  RandomKey const key{state.seed, state.step.data(), (std::int64_t(rank) * n + j) * b};
+  Tensor const out = model.forward(space, state.x, &key);
+  LossOutput const metrics{state.loss, state.correct, j, false, state.reduction};
+  if (state.task == Task::classification)
+    softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
+  else
+    regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
+  model.backward(space);
+  DeviceView<float*> const grads = n > 1 ? state.grad_sum : arena.grads();
+  if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
+  if (j < n - 1) return;
+  if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
+  comm.allreduce_sum(space, grads);  // no-op on one rank
+  state.optimizer.update(space, arena.params(), grads, state.step, ranks == 1 ? state.loss.data() : nullptr,
+                         ranks == 1 ? n : 0);
+}
+
 char const* dispatch_path_name(DispatchPath path) {
   switch (path) {
     case DispatchPath::plain:

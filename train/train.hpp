@@ -123,6 +123,13 @@ struct TrainState {
 /// Enqueues K complete steps on `space`: no fence, no host copy, no allocation.
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
+/// One call's part of an update that spans state.parallel.accumulate calls (TorchFort's grad_accumulation_steps):
+/// the forward and backward pass of `data` (one micro-batch, all of it: data.count == state.micro_batch) as
+/// micro-batch `j`, its gradient added into the update's sum; the call with j == accumulate - 1 allreduces the sum
+/// and applies the update (refused, as train_steps refuses one, where a loss or the gradient is not finite).
+/// Micro-batch j's loss goes to state.loss[j].
+void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int j);
+
 /// Runs K steps: replays the captured K-step program for (model, data, K, precision, stream) where the backend,
 /// the instance and the communicator can capture (recording it on the first such dispatch, after running it
 /// plainly; MPI without NCCL waits for the host in every step, so it runs plainly), else train_steps. Advances

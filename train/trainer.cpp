@@ -163,21 +163,28 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
   KTR_REQUIRE(batch.count <= model().max_batch(), "ktr::Trainer::step",
               "a batch of " + std::to_string(batch.count) + " samples is larger than the run's micro-batch (" +
                   std::to_string(model().max_batch()) + ")");
+  int const n = cfg.accumulate;  // calls per update (TorchFort's grad_accumulation_steps)
+  KTR_REQUIRE(n == 1 || pending_ == 0 || batch.count == pending_count_, "batch",
+              "the calls of one accumulated update must be of one size: this one has " +
+                  std::to_string(batch.count) + " samples, the update's first had " +
+                  std::to_string(pending_count_));
   auto& slot = online_[batch.count];
-  if (!slot) {  // each rank's own batch of b samples: b x ranks per update, one micro-batch each
-    slot = std::make_unique<TrainState>(space, model(), cfg.optimizer, batch.count * comm_.size(), cfg.seed,
-                                        cfg.norm, 1, cfg.task, Parallelism{comm_, 1, DataLayout::sharded});
+  if (!slot) {  // each rank's own batch of b samples: b x ranks x n per update, one micro-batch per call
+    slot = std::make_unique<TrainState>(space, model(), cfg.optimizer, batch.count * comm_.size() * n, cfg.seed,
+                                        cfg.norm, 1, cfg.task, Parallelism{comm_, n, DataLayout::sharded});
     slot->optimizer = run.optimizer;  // shares the run's moments (views are shared handles)
     slot->step = run.step;            // and its device step counter (the schedule's position)
     slot->precision = cfg.precision;
     slot->regression = cfg.loss;
     slot->reduction = cfg.reduction;
   }
-  slot->host_step_ = run.host_step_;
   // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
   // program is keyed by the data's address (one step gains little from a graph anyway).
-  train_steps(space, *slot, model(), batch, 1);
-  run.host_step_ = slot->host_step_ + 1;
+  train_micro_step(space, *slot, model(), batch, pending_);
+  last_micro_ = pending_;
+  pending_count_ = batch.count;
+  pending_ = (pending_ + 1) % n;
+  if (pending_ == 0) run.host_step_ += 1;
   last_online_ = slot.get();
 }
 
@@ -198,7 +205,16 @@ float Trainer::last_loss(ExecSpace const& space) {
   StepMetrics const m = read_metrics(space, *last_online_, 1);
   if (refused_since_last(space, m))  // this step's, or one enqueued since the last read-back
     return std::isfinite(m.loss.at(0)) ? std::numeric_limits<float>::quiet_NaN() : m.loss.at(0);
-  return m.loss.at(0);
+  if (last_online_->parallel.accumulate == 1) return m.loss.at(0);
+  // An update over calls: this call's micro-batch loss (the others' of this update may not exist yet), over ranks.
+  std::vector<double> loss(1, 0.0);
+  float here = 0;
+  Kokkos::deep_copy(space, Kokkos::View<float, HostSpace, Kokkos::MemoryUnmanaged>(&here),
+                    Kokkos::subview(last_online_->loss, std::size_t(last_micro_)));
+  space.fence();
+  loss[0] = here;
+  comm_.sum(loss);
+  return float(loss[0] / (last_online_->reduction == Reduction::sum ? 1.0 : double(comm_.size())));
 }
 
 void Trainer::enqueue_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks) {

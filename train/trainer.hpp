@@ -101,6 +101,8 @@ class Trainer {
   /// input transform carried over exactly (an online run whose callers' batches grew). One rank only: the others
   /// would not follow.
   std::unique_ptr<Trainer> with_batch(ExecSpace const& space, std::int64_t batch) const;
+  /// Online calls taken toward the current accumulated update (0 when every update is complete).
+  int pending_calls() const { return pending_; }
 
   /// Trains on `space` until `epochs` epochs are done, counting those a resumed run had done (none left: it only
   /// evaluates). Throws DivergenceError on a non-finite loss (the checkpoint keeps its last finite state).
@@ -113,7 +115,9 @@ class Trainer {
   /// accumulate)); with several ranks, each hands its own batch and the update averages all of them. step()
   /// returns the step's loss (one read-back); enqueue_step() leaves it on the device (last_loss() reads it) and
   /// returns once the step is enqueued — for class labels after one small check that they lie within the model's
-  /// classes (a reduction read back). Every step advances the run's step counter, schedule included.
+  /// classes (a reduction read back). Every update advances the run's step counter, schedule included. With
+  /// accumulate N > 1 an update spans N calls (TorchFort's grad_accumulation_steps), each a micro-batch of one
+  /// size: the N-th applies the mean gradient; the loss is each call's own. A checkpoint keeps completed updates.
   template <class FeatureView, class TargetView>
   float step(ExecSpace const& space, FeatureView const& x, TargetView const& y) {
     enqueue_step(space, x, y);
@@ -203,6 +207,9 @@ class Trainer {
   // Online steps: one state per batch size, sharing the run's optimiser moments and step counter.
   std::map<std::int64_t, std::unique_ptr<TrainState>> online_;
   TrainState* last_online_ = nullptr;
+  int pending_ = 0;                 // calls of the current accumulated update taken (TorchFort's accumulation)
+  int last_micro_ = 0;              // the micro-batch index of the last online call
+  std::int64_t pending_count_ = 0;  // their batch size
   std::unique_ptr<Evaluator> evaluator_;  // made on first use and kept
   std::unique_ptr<Predictor> predictor_;
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs BUILD_DIR into a temporary prefix, then builds ktr's C and Fortran examples as a simulation code would:
 # a CMake project that enables only C and Fortran (find_package(ktr), ktr::c, ktr::fortran), and a plain
-# `cc app.c $(pkg-config --cflags --libs ktr)`. Runs each; all must beat predicting the mean 5x.
+# `cc app.c $(pkg-config --cflags --libs ktr)`; and TorchFort's interface (examples/torchfort) through pkg-config.
+# Runs each; all must beat predicting the mean 5x.
 #   run.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -16,9 +17,16 @@ export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 cc -std=c99 -o "$work/heat_pc" "$src/examples/c/heat_surrogate.c" $(pkg-config --cflags --libs ktr) -lm
 # shellcheck disable=SC2046
 gfortran -o "$work/heat_pcf" "$src/examples/fortran/heat_surrogate.f90" $(pkg-config --cflags --libs ktr-fortran)
+# TorchFort's programs against the installed <torchfort.h> and `use torchfort`, through pkg-config alone
+# shellcheck disable=SC2046
+cc -std=c99 -o "$work/tf_c" "$src/examples/torchfort/simulation.c" $(pkg-config --cflags --libs ktr) -lm
+# shellcheck disable=SC2046
+gfortran -o "$work/tf_f" "$src/examples/torchfort/simulation.f90" $(pkg-config --cflags --libs ktr-fortran)
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
 "$work/build/heat_c" "$src/examples/c/heat.yaml" push | tail -n 2
 "$work/build/heat_f" "$src/examples/fortran/heat.yaml" train | tail -n 2
 "$work/heat_pc" "$src/examples/c/heat.yaml" train | tail -n 1
 "$work/heat_pcf" "$src/examples/fortran/heat.yaml" push | tail -n 1
+"$work/tf_c" "$src/examples/torchfort/config.yaml" "$work/tf_c_ckpt" 2>/dev/null | tail -n 1
+"$work/tf_f" "$src/examples/torchfort/config.yaml" "$work/tf_f_ckpt" | tail -n 1
 echo "C and Fortran consumers: find_package(ktr) and pkg-config both work"
