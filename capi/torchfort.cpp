@@ -50,8 +50,8 @@ bool ktr_dtype(torchfort_datatype_t t, ktr_datatype_t& out) {
   return false;
 }
 
-// A shape as ktr reads it (row-major, batch first): Fortran's reversed. At most 8 dimensions are copied; ktr
-// refuses more than 5 by name.
+// A shape as ktr reads it (row-major, batch first): Fortran's reversed. At most 8 dimensions are read (none of a
+// larger rank, which ktr refuses by name, more than 5).
 struct Shape {
   std::int64_t dims[8] = {};
   std::int64_t rank = 0;
@@ -60,8 +60,8 @@ struct Shape {
 Shape reversed(std::int64_t const* shape, std::size_t dim) {
   Shape s;
   s.rank = std::int64_t(dim);
-  if (shape != nullptr)
-    for (std::size_t i = 0; i < dim && i < 8; ++i) s.dims[i] = shape[dim - 1 - i];
+  if (shape != nullptr && dim <= 8)  // more: ktr refuses the rank by name before reading a dimension
+    for (std::size_t i = 0; i < dim; ++i) s.dims[i] = shape[dim - 1 - i];
   return s;
 }
 
