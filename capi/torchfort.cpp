@@ -211,6 +211,8 @@ torchfort_result_t torchfort_train_multiarg(char const* name, torchfort_tensor_l
                                             torchfort_tensor_list_t extra_loss_args, torchfort_stream_t stream) {
   char const* const call = "torchfort_train_multiarg";
   ktr_array_t const *x = nullptr, *y = nullptr;
+  if (inputs == nullptr || labels == nullptr)
+    return refused(call, KTR_RESULT_INVALID_USAGE, "inputs or labels: is a null pointer");
   std::string why = one_tensor(inputs, "inputs", x);
   if (why.empty()) why = one_tensor(labels, "labels", y);
   if (!why.empty()) return refused(call, KTR_RESULT_NOT_SUPPORTED, why);
@@ -223,6 +225,8 @@ torchfort_result_t torchfort_inference_multiarg(char const* name, torchfort_tens
                                                 torchfort_tensor_list_t outputs, torchfort_stream_t stream) {
   char const* const call = "torchfort_inference_multiarg";
   ktr_array_t const *x = nullptr, *out = nullptr;
+  if (inputs == nullptr || outputs == nullptr)
+    return refused(call, KTR_RESULT_INVALID_USAGE, "inputs or outputs: is a null pointer");
   std::string why = one_tensor(inputs, "inputs", x);
   if (why.empty()) why = one_tensor(outputs, "outputs", out);
   if (!why.empty()) return refused(call, KTR_RESULT_NOT_SUPPORTED, why);
