@@ -130,16 +130,22 @@ void check_features(Array const& x, Shape const& sample, char const* what) {
               "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() +
                   (sample.rank > 1 ? " (" + std::to_string(sample.size()) + ")" : std::string()));
   // An image batch of the right size in another layout would be misread silently: its dimensions must be the
-  // model's (N, H, W, C) (C: row-major; Fortran: (C, W, H, N)). A flat (N, H x W x C) array is read as it is.
-  if (sample.rank == 3 && x.rank == 4) {
-    bool same = true;
-    for (int d = 0; d < 3; ++d) same = same && x.extent[d + 1] == sample[d];
-    KTR_REQUIRE(same, what,
-                "samples are (" + std::to_string(x.extent[1]) + ", " + std::to_string(x.extent[2]) + ", " +
-                    std::to_string(x.extent[3]) + "), the model takes (H, W, C) = " + sample.str() +
-                    (x.extent[1] == sample[2] && x.extent[2] == sample[0] && x.extent[3] == sample[1]
-                         ? ": an NCHW array for a channels-last model (transpose it to NHWC)"
-                         : ""));
+  // model's (N, H, W, C) (C: row-major; Fortran: (C, W, H, N)), up to where dimensions of size 1 sit (TorchFort's
+  // (n, n, 1, batch) arrays). A flat (N, H x W x C) array is read as it is.
+  if (sample.rank == 3 && x.rank >= 3) {
+    std::vector<std::int64_t> given, wanted;
+    for (int d = 1; d < x.rank; ++d)
+      if (x.extent[d] != 1) given.push_back(x.extent[d]);
+    for (int d = 0; d < 3; ++d)
+      if (sample[d] != 1) wanted.push_back(sample[d]);
+    std::string dims;
+    for (int d = 1; d < x.rank; ++d) dims += (d > 1 ? ", " : "") + std::to_string(x.extent[d]);
+    KTR_REQUIRE(
+        given == wanted, what,
+        "samples are (" + dims + "), the model takes (H, W, C) = " + sample.str() +
+            (x.rank == 4 && x.extent[1] == sample[2] && x.extent[2] == sample[0] && x.extent[3] == sample[1]
+                 ? ": an NCHW array for a channels-last model (transpose it to NHWC)"
+                 : ""));
   }
 }
 

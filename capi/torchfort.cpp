@@ -12,6 +12,8 @@
 #include "ktr_c.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -19,9 +21,16 @@
 
 namespace {
 
-// The result, printed to stderr when it is a failure.
+// KTR_QUIET=1 silences the layer's messages (ktr_* never prints).
+bool quiet() {
+  char const* q = std::getenv("KTR_QUIET");
+  return q != nullptr && std::strcmp(q, "1") == 0;
+}
+
+// The result, printed to stderr when it is a failure (as TorchFort prints it).
 torchfort_result_t reported(char const* call, ktr_result_t r) {
-  if (r != KTR_RESULT_SUCCESS) std::fprintf(stderr, "TORCHFORT::ERROR: %s: %s\n", call, ktr_last_error());
+  if (r != KTR_RESULT_SUCCESS && !quiet())
+    std::fprintf(stderr, "TORCHFORT::ERROR: %s: %s\n", call, ktr_last_error());
   return torchfort_result_t(r);
 }
 

@@ -717,6 +717,23 @@ TEST(CApi, AnImageBatchInAnotherLayoutIsRefusedNotMisread) {
             KTR_RESULT_SUCCESS)
       << last_error();
   EXPECT_EQ(ktr_destroy_model("nchw"), KTR_RESULT_SUCCESS);
+  // Size-1 dimensions may sit anywhere (TorchFort's Fortran (n, n, 1, batch), i.e. (batch, 1, n, n)).
+  std::string const gray =
+      write_file("capi_gray.yaml",
+                 "model: {type: ktr, parameters: {description: \"in=4x4x1 conv3x3:4:relu flatten dense:3\"}}\n");
+  ASSERT_EQ(ktr_create_model("gray", gray.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  int64_t const n1hw[4] = {8, 1, 4, 4}, n1hw5[5] = {8, 1, 4, 1, 4}, nwh2[4] = {8, 2, 8, 1};
+  EXPECT_EQ(ktr_train("gray", x.data(), 4, n1hw, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(ktr_train("gray", x.data(), 5, n1hw5, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(ktr_train("gray", x.data(), 4, nwh2, KTR_FLOAT, labels.data(), 1, ls, KTR_INT32, &loss, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("samples are (2, 8, 1), the model takes (H, W, C) = (4, 4, 1)"), std::string::npos)
+      << last_error();
+  EXPECT_EQ(ktr_destroy_model("gray"), KTR_RESULT_SUCCESS);
 }
 
 // Numbers that would wrap: a 64-bit label beyond int32, and shapes whose product overflows.

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
@@ -60,6 +61,11 @@ TEST(TorchFort, AConfigWithoutALossOrAnOptimizerFailsTheFirstTrainOnStderr) {
   std::string const err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("TORCHFORT::ERROR: torchfort_train: " + cfg + ": has no loss section"), std::string::npos)
       << err;
+  ::setenv("KTR_QUIET", "1", 1);  // the layer's messages silenced; the result is the same
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(b.train("tf_noloss", &loss), TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ::unsetenv("KTR_QUIET");
 }
 
 // PyTorch's weight_decay under adam is an L2 penalty: 0.5 and 0 train differently (ktr ignored it before).

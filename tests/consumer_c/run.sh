@@ -19,14 +19,16 @@ cc -std=c99 -o "$work/heat_pc" "$src/examples/c/heat_surrogate.c" $(pkg-config -
 gfortran -o "$work/heat_pcf" "$src/examples/fortran/heat_surrogate.f90" $(pkg-config --cflags --libs ktr-fortran)
 # TorchFort's programs against the installed <torchfort.h> and `use torchfort`, through pkg-config alone
 # shellcheck disable=SC2046
-cc -std=c99 -o "$work/tf_c" "$src/examples/torchfort/simulation.c" $(pkg-config --cflags --libs ktr) -lm
+cc -std=c99 -o "$work/tf_pc" "$src/examples/torchfort/simulation.c" $(pkg-config --cflags --libs ktr-torchfort) -lm
 # shellcheck disable=SC2046
-gfortran -o "$work/tf_f" "$src/examples/torchfort/simulation.f90" $(pkg-config --cflags --libs ktr-fortran)
+gfortran -o "$work/tf_pcf" "$src/examples/torchfort/simulation.f90" $(pkg-config --cflags --libs ktr-torchfort)
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
 "$work/build/heat_c" "$src/examples/c/heat.yaml" push | tail -n 2
 "$work/build/heat_f" "$src/examples/fortran/heat.yaml" train | tail -n 2
 "$work/heat_pc" "$src/examples/c/heat.yaml" train | tail -n 1
 "$work/heat_pcf" "$src/examples/fortran/heat.yaml" push | tail -n 1
-"$work/tf_c" "$src/examples/torchfort/config.yaml" "$work/tf_c_ckpt" 2>/dev/null | tail -n 1
-"$work/tf_f" "$src/examples/torchfort/config.yaml" "$work/tf_f_ckpt" | tail -n 1
+"$work/build/tf_c" "$src/examples/torchfort/config.yaml" "$work/tf_c_ckpt" 2>/dev/null | tail -n 1
+"$work/build/tf_f" "$src/examples/torchfort/config.yaml" "$work/tf_f_ckpt" | tail -n 1
+"$work/tf_pc" "$src/examples/torchfort/config.yaml" "$work/tf_pc_ckpt" 2>/dev/null | tail -n 1
+"$work/tf_pcf" "$src/examples/torchfort/config.yaml" "$work/tf_pcf_ckpt" | tail -n 1
 echo "C and Fortran consumers: find_package(ktr) and pkg-config both work"
