@@ -203,12 +203,13 @@ void ensure_runtime(int device, bool own_thread) {
   }
 }
 
-TrainerOptions options_of(FileConfig const& c) {
+TrainerOptions options_of(FileConfig const& c, bool torchfort = false) {
   TrainerOptions o;
   o.steps_per_dispatch = c.general.steps_per_dispatch;
   o.evaluate = false;
   o.capture = c.general.enable_graphs;
-  o.layout = DataLayout::sharded;  // each rank's batches, or its replay buffer, are its own
+  o.layout = DataLayout::sharded;       // each rank's batches, or its replay buffer, are its own
+  o.sum_accumulated_calls = torchfort;  // TorchFort sums grad_accumulation_steps calls; ktr averages them
   return o;
 }
 
@@ -241,7 +242,8 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   // first batch.
   run.batch =
       e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count * e.comm.size() * e.cfg.run.accumulate;
-  e.trainer = std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg), e.comm);
+  e.trainer =
+      std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg, e.torchfort), e.comm);
   return *e.trainer;
 }
 
@@ -446,6 +448,8 @@ ktr_result_t ktr_create_distributed_model_F(char const* name, char const* config
   return ktr_create_distributed_model(name, config_file, MPI_Comm_f2c(MPI_Fint(comm)), device);
 }
 
+}  // extern "C"
+
 namespace ktr::capi {
 ktr_result_t create_distributed_model_as_torchfort(char const* name, char const* config_file, int comm_f,
                                                    int device, bool tf32) {
@@ -594,7 +598,7 @@ ktr_result_t ktr_load_model(char const* name, char const* file) {
       KTR_REQUIRE(recorded != st.metadata.end(), file,
                   "records no task (ktr.task), and '" + std::string(name) + "' has seen no batch to tell");
       fresh = Trainer::untrained(ExecSpace(), untrained_config(e, recorded->second == "regression"),
-                                 options_of(e.cfg), e.comm);
+                                 options_of(e.cfg, e.torchfort), e.comm);
     }
     Trainer& t = fresh ? *fresh : *e.trainer;
     char const* const task = t.config().task == Task::regression ? "regression" : "classification";
@@ -641,7 +645,7 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
                       std::to_string(plan.input.size()) + " and " + std::to_string(plan.output_width));
     ExecSpace const space;
     auto t = Trainer::resume(space, saved.checkpoint, path, config, DeviceDataset{}, DeviceDataset{},
-                             options_of(e.cfg), e.comm);
+                             options_of(e.cfg, e.torchfort), e.comm);
     std::unique_ptr<ReplayBuffer> buffer;
     if (st.has_buffer) {
       buffer = std::make_unique<ReplayBuffer>(space, st.buffer_capacity, t->model().input_shape(1), config.task,

@@ -179,11 +179,13 @@ TEST(TorchFort, CreateLoadInferAndBatchesOfAnySize) {
   std::remove(file.c_str());
 }
 
-// TorchFort accumulates grad_accumulation_steps calls per update: 4 calls of 8 samples train as one call of 32.
-TEST(TorchFort, GradientAccumulationOverCallsTrainsAsOneLargerBatch) {
-  std::string const model = kModel + "loss: {type: MSE}\noptimizer: {type: sgd, parameters: {learning_rate: 0.1}";
-  std::string const four = write_file("tf_accum4.yaml", model + ", general: {grad_accumulation_steps: 4}}\n");
-  std::string const one = write_file("tf_accum1.yaml", model + "}\n");
+// TorchFort sums the gradients of grad_accumulation_steps calls into one update (no 1/N): with SGD, 4 calls of 8
+// samples train as one call of the 32 at 4 times the learning rate.
+TEST(TorchFort, GradientAccumulationSumsTheCallsGradientsIntoOneUpdate) {
+  std::string const model = kModel + "loss: {type: MSE}\noptimizer: {type: sgd, parameters: {learning_rate: ";
+  std::string const four =
+      write_file("tf_accum4.yaml", model + "0.025}, general: {grad_accumulation_steps: 4}}\n");
+  std::string const one = write_file("tf_accum1.yaml", model + "0.1}}\n");
   ASSERT_EQ(torchfort_create_model("tf_accum4", four.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
   ASSERT_EQ(torchfort_create_model("tf_accum1", one.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
   Batch b;

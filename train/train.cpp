@@ -137,7 +137,10 @@ void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, D
                   " samples of the run's task");
   // The rank's own data, all of it: a permutation of its b rows (the gradient does not depend on the order).
   std::uint64_t const seed = state.seed + 0x9E3779B97F4A7C15ull * std::uint64_t(rank);
-  float const share = state.reduction == Reduction::sum ? 1.0f : 1.0f / float(ranks * n);
+  // The update's gradient: the mean over ranks and micro-batches (ktr), or TorchFort's sum over its calls.
+  float const share = state.reduction == Reduction::sum ? 1.0f
+                      : state.sum_over_calls            ? 1.0f / float(ranks)
+                                                        : 1.0f / float(ranks * n);
   auto const& arena = model.arena();
   gather_batch(space, data, BatchCursor{state.step, 0, seed, b, b, 0}, state.norm,
                Batch{state.x, state.y, state.values});

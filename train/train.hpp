@@ -93,6 +93,9 @@ struct TrainState {
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
   MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's gemms (set for the dispatch's duration)
+  /// train_micro_step: an update over calls takes the sum of their gradients (TorchFort's
+  /// grad_accumulation_steps), not their mean.
+  bool sum_over_calls = false;
 
   /// Optimiser steps taken, as the host counts them: dispatch advances it by K (the device's own count is `step`).
   std::int64_t host_step() const { return host_step_; }

@@ -177,6 +177,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
     slot->precision = cfg.precision;
     slot->regression = cfg.loss;
     slot->reduction = cfg.reduction;
+    slot->sum_over_calls = options_.sum_accumulated_calls;
   }
   // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
   // program is keyed by the data's address (one step gains little from a graph anyway).

@@ -31,6 +31,9 @@ struct TrainerOptions {
   /// each rank's data is its own shard (an online run's replay buffer), of which it draws batch / ranks per
   /// update.
   DataLayout layout = DataLayout::replicated;
+  /// Online updates over `accumulate` calls take the sum of the calls' gradients, as TorchFort's
+  /// grad_accumulation_steps does (ktr's own: their mean).
+  bool sum_accumulated_calls = false;
 };
 
 /// One dispatch of K steps, as read back.
