@@ -534,7 +534,8 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
   using S = Setting<GeneralConfig>;
   using T = S::Type;
   auto integer = [](char const* name, double lo, double hi, char const* help, auto field) {
-    S s{name, T::integer, lo, hi};
+    S s;
+    s.name = name, s.type = T::integer, s.lo = lo, s.hi = hi;
     s.help = help, s.recorded = false;
     s.get = [field](GeneralConfig const& g) { return std::to_string(g.*field); };
     s.set = [field, lo, hi](GeneralConfig& g, std::string const& t) {
@@ -545,7 +546,8 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
     return s;
   };
   auto boolean = [](char const* name, char const* help, bool GeneralConfig::*field) {
-    S s{name, T::boolean};
+    S s;
+    s.name = name, s.type = T::boolean;
     s.help = help, s.recorded = false;
     s.get = [field](GeneralConfig const& g) { return std::string(g.*field ? "true" : "false"); };
     s.set = [field](GeneralConfig& g, std::string const& t) { g.*field = S::boolean_value(t) == 1; };
@@ -562,7 +564,8 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
                         &GeneralConfig::steps_per_dispatch));
     t.push_back(integer("buffer_size", 0, double(kMaxCount),
                         "each rank's replay buffer capacity in samples (0: none)", &GeneralConfig::buffer_size));
-    S normalize{"normalize", T::word};
+    S normalize;
+    normalize.name = "normalize", normalize.type = T::word;
     normalize.words = {"none", "standard"};
     normalize.help = "standard: fitted on the first batch; none: inputs as given";
     normalize.recorded = false;

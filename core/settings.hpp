@@ -17,8 +17,8 @@ namespace ktr {
 template <class Config>
 struct Setting {
   enum class Type { number, integer, boolean, word, text };
-  char const* name;  ///< the checkpoint header's key and the name library messages use ("lr", "batch")
-  Type type;
+  char const* name = "";  ///< the checkpoint header's key and the name library messages use ("lr", "batch")
+  Type type = Type::text;
   double lo = 0, hi = 0;           ///< number and integer: the accepted range
   std::vector<std::string> words;  ///< word: the accepted values
   char const* help = "";           ///< one line: what it is

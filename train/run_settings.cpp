@@ -22,7 +22,8 @@ std::string exact(double v) {  // every digit: a header read back gives the same
 // A row for a float field, reached by `field` (a generic lambda returning a reference to it).
 template <class Field>
 RunSetting number(char const* name, double lo, double hi, char const* help, Field field) {
-  RunSetting s{name, Type::number, lo, hi};
+  RunSetting s;
+  s.name = name, s.type = Type::number, s.lo = lo, s.hi = hi;
   s.help = help;
   s.get = [field](RunConfig const& c) { return exact(field(c)); };
   s.set = [field](RunConfig& c, std::string const& t) { field(c) = float(std::strtod(t.c_str(), nullptr)); };
@@ -31,7 +32,8 @@ RunSetting number(char const* name, double lo, double hi, char const* help, Fiel
 
 template <class Field>
 RunSetting integer(char const* name, double lo, double hi, char const* help, Field field) {
-  RunSetting s{name, Type::integer, lo, hi};
+  RunSetting s;
+  s.name = name, s.type = Type::integer, s.lo = lo, s.hi = hi;
   s.help = help;
   s.get = [field](RunConfig const& c) { return std::to_string(field(c)); };
   s.set = [field, lo, hi](RunConfig& c, std::string const& t) {
@@ -45,14 +47,16 @@ RunSetting integer(char const* name, double lo, double hi, char const* help, Fie
 RunSetting word(char const* name, std::vector<std::string> words, char const* help,
                 std::function<std::string(RunConfig const&)> get,
                 std::function<void(RunConfig&, std::string const&)> set) {
-  RunSetting s{name, Type::word};
+  RunSetting s;
+  s.name = name, s.type = Type::word;
   s.words = std::move(words), s.help = help, s.get = std::move(get), s.set = std::move(set);
   return s;
 }
 
 RunSetting text(char const* name, char const* help, std::function<std::string(RunConfig const&)> get,
                 std::function<void(RunConfig&, std::string const&)> set) {
-  RunSetting s{name, Type::text};
+  RunSetting s;
+  s.name = name, s.type = Type::text;
   s.help = help, s.get = std::move(get), s.set = std::move(set);
   return s;
 }
@@ -77,7 +81,8 @@ std::vector<RunSetting> make_table() {
       "lr", 1e-12, 1e6, "learning rate", [](auto& c) -> auto& { return c.optimizer.lr; }));
   t.push_back(number(
       "momentum", 0, below_one, "sgd momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }));
-  RunSetting nesterov{"nesterov", Type::boolean};
+  RunSetting nesterov;
+  nesterov.name = "nesterov", nesterov.type = Type::boolean;
   nesterov.help = "sgd with Nesterov momentum";
   nesterov.get = [](RunConfig const& c) { return std::string(c.optimizer.nesterov ? "1" : "0"); };
   nesterov.set = [](RunConfig& c, std::string const& v) {

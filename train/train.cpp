@@ -75,6 +75,42 @@ TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConf
   KTR_REQUIRE(max_k_ > 0, "steps_per_dispatch", "must be positive");
 }
 
+namespace {
+
+// One micro-batch of an update: gather (cursor), forward (dropout keyed by key_row), loss into metric entry
+// `index`, backward; with accumulation, the gradient added into the update's sum (weighted by `share`).
+void micro_batch_pass(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data,
+                      BatchCursor const& cursor, std::int64_t key_row, int index, float share, bool first) {
+  gather_batch(space, data, cursor, state.norm, Batch{state.x, state.y, state.values});  // x (b, ...), targets
+  // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
+  RandomKey const key{state.seed, state.step.data(), key_row};
+  Tensor const out = model.forward(space, state.x, &key);  // (b, classes) or (b, T)
+  LossOutput const metrics{state.loss, state.correct, index, false, state.reduction};
+  if (state.task == Task::classification)
+    softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
+  else
+    regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
+  model.backward(space);
+  if (state.parallel.accumulate > 1)
+    accumulate_gradients(space, state.grad_sum, model.arena().grads(), share, first);
+}
+
+// The update of the micro-batches whose losses start at metric entry `first_loss`: the gradient weighted and
+// summed over ranks, then step += 1 on the device, unless the gradient (the same on every rank) or, on one rank,
+// the update's losses are not finite: then the update is refused and changes nothing.
+void apply_update(ExecSpace const& space, TrainState& state, Model& model, float share, int first_loss) {
+  Communicator const& comm = state.parallel.comm;
+  int const ranks = comm.size(), n = state.parallel.accumulate;
+  auto const& arena = model.arena();
+  DeviceView<float*> const grads = n > 1 ? state.grad_sum : arena.grads();  // what the update reads
+  if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
+  comm.allreduce_sum(space, grads);  // no-op on one rank
+  state.optimizer.update(space, arena.params(), grads, state.step,
+                         ranks == 1 ? state.loss.data() + first_loss : nullptr, ranks == 1 ? n : 0);
+}
+
+}  // namespace
+
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
   ScopedMatmulPrecision const precision(state.precision);
   KTR_REQUIRE(k > 0 && k <= state.max_k, "ktr::train_steps", "K must be in [1, max_k]");
@@ -99,31 +135,13 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   std::int64_t const stride = sharded ? b * n : state.batch;
   // Each micro-batch's gradient, weighted to the global batch's: of the mean of equal parts' means, or the sum.
   float const share = state.reduction == Reduction::sum ? 1.0f : 1.0f / float(ranks * n);
-  Batch const batch{state.x, state.y, state.values};
-  auto const& arena = model.arena();
-  DeviceView<float*> const grads = n > 1 ? state.grad_sum : arena.grads();  // what the update reads
   for (int i = 0; i < k; ++i) {
     for (int j = 0; j < n; ++j) {
       std::int64_t const row = (sharded ? j : std::int64_t(j) * ranks + rank) * b;
-      BatchCursor const cursor{state.step, 0, seed, b, stride, row};
-      gather_batch(space, data, cursor, state.norm, batch);  // x (b, ...), labels (b) or values (b, T)
-      // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
-      RandomKey const key{state.seed, state.step.data(), sharded ? (std::int64_t(rank) * n + j) * b : row};
-      Tensor const out = model.forward(space, state.x, &key);  // (b, classes) or (b, T)
-      LossOutput const metrics{state.loss, state.correct, i * n + j, false, state.reduction};
-      if (state.task == Task::classification)
-        softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
-      else
-        regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
-      model.backward(space);
-      if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
+      micro_batch_pass(space, state, model, data, BatchCursor{state.step, 0, seed, b, stride, row},
+                       sharded ? (std::int64_t(rank) * n + j) * b : row, i * n + j, share, j == 0);
     }
-    if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
-    comm.allreduce_sum(space, grads);  // no-op on one rank
-    // step += 1 on the device, unless the gradient (the same on every rank) or, on one rank, this update's losses
-    // are not finite: then the update is refused and changes nothing.
-    state.optimizer.update(space, arena.params(), grads, state.step,
-                           ranks == 1 ? state.loss.data() + i * n : nullptr, ranks == 1 ? n : 0);
+    apply_update(space, state, model, share, i * n);
   }
 }
 
@@ -141,24 +159,9 @@ void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, D
   float const share = state.reduction == Reduction::sum ? 1.0f
                       : state.sum_over_calls            ? 1.0f / float(ranks)
                                                         : 1.0f / float(ranks * n);
-  auto const& arena = model.arena();
-  gather_batch(space, data, BatchCursor{state.step, 0, seed, b, b, 0}, state.norm,
-               Batch{state.x, state.y, state.values});
-  RandomKey const key{state.seed, state.step.data(), (std::int64_t(rank) * n + j) * b};
-  Tensor const out = model.forward(space, state.x, &key);
-  LossOutput const metrics{state.loss, state.correct, j, false, state.reduction};
-  if (state.task == Task::classification)
-    softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
-  else
-    regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
-  model.backward(space);
-  DeviceView<float*> const grads = n > 1 ? state.grad_sum : arena.grads();
-  if (n > 1) accumulate_gradients(space, state.grad_sum, arena.grads(), share, j == 0);
-  if (j < n - 1) return;
-  if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
-  comm.allreduce_sum(space, grads);  // no-op on one rank
-  state.optimizer.update(space, arena.params(), grads, state.step, ranks == 1 ? state.loss.data() : nullptr,
-                         ranks == 1 ? n : 0);
+  micro_batch_pass(space, state, model, data, BatchCursor{state.step, 0, seed, b, b, 0},
+                   (std::int64_t(rank) * n + j) * b, j, share, j == 0);
+  if (j == n - 1) apply_update(space, state, model, share, 0);
 }
 
 char const* dispatch_path_name(DispatchPath path) {
