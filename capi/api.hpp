@@ -31,6 +31,13 @@ ktr_result_t set_next_seed(int seed);
 void reset_next_seed();
 /// Sets the calling thread's ktr_last_error() (a binding's own refusal).
 void set_last_error(std::string const& message);
+/// TorchFort's layer (torchfort.cpp): `r`, printed to stderr as TorchFort prints a failure ("TORCHFORT::ERROR:
+/// call: ktr_last_error()") unless KTR_QUIET=1; and a refusal of the layer's own, set as the last error first.
+ktr_result_t torchfort_reported(char const* call, ktr_result_t r);
+ktr_result_t torchfort_refused(char const* call, ktr_result_t r, std::string const& message);
+/// TorchFort's torchfort_wandb_log_*: "model: NAME, step: STEP, METRIC: VALUE" appended to the model's metric log
+/// ($TORCHFORT_LOGDIR/torchfort.log, where general.enable_wandb_hook is on; rank 0 writes), else nothing.
+ktr_result_t log_metric(char const* name, char const* metric, std::int64_t step, std::string const& value);
 ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss_val, void* stream);
 ktr_result_t inference(char const* name, Array const& x, Array const& out, void* stream);
 ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream);

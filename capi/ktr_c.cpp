@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -80,6 +81,7 @@ struct Entry {
   std::int64_t inference_calls = 0;
   std::unique_ptr<ReplayBuffer> buffer;  // general.buffer_size samples, made by the first push
   bool torchfort = false;                // created by TorchFort's door: its configuration's rules
+  std::string metric_log;  // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
 };
 std::map<std::string, std::unique_ptr<Entry>> g_models;
 
@@ -254,15 +256,66 @@ RunConfig untrained_config(Entry const& e, bool regression) {
   run.task = regression ? Task::regression : Task::classification;
   std::string const mismatch = e.cfg.loss.mismatch(!regression);
   if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
-  if (e.cfg.general.batch_size == 0) run.batch = e.comm.size(), run.accumulate = 1;
+  if (e.cfg.general.batch_size == 0) run.batch = std::int64_t(e.comm.size()) * run.accumulate;
   run.norm = Normalization::identity(), run.normalize = NormalizeMode::none;
   return run;
 }
 
+// Training calls so far, as TorchFort counts them (its step_train): every call of an accumulated update.
+std::int64_t train_calls(Entry const& e) {
+  return e.trainer ? e.trainer->step() * e.trainer->config().accumulate + e.trainer->pending_calls() : 0;
+}
+
+// One line appended to the model's metric log (rank 0), in TorchFort's format.
+void log_line(Entry const& e, std::string const& line) {
+  if (!e.metric_log.empty() && e.comm.rank() == 0) append_line(e.metric_log, "TORCHFORT::WANDB: " + line);
+}
+
+// general.report_frequency's line on stdout: TorchFort's, counting calls, from its door; ktr's, counting updates,
+// from ktr's. With a metric log, the loss and the learning rate go there too.
 void report(Entry const& e, char const* name, float loss) {
   int const every = e.cfg.general.report_frequency;
-  if (every > 0 && e.trainer && e.trainer->step() % every == 0)
-    std::printf("ktr: model %s step %lld loss %.6g\n", name, (long long)e.trainer->step(), double(loss));
+  if (every <= 0 || !e.trainer || e.comm.rank() != 0) return;
+  Trainer const& t = *e.trainer;
+  std::int64_t const step = e.torchfort ? train_calls(e) : t.step();
+  if (step % every != 0) return;
+  double const lr = double(t.config().optimizer.lr) * t.config().optimizer.schedule.scale(t.step());
+  std::ostringstream l, r;
+  l << loss, r << lr;
+  if (e.torchfort)
+    std::printf("TORCHFORT::INFO: model: %s, step_train: %lld, loss: %s, lr: %s\n", name, (long long)step,
+                l.str().c_str(), r.str().c_str());
+  else
+    std::printf("ktr: model %s step %lld loss %.6g\n", name, (long long)step, double(loss));
+  std::string const head = "model: " + std::string(name) + ", step: " + std::to_string(step) + ", ";
+  log_line(e, head + "train_loss: " + l.str());
+  log_line(e, head + "train_lr: " + r.str());
+}
+
+// TorchFort's enable_wandb_hook: metric lines to $TORCHFORT_LOGDIR/torchfort.log, beside a copy of the model's
+// configuration (config_NAME.yaml, with its `identifier`) for TorchFort's wandb_helper.py; without the variable,
+// one notice on stderr from TorchFort's door.
+void open_metric_log(Entry& e, std::string const& name, bool notice) {
+  char const* dir = std::getenv("TORCHFORT_LOGDIR");
+  if (dir == nullptr || dir[0] == '\0') {
+    char const* q = std::getenv("KTR_QUIET");
+    if (notice && !(q != nullptr && std::strcmp(q, "1") == 0))
+      std::fprintf(stderr,
+                   "TORCHFORT::WARN: %s: general.enable_wandb_hook is true but TORCHFORT_LOGDIR is not set: no "
+                   "metrics are logged (set it to a writable folder to log them)\n",
+                   e.cfg.path.c_str());
+    return;
+  }
+  std::string const folder = dir;
+  if (e.comm.rank() == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    KTR_REQUIRE(!ec, "TORCHFORT_LOGDIR " + folder, "cannot be made a folder (" + ec.message() + ")");
+    std::string file_name;
+    for (char c : name) file_name += c == ' ' || c == '/' ? '_' : c;
+    write_atomically(folder + "/config_" + file_name + ".yaml", config_with_identifier(e.config_text, name));
+  }
+  e.metric_log = folder + "/torchfort.log";
 }
 
 }  // namespace
@@ -284,6 +337,8 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     if (g_next_seed) e->cfg.run.seed = *g_next_seed;
     if (options.tf32 && matmul_tf32_available()) e->cfg.run.precision = MatmulPrecision::tf32;
     e->torchfort = options.torchfort;
+    if (options.torchfort && e->cfg.run.optimizer.schedule.kind == Schedule::Kind::cosine)
+      e->cfg.run.optimizer.schedule.periodic = true;  // PyTorch's CosineAnnealingLR: on past T_max, periodically
     check_for_ranks(e->cfg, comm.size());
     RunConfig sized = e->cfg.run;  // the batch general.batch_size gives, or one sample per rank
     if (e->cfg.general.batch_size == 0) sized.batch = comm.size(), sized.accumulate = 1;
@@ -304,6 +359,7 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
                   describe_run_settings(e->cfg.run).c_str(), e->cfg.loss.str().c_str(),
                   describe_settings(general_settings(), e->cfg.general).c_str());
     e->comm = comm;
+    if (e->cfg.general.enable_wandb_hook) open_metric_log(*e, n, options.torchfort);
     g_models[n] = std::move(e);
   });
 }
@@ -337,6 +393,9 @@ ktr_result_t inference(char const* name, Array const& x, Array const& out, void*
   return guarded([&] {
     Region const region("ktr::capi::inference");
     Entry& e = entry(name);
+    if (!e.trainer && e.torchfort)  // TorchFort infers with the model's initial weights
+      e.trainer = Trainer::untrained(ExecSpace(), untrained_config(e, e.cfg.loss.mismatch(false).empty()),
+                                     options_of(e.cfg, e.torchfort), e.comm);
     KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'",
                 "has not been trained or loaded yet (ktr_train, ktr_push or ktr_load_checkpoint first)");
     ExecSpace const space = instance_of_stream(stream);
@@ -413,6 +472,14 @@ void reset_next_seed() {
 }
 
 void set_last_error(std::string const& message) { set_error(message); }
+
+ktr_result_t log_metric(char const* name, char const* metric, std::int64_t step, std::string const& value) {
+  return guarded([&] {
+    Entry const& e = entry(name);
+    KTR_REQUIRE(metric != nullptr && metric[0] != '\0', "metric_name", "is null or empty");
+    log_line(e, "model: " + std::string(name) + ", step: " + std::to_string(step) + ", " + metric + ": " + value);
+  });
+}
 
 }  // namespace ktr::capi
 
@@ -655,7 +722,7 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     e.trainer = std::move(t);  // nothing changes before everything has been read and checked
     e.buffer = std::move(buffer);
     e.inference_calls = st.inference_calls;
-    if (step_train) *step_train = e.trainer->step();
+    if (step_train) *step_train = e.torchfort ? train_calls(e) : e.trainer->step();  // TorchFort counts calls
     if (step_inference) *step_inference = st.inference_calls;
   });
 }

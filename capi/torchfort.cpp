@@ -16,28 +16,28 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace {
 
-// KTR_QUIET=1 silences the layer's messages (ktr_* never prints).
-bool quiet() {
-  char const* q = std::getenv("KTR_QUIET");
-  return q != nullptr && std::strcmp(q, "1") == 0;
-}
+using ktr::capi::torchfort_refused;
+using ktr::capi::torchfort_reported;
 
-// The result, printed to stderr when it is a failure (as TorchFort prints it).
 torchfort_result_t reported(char const* call, ktr_result_t r) {
-  if (r != KTR_RESULT_SUCCESS && !quiet())
-    std::fprintf(stderr, "TORCHFORT::ERROR: %s: %s\n", call, ktr_last_error());
-  return torchfort_result_t(r);
+  return torchfort_result_t(torchfort_reported(call, r));
+}
+torchfort_result_t refused(char const* call, ktr_result_t r, std::string const& message) {
+  return torchfort_result_t(torchfort_refused(call, r, message));
 }
 
-// A refusal made here, before ktr is called: set as ktr's last error, printed, returned.
-torchfort_result_t refused(char const* call, ktr_result_t r, std::string const& message) {
-  ktr::capi::set_last_error(message);
-  return reported(call, r);
+// A value as TorchFort's log writes it (an ostream's default format).
+template <class T>
+std::string text_of(T value) {
+  std::ostringstream o;
+  o << value;
+  return o.str();
 }
 
 // TorchFort's datatype as ktr's; false for a value that is none of the four.
@@ -275,14 +275,16 @@ torchfort_result_t torchfort_set_cuda_manual_seed(const int seed) {
   return reported("torchfort_set_cuda_manual_seed", ktr::capi::set_next_seed(seed));
 }
 
-torchfort_result_t torchfort_wandb_log_int(char const*, char const*, int64_t, int) {
-  return TORCHFORT_RESULT_SUCCESS;
+torchfort_result_t torchfort_wandb_log_int(char const* name, char const* metric_name, int64_t step, int value) {
+  return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
 }
-torchfort_result_t torchfort_wandb_log_float(char const*, char const*, int64_t, float) {
-  return TORCHFORT_RESULT_SUCCESS;
+torchfort_result_t torchfort_wandb_log_float(char const* name, char const* metric_name, int64_t step,
+                                             float value) {
+  return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
 }
-torchfort_result_t torchfort_wandb_log_double(char const*, char const*, int64_t, double) {
-  return TORCHFORT_RESULT_SUCCESS;
+torchfort_result_t torchfort_wandb_log_double(char const* name, char const* metric_name, int64_t step,
+                                              double value) {
+  return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
 }
 
 torchfort_result_t torchfort_tensor_list_create(torchfort_tensor_list_t* tensor_list) {
@@ -317,3 +319,19 @@ ktr_result_t ktr_tensor_list_add_array(void* tensor_list, ktr_array_t const* arr
 }
 
 }  // extern "C"
+
+namespace ktr::capi {
+
+ktr_result_t torchfort_reported(char const* call, ktr_result_t r) {
+  char const* q = std::getenv("KTR_QUIET");  // KTR_QUIET=1 silences the layer's messages (ktr_* never prints)
+  if (r != KTR_RESULT_SUCCESS && !(q != nullptr && std::strcmp(q, "1") == 0))
+    std::fprintf(stderr, "TORCHFORT::ERROR: %s: %s\n", call, ktr_last_error());
+  return r;
+}
+
+ktr_result_t torchfort_refused(char const* call, ktr_result_t r, std::string const& message) {
+  set_last_error(message);
+  return torchfort_reported(call, r);
+}
+
+}  // namespace ktr::capi

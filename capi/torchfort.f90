@@ -1,9 +1,10 @@
-! TorchFort's Fortran interface (NVIDIA/TorchFort v0.4.0, supervised learning), implemented by ktr: a program that
-! does `use torchfort` builds unchanged against ktr's modules and trains through ktr. Written by ktr to TorchFort's
-! published generic names, arguments and result codes. The specifics take assumed-rank arrays (ranks 1 to 5,
-! real32 or real64, read in place through their strides); the loss's kind chooses the specific, and the
-! checkpoint steps may be default or 64-bit integers. Every failure is printed to stderr as TorchFort prints it
-! ("TORCHFORT::ERROR: ...") and returned.
+! TorchFort's Fortran interface (NVIDIA/TorchFort v0.4.0), implemented by ktr: a program that does `use torchfort`
+! builds unchanged against ktr's modules and trains through ktr. Written by ktr to TorchFort's published generic
+! names, arguments and result codes. The specifics take assumed-rank arrays (ranks 1 to 5, real32 or real64, read
+! in place through their strides); the loss's kind chooses the specific, and the checkpoint steps may be default or
+! 64-bit integers. Every failure is printed to stderr as TorchFort prints it ("TORCHFORT::ERROR: ...") and
+! returned. TorchFort's reinforcement learning (torchfort_rl_*) is declared and answers NOT_SUPPORTED
+! (torchfort_rl.f90).
 !
 !   use torchfort
 !   istat = torchfort_create_model("mymodel", "config.yaml", TORCHFORT_DEVICE_CPU)
@@ -13,6 +14,7 @@ module torchfort
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
   use ktr, only: ktr_train, ktr_inference, ktr_last_error
+  use ktr_torchfort_rl  ! torchfort_rl_*: declared, NOT_SUPPORTED (capi/torchfort_rl.f90)
   implicit none
   private
 
@@ -30,6 +32,19 @@ module torchfort
             torchfort_set_cuda_allow_tf32, torchfort_set_manual_seed, torchfort_set_cuda_manual_seed, &
             torchfort_wandb_log, torchfort_tensor_list_create, torchfort_tensor_list_destroy, &
             torchfort_tensor_list_add_tensor
+  public :: torchfort_rl_off_policy_create_system, torchfort_rl_off_policy_create_distributed_system, &
+            torchfort_rl_off_policy_wandb_log, torchfort_rl_off_policy_update_replay_buffer, &
+            torchfort_rl_off_policy_train_step, torchfort_rl_off_policy_predict_explore, &
+            torchfort_rl_off_policy_predict, torchfort_rl_off_policy_evaluate, &
+            torchfort_rl_off_policy_save_checkpoint, torchfort_rl_off_policy_load_checkpoint, &
+            torchfort_rl_off_policy_load_model, torchfort_rl_off_policy_is_ready, &
+            torchfort_rl_on_policy_create_system, torchfort_rl_on_policy_create_distributed_system, &
+            torchfort_rl_on_policy_wandb_log, torchfort_rl_on_policy_update_rollout_buffer, &
+            torchfort_rl_on_policy_train_step, torchfort_rl_on_policy_predict_explore, &
+            torchfort_rl_on_policy_predict, torchfort_rl_on_policy_evaluate, &
+            torchfort_rl_on_policy_save_checkpoint, torchfort_rl_on_policy_load_checkpoint, &
+            torchfort_rl_on_policy_load_model, torchfort_rl_on_policy_is_ready, &
+            torchfort_rl_on_policy_reset_rollout_buffer
 
   ! mpi_f08's communicator (the same type: bind(C), one integer named MPI_VAL).
   type, bind(C) :: MPI_Comm
@@ -99,6 +114,24 @@ module torchfort
       character(kind=c_char), dimension(*), intent(in) :: name
       type(c_ptr), value :: inputs, labels, extra, stream
       real(c_float), intent(out) :: loss
+    end function
+    integer(c_int) function c_wandb_log_int(name, metric, step, val) bind(C, name="torchfort_wandb_log_int")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, metric
+      integer(c_int64_t), value :: step
+      integer(c_int), value :: val
+    end function
+    integer(c_int) function c_wandb_log_float(name, metric, step, val) bind(C, name="torchfort_wandb_log_float")
+      import :: c_char, c_int, c_int64_t, c_float
+      character(kind=c_char), dimension(*), intent(in) :: name, metric
+      integer(c_int64_t), value :: step
+      real(c_float), value :: val
+    end function
+    integer(c_int) function c_wandb_log_double(name, metric, step, val) bind(C, name="torchfort_wandb_log_double")
+      import :: c_char, c_int, c_int64_t, c_double
+      character(kind=c_char), dimension(*), intent(in) :: name, metric
+      integer(c_int64_t), value :: step
+      real(c_double), value :: val
     end function
     integer(c_int) function c_inference_multiarg(name, inputs, outputs, stream) &
         bind(C, name="torchfort_inference_multiarg")
@@ -273,36 +306,36 @@ contains
     res = c_set_cuda_manual_seed(seed)
   end function
 
-  ! Weights & Biases logging: accepted (ktr has no such hook).
+  ! Weights & Biases logging: TorchFort's metric log ($TORCHFORT_LOGDIR/torchfort.log, general.enable_wandb_hook).
   integer(c_int) function wandb_log_int(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int64), intent(in) :: step
     integer(int32), intent(in) :: val
-    res = TORCHFORT_RESULT_SUCCESS
+    res = c_wandb_log_int(c_string(mname), c_string(metric_name), int(step, c_int64_t), int(val, c_int))
   end function
   integer(c_int) function wandb_log_float(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int64), intent(in) :: step
     real(real32), intent(in) :: val
-    res = TORCHFORT_RESULT_SUCCESS
+    res = c_wandb_log_float(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_float))
   end function
   integer(c_int) function wandb_log_double(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int64), intent(in) :: step
     real(real64), intent(in) :: val
-    res = TORCHFORT_RESULT_SUCCESS
+    res = c_wandb_log_double(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_double))
   end function
   integer(c_int) function wandb_log_float_int32step(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int32), intent(in) :: step
     real(real32), intent(in) :: val
-    res = TORCHFORT_RESULT_SUCCESS
+    res = c_wandb_log_float(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_float))
   end function
   integer(c_int) function wandb_log_double_int32step(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int32), intent(in) :: step
     real(real64), intent(in) :: val
-    res = TORCHFORT_RESULT_SUCCESS
+    res = c_wandb_log_double(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_double))
   end function
 
   integer(c_int) function torchfort_tensor_list_create(tensor_list) result(res)

@@ -11,6 +11,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -36,6 +37,14 @@ class Reader {
 
   using Handler = std::function<void(YAML::Node const&, std::string const&)>;
 
+  /// A key as it is looked up: case-blind and without spaces, as TorchFort reads them (`T_max` is `t_max`).
+  static std::string key_name(std::string const& key) {
+    std::string k;
+    for (char c : key)
+      if (c != ' ') k += char(std::tolower(static_cast<unsigned char>(c)));
+    return k;
+  }
+
   /// Runs the handler of each key of the map `node` (the section `name`); an unknown key is refused.
   void section(YAML::Node const& node, std::string const& name,
                std::map<std::string, Handler> const& handlers) const {
@@ -46,8 +55,9 @@ class Reader {
         fail(entry.first, name.empty() ? "(top level)" : name, "a key must be a plain name, not a list or a map");
       std::string const key = entry.first.as<std::string>();
       std::string const full = name.empty() ? key : name + "." + key;
-      if (seen[key]++ > 0) fail(entry.first, full, "appears twice (which one was meant?)");
-      auto const h = handlers.find(key);
+      if (seen[key_name(key)]++ > 0) fail(entry.first, full, "appears twice (which one was meant?)");
+      auto h = handlers.begin();
+      while (h != handlers.end() && key_name(h->first) != key_name(key)) ++h;
       if (h == handlers.end()) {
         std::string known;
         for (auto const& k : handlers) known += (known.empty() ? "" : ", ") + k.first;
@@ -191,8 +201,7 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
           {"buffer_size", r.setting(general_settings(), c.general, "buffer_size")},
           {"seed", r.setting(c.run, "seed")},
           {"normalize", r.setting(general_settings(), c.general, "normalize")},
-          {"enable_wandb_hook",  // TorchFort's Weights & Biases hook: read, and nothing is sent anywhere
-           [&](auto const& v, auto const& key) { (void)r.boolean(v, key); }},
+          {"enable_wandb_hook", r.setting(general_settings(), c.general, "enable_wandb_hook")},
       });
 }
 
@@ -564,6 +573,10 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
                         &GeneralConfig::steps_per_dispatch));
     t.push_back(integer("buffer_size", 0, double(kMaxCount),
                         "each rank's replay buffer capacity in samples (0: none)", &GeneralConfig::buffer_size));
+    t.push_back(boolean("enable_wandb_hook",
+                        "TorchFort's metric log: loss, learning rate and torchfort_wandb_log lines to "
+                        "$TORCHFORT_LOGDIR/torchfort.log",
+                        &GeneralConfig::enable_wandb_hook));
     S normalize;
     normalize.name = "normalize", normalize.type = T::word;
     normalize.words = {"none", "standard"};
@@ -602,5 +615,13 @@ void check_for_ranks(FileConfig const& c, int ranks) {
 }
 
 FileConfig read_config_file(std::string const& path) { return parse_config(read_config_text(path), path); }
+
+std::string config_with_identifier(std::string const& yaml, std::string const& name) {
+  YAML::Node root = YAML::Load(yaml);  // parse_config has read it already
+  root["identifier"] = name;
+  YAML::Emitter out;
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
 
 }  // namespace ktr

@@ -50,10 +50,12 @@ struct GeneralConfig {
   std::int64_t batch_size = 0;
   std::int64_t buffer_size = 0;                   ///< each rank's replay buffer capacity in samples (0: no buffer)
   NormalizeMode normalize = NormalizeMode::none;  ///< standard: fitted on the first batch (or the buffer)
+  bool enable_wandb_hook = false;  ///< TorchFort's metric log: lines to $TORCHFORT_LOGDIR/torchfort.log
 };
 
 /// GeneralConfig's settings table (core/settings.hpp): report_frequency, verbose, enable_graphs,
-/// steps_per_dispatch, buffer_size, normalize (batch_size and seed are the run's: train/run_settings.hpp).
+/// steps_per_dispatch, buffer_size, enable_wandb_hook, normalize (batch_size and seed are the run's:
+/// train/run_settings.hpp).
 std::vector<Setting<GeneralConfig>> const& general_settings();
 
 /// Everything a configuration file says.
@@ -78,5 +80,8 @@ std::string read_config_text(std::string const& path);
 FileConfig read_config_file(std::string const& path);
 /// The same from YAML text; `path` names it in messages.
 FileConfig parse_config(std::string const& yaml, std::string const& path);
+
+/// The configuration `yaml` with the top-level key `identifier: name` (TorchFort's copy for its wandb_helper.py).
+std::string config_with_identifier(std::string const& yaml, std::string const& name);
 
 }  // namespace ktr

@@ -62,6 +62,19 @@ inline void write_atomically(std::string const& path, std::string const& bytes) 
   }
 }
 
+/// Appends `line` (and a newline) to the log `path`, created if missing, in one write: lines of concurrent writers
+/// never interleave. Throws ktr::Error("<path>: <reason>").
+inline void append_line(std::string const& path, std::string const& line) {
+  std::string const bytes = line + "\n";
+  int const fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(path + ": cannot append to it (" + std::strerror(errno) + ")");
+  ssize_t const n = ::write(fd, bytes.data(), bytes.size());
+  int const err = errno;
+  ::close(fd);
+  if (n != ssize_t(bytes.size()))
+    throw Error(path + ": write failed (" + (n < 0 ? std::strerror(err) : "short write") + ")");
+}
+
 /// Throws ktr::Error("<what> <path>: <reason>") unless a file can be written at `path` the way ktr writes files (a
 /// temporary name in the same folder, renamed into place): `path` is not a folder, and a file can be created in
 /// its folder (which exists, is a folder, is writable and not on a read-only file system). Creates and removes a

@@ -47,11 +47,14 @@ Schedule Schedule::parse(std::string const& text) {
     s.warmup_steps = parse_count(p[1], text);
     return s;
   }
-  if (p[0] == "cosine" && p.size() >= 2 && p.size() <= 4) {
+  if (p[0] == "cosine" && p.size() >= 2 && p.size() <= 5) {
     s.kind = Kind::cosine;
     s.decay_steps = parse_count(p[1], text);
     if (p.size() >= 3) s.warmup_steps = parse_count(p[2], text);
-    if (p.size() == 4) s.alpha = parse_float(p[3], text);
+    if (p.size() >= 4) s.alpha = parse_float(p[3], text);
+    if (p.size() == 5 && p[4] != "periodic")
+      throw Error("schedule: '" + p[4] + "' in '" + text + "' is not 'periodic'");
+    s.periodic = p.size() == 5;
     if (s.decay_steps == 0) throw Error("schedule: cosine needs decay steps > 0 in '" + text + "'");
     return s;
   }
@@ -93,9 +96,10 @@ Schedule Schedule::parse(std::string const& text) {
     if (s.total_steps == 0) throw Error("schedule: linear needs T > 0 in '" + text + "'");
     return s;
   }
-  throw Error("schedule: unknown schedule '" + text +
-              "' (constant, warmup:W, cosine:D[:W[:alpha]], step:N[:factor], multistep:M1,M2,...[:factor], "
-              "poly:T[:power], linear:T[:start[:end]])");
+  throw Error(
+      "schedule: unknown schedule '" + text +
+      "' (constant, warmup:W, cosine:D[:W[:alpha[:periodic]]], step:N[:factor], multistep:M1,M2,...[:factor], "
+      "poly:T[:power], linear:T[:start[:end]])");
 }
 
 std::string Schedule::str() const {
@@ -109,7 +113,7 @@ std::string Schedule::str() const {
       o << "warmup:" << warmup_steps;
       break;
     case Kind::cosine:
-      o << "cosine:" << decay_steps << ":" << warmup_steps << ":" << alpha;
+      o << "cosine:" << decay_steps << ":" << warmup_steps << ":" << alpha << (periodic ? ":periodic" : "");
       break;
     case Kind::step:
       o << "step:" << step_every << ":" << factor;

@@ -13,11 +13,12 @@ struct Schedule {
   enum class Kind { constant, warmup, cosine, step, multistep, polynomial, linear };
   static constexpr int max_milestones = 8;
   Kind kind = Kind::constant;
-  std::int64_t warmup_steps = 0;                 ///< warmup, cosine: linear ramp from 0 over this many steps
-  std::int64_t decay_steps = 0;                  ///< cosine: steps (after warmup) to decay over
-  float alpha = 0.0f;                            ///< cosine: final rate as a fraction of the peak
-  std::int64_t step_every = 0;                   ///< step: multiply by `factor` every this many steps
-  float factor = 0.1f;                           ///< step, multistep: the multiplier
+  std::int64_t warmup_steps = 0;  ///< warmup, cosine: linear ramp from 0 over this many steps
+  std::int64_t decay_steps = 0;   ///< cosine: steps (after warmup) to decay over
+  float alpha = 0.0f;             ///< cosine: final rate as a fraction of the peak
+  bool periodic = false;          ///< cosine: past the decay, on periodically (PyTorch's) or held (Optax's)
+  std::int64_t step_every = 0;    ///< step: multiply by `factor` every this many steps
+  float factor = 0.1f;            ///< step, multistep: the multiplier
   std::int64_t milestones[max_milestones] = {};  ///< multistep: the steps where the rate is multiplied, ascending
   int milestone_count = 0;
   std::int64_t total_steps = 0;           ///< polynomial, linear: steps to reach the final rate (and stay there)
@@ -36,11 +37,11 @@ struct Schedule {
         return warm;
       case Kind::cosine: {
         if (t < warmup_steps) return warm;
-        double const progress = decay_steps > 0
-                                    ? (double(t - warmup_steps) < double(decay_steps) ? double(t - warmup_steps)
-                                                                                      : double(decay_steps)) /
-                                          double(decay_steps)
-                                    : 1.0;
+        double const since = double(t - warmup_steps);
+        double const progress =
+            decay_steps > 0
+                ? (periodic || since < double(decay_steps) ? since : double(decay_steps)) / double(decay_steps)
+                : 1.0;
         double const cosine = 0.5 * (1.0 + compat::cos(3.141592653589793 * progress));
         return (1.0 - alpha) * cosine + alpha;
       }
@@ -63,8 +64,8 @@ struct Schedule {
     return 1.0;
   }
 
-  /// Parses "constant", "warmup:W", "cosine:D[:W[:alpha]]", "step:N[:factor]", "multistep:M1,M2,...[:factor]",
-  /// "poly:T[:power]", "linear:T[:start[:end]]"; throws ktr::Error otherwise.
+  /// Parses "constant", "warmup:W", "cosine:D[:W[:alpha[:periodic]]]", "step:N[:factor]",
+  /// "multistep:M1,M2,...[:factor]", "poly:T[:power]", "linear:T[:start[:end]]"; throws ktr::Error otherwise.
   static Schedule parse(std::string const& text);
   std::string str() const;
 };

@@ -4,6 +4,8 @@
 #include <torchfort.h>
 
 #include "../capi/api.hpp"  // reset_next_seed: torchfort_set_manual_seed holds for the rest of the process
+#include "../capi/ktr_c.h"
+#include "../optim/schedule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -204,6 +207,194 @@ TEST(TorchFort, GradientAccumulationSumsTheCallsGradientsIntoOneUpdate) {
   ASSERT_EQ(torchfort_inference("tf_accum1", b.x.data(), 2, b.xs, p1.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
             TORCHFORT_RESULT_SUCCESS);
   for (std::size_t i = 0; i < p1.size(); ++i) EXPECT_NEAR(p4[i], p1[i], 1e-5f + 1e-5f * std::abs(p1[i])) << i;
+}
+
+// TorchFort's reinforcement learning is declared so that programs using it build; every call says it is not
+// supported, on stderr, and touches nothing (C and C++: is_ready takes bool& here).
+TEST(TorchFort, ReinforcementLearningCallsAnswerNotSupportedAndSayWhy) {
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_rl", "rl.yaml", TORCHFORT_DEVICE_CPU, TORCHFORT_DEVICE_CPU),
+            TORCHFORT_RESULT_NOT_SUPPORTED);
+  float p = 7, q = 7;
+  EXPECT_EQ(torchfort_rl_on_policy_train_step("tf_rl", &p, &q, nullptr), TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_EQ(p, 7.0f) << "no argument is touched";
+  bool ready = true;
+  EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_rl", ready), TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_TRUE(ready);
+  float state[4] = {}, action[2] = {}, reward = 1;
+  int64_t ss[1] = {4}, as[1] = {2};
+  EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_rl", state, state, 1, ss, action, 1, as, &reward,
+                                                         false, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_EQ(torchfort_rl_on_policy_load_model("tf_rl", "dir"), TORCHFORT_RESULT_NOT_SUPPORTED);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("TORCHFORT::ERROR: torchfort_rl_off_policy_create_system: ktr has no reinforcement learning"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("TORCHFORT::ERROR: torchfort_rl_on_policy_load_model: "), std::string::npos) << err;
+}
+
+std::string read_text(std::string const& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// enable_wandb_hook with TORCHFORT_LOGDIR: TorchFort's metric lines (the loss and rate every report_frequency
+// calls, and torchfort_wandb_log's) in torchfort.log, and the configuration with its identifier beside it;
+// report_frequency's line on stdout in TorchFort's format.
+TEST(TorchFort, WandbHookWritesTorchFortsMetricLinesUnderTorchFortLogdir) {
+  std::string const dir = ::testing::TempDir() + "tf_logdir";
+  std::remove((dir + "/torchfort.log").c_str());
+  ::setenv("TORCHFORT_LOGDIR", dir.c_str(), 1);
+  std::string const cfg = write_file("tf_wandb.yaml", "general: {report_frequency: 2, enable_wandb_hook: 1}\n" +
+                                                          kModel + "loss: {type: MSE}\noptimizer: {type: adam}\n");
+  ASSERT_EQ(torchfort_create_model("tf_wandb", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  ::unsetenv("TORCHFORT_LOGDIR");
+  Batch b;
+  float loss = 0;
+  ::testing::internal::CaptureStdout();
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(b.train("tf_wandb", &loss), TORCHFORT_RESULT_SUCCESS);
+  std::string const out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("TORCHFORT::INFO: model: tf_wandb, step_train: 2, loss: "), std::string::npos) << out;
+  EXPECT_NE(out.find("TORCHFORT::INFO: model: tf_wandb, step_train: 4, loss: "), std::string::npos) << out;
+  EXPECT_EQ(out.find("step_train: 3"), std::string::npos) << out;
+  EXPECT_EQ(torchfort_wandb_log_float("tf_wandb", "val_loss", 7, 0.5f), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(torchfort_wandb_log_int("tf_wandb", "epoch", 7, 3), TORCHFORT_RESULT_SUCCESS);
+  std::string const log = read_text(dir + "/torchfort.log");
+  EXPECT_NE(log.find("TORCHFORT::WANDB: model: tf_wandb, step: 2, train_loss: "), std::string::npos) << log;
+  EXPECT_NE(log.find("TORCHFORT::WANDB: model: tf_wandb, step: 4, train_lr: 0.001\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("TORCHFORT::WANDB: model: tf_wandb, step: 7, val_loss: 0.5\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("TORCHFORT::WANDB: model: tf_wandb, step: 7, epoch: 3\n"), std::string::npos) << log;
+  EXPECT_NE(read_text(dir + "/config_tf_wandb.yaml").find("identifier: tf_wandb"), std::string::npos);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_wandb_log_float("tf_nonesuch", "val_loss", 7, 0.5f), TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_NE(::testing::internal::GetCapturedStderr().find("model 'tf_nonesuch': does not exist"),
+            std::string::npos);
+}
+
+// Without TORCHFORT_LOGDIR the hook says once, at creation, that nothing is logged; the log calls still succeed.
+TEST(TorchFort, WandbHookWithoutALogdirGivesOneNoticeAndLogsNothing) {
+  ::unsetenv("TORCHFORT_LOGDIR");
+  std::string const cfg = write_file("tf_wandb_off.yaml", "general: {enable_wandb_hook: true}\n" + kModel +
+                                                              "loss: {type: MSE}\noptimizer: {type: adam}\n");
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(torchfort_create_model("tf_wandb_off", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(torchfort_wandb_log_double("tf_wandb_off", "val_loss", 1, 0.25), TORCHFORT_RESULT_SUCCESS);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(
+      err.find("TORCHFORT::WARN: " + cfg + ": general.enable_wandb_hook is true but TORCHFORT_LOGDIR is not set"),
+      std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("TORCHFORT::WARN", err.find("TORCHFORT::WARN") + 1), std::string::npos) << "one notice";
+}
+
+// TorchFort reads its keys case-blind and without spaces (PyTorch's `T_max` as `t_max`); one key given twice in
+// two spellings is refused.
+TEST(TorchFort, YamlKeysAreCaseBlindAsTorchFortReadsThem) {
+  std::string const ok = write_file(
+      "tf_case.yaml", kModel +
+                          "loss: {type: MSE}\noptimizer: {type: Adam, parameters: {Learning_Rate: 0.01}}\n"
+                          "lr_scheduler: {type: cosine_annealing, parameters: {t_max: 10}}\n"
+                          "general: {Report_Frequency: 0}\n");
+  EXPECT_EQ(torchfort_create_model("tf_case", ok.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  std::string const twice = write_file(
+      "tf_case2.yaml",
+      kModel +
+          "loss: {type: MSE}\noptimizer: {type: adam, parameters: {learning_rate: 0.01, Learning_Rate: 0.1}}\n");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_create_model("tf_case2", twice.c_str(), TORCHFORT_DEVICE_CPU),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("optimizer.parameters.Learning_Rate: appears twice"), std::string::npos) << err;
+}
+
+// TorchFort's cosine_annealing is PyTorch's CosineAnnealingLR, which goes on past T_max periodically (T_max 2:
+// 0.05, 0, 0.05, 0.1 after calls 1 to 4); ktr's own door holds the final rate, as Optax's cosine decay does.
+TEST(TorchFort, CosineAnnealingGoesOnPeriodicallyPastTmaxAsPyTorchDoes) {
+  std::string const cfg =
+      write_file("tf_cos.yaml", "general: {report_frequency: 1}\n" + kModel +
+                                    "loss: {type: MSE}\noptimizer: {type: sgd, parameters: {learning_rate: 0.1}}\n"
+                                    "lr_scheduler: {type: cosine_annealing, parameters: {T_max: 2}}\n");
+  ASSERT_EQ(torchfort_create_model("tf_cos", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  Batch b;
+  float loss = 0;
+  ::testing::internal::CaptureStdout();
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(b.train("tf_cos", &loss), TORCHFORT_RESULT_SUCCESS);
+  std::string const out = ::testing::internal::GetCapturedStdout();
+  std::vector<double> lrs;
+  for (std::size_t at = out.find("lr: "); at != std::string::npos; at = out.find("lr: ", at + 1))
+    lrs.push_back(std::atof(out.c_str() + at + 4));
+  ASSERT_EQ(lrs.size(), 4u) << out;
+  double const expected[4] = {0.05, 0.0, 0.05, 0.1};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(lrs[std::size_t(i)], expected[i], 1e-6) << "after call " << i + 1;
+  ktr::Schedule held = ktr::Schedule::parse("cosine:2:0:0");
+  EXPECT_NEAR(held.scale(4), 0.0, 1e-12) << "ktr's own cosine holds its final rate";
+  EXPECT_EQ(ktr::Schedule::parse(ktr::Schedule::parse("cosine:2:0:0:periodic").str()).periodic, true);
+}
+
+// TorchFort's step_train counts training calls: with grad_accumulation_steps 4, a checkpoint after 8 calls (2
+// updates) gives back 8; inference calls are counted too.
+TEST(TorchFort, CheckpointStepTrainCountsCallsWithAccumulation) {
+  std::string const cfg = write_file("tf_steps.yaml", kModel +
+                                                          "loss: {type: MSE}\noptimizer: {type: sgd, general: "
+                                                          "{grad_accumulation_steps: 4}}\n");
+  ASSERT_EQ(torchfort_create_model("tf_steps", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  Batch b;
+  float loss = 0;
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(b.train("tf_steps", &loss), TORCHFORT_RESULT_SUCCESS);
+  std::vector<float> p(32);
+  ASSERT_EQ(torchfort_inference("tf_steps", b.x.data(), 2, b.xs, p.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  std::string const dir = ::testing::TempDir() + "tf_steps_ckpt";
+  std::system(("rm -rf '" + dir + "'").c_str());
+  ASSERT_EQ(torchfort_save_checkpoint("tf_steps", dir.c_str()), TORCHFORT_RESULT_SUCCESS);
+  int64_t step_train = -1, step_inference = -1;
+  ASSERT_EQ(torchfort_load_checkpoint("tf_steps", dir.c_str(), &step_train, &step_inference),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(step_train, 8);
+  EXPECT_EQ(step_inference, 1);
+}
+
+// TorchFort infers with a model's initial weights before any training; two models of one seed agree, and the
+// model then trains.
+TEST(TorchFort, InferenceBeforeAnyTrainingUsesTheInitialWeights) {
+  std::string const cfg = write_file(
+      "tf_infer0.yaml", "general: {seed: 9}\n" + kModel + "loss: {type: MSE}\noptimizer: {type: adam}\n");
+  ASSERT_EQ(torchfort_create_model("tf_infer0", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_create_model("tf_infer1", cfg.c_str(), TORCHFORT_DEVICE_CPU), TORCHFORT_RESULT_SUCCESS);
+  Batch b;
+  std::vector<float> p0(32, -99), p1(32, -99);
+  ASSERT_EQ(torchfort_inference("tf_infer0", b.x.data(), 2, b.xs, p0.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_inference("tf_infer1", b.x.data(), 2, b.xs, p1.data(), 2, b.ys, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(p0, p1);
+  bool varied = false;
+  for (float v : p0) varied = varied || (std::isfinite(v) && v != p0[0]);
+  EXPECT_TRUE(varied) << "random initial weights give varied, finite outputs";
+  float loss = 0;
+  EXPECT_EQ(b.train("tf_infer0", &loss), TORCHFORT_RESULT_SUCCESS);
+}
+
+// TorchFort's device -1 is the CPU: a host build runs there, and answers another device by name; a GPU build
+// cannot place a model on the CPU and says why (NOT_SUPPORTED).
+TEST(TorchFort, DeviceCpuRunsOnAHostBuildAndIsNamedOtherwise) {
+  std::string const cfg = write_file("tf_dev.yaml", kModel + "loss: {type: MSE}\noptimizer: {type: adam}\n");
+  ::setenv("KTR_QUIET", "1", 1);
+  torchfort_result_t const cpu = torchfort_create_model("tf_dev_cpu", cfg.c_str(), TORCHFORT_DEVICE_CPU);
+  std::string const cpu_err = ktr_last_error();
+  torchfort_result_t const gpu = torchfort_create_model("tf_dev_gpu", cfg.c_str(), 5);
+  std::string const gpu_err = ktr_last_error();
+  ::unsetenv("KTR_QUIET");
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  EXPECT_EQ(cpu, TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_NE(cpu_err.find("this build runs on the GPU"), std::string::npos) << cpu_err;
+  (void)gpu, (void)gpu_err;
+#else
+  EXPECT_EQ(cpu, TORCHFORT_RESULT_SUCCESS) << cpu_err;
+  EXPECT_EQ(gpu, TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_NE(gpu_err.find("device 5: this build runs on the host"), std::string::npos) << gpu_err;
+#endif
 }
 
 }  // namespace

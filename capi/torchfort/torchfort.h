@@ -13,7 +13,10 @@
  *  - torchfort_set_cudnn_benchmark is accepted and changes nothing (ktr has no cuDNN autotuner);
  *    torchfort_set_cuda_allow_tf32 selects ktr's tf32 matmuls for models created afterwards (CUDA builds);
  *    torchfort_set_manual_seed and torchfort_set_cuda_manual_seed set the next created model's seed;
- *    torchfort_wandb_log_* are accepted (ktr has no Weights & Biases hook).
+ *    torchfort_wandb_log_* write TorchFort's metric lines to $TORCHFORT_LOGDIR/torchfort.log where the model's
+ *    general.enable_wandb_hook is on (otherwise they are accepted and write nothing);
+ *  - reinforcement learning (torchfort_rl_*, <torchfort_rl.h>, included here as TorchFort includes it) is declared
+ *    and answers TORCHFORT_RESULT_NOT_SUPPORTED.
  * Every failure is printed to stderr ("TORCHFORT::ERROR: ..."), as TorchFort does, and returned as a result code;
  * nothing aborts, exits or throws into the caller. */
 #ifndef KTR_TORCHFORT_H
@@ -49,10 +52,12 @@ typedef enum torchfort_result_t {
   TORCHFORT_RESULT_NCCL_ERROR = 6      /* an error of NCCL (ktr does not use it) */
 } torchfort_result_t;
 
-/* A CUDA stream where the caller's program has the CUDA runtime's declarations, else a pointer (the same ABI). */
+/* A CUDA stream where the caller's program has the CUDA runtime's declarations, else a pointer (the same ABI),
+ * which is also cudaStream_t there, as in TorchFort's CPU build. */
 #if defined(CUDART_VERSION)
 typedef cudaStream_t torchfort_stream_t;
 #else
+typedef void* cudaStream_t;
 typedef void* torchfort_stream_t;
 #endif
 
@@ -106,7 +111,7 @@ torchfort_result_t torchfort_set_cuda_allow_tf32(const bool flag);
 torchfort_result_t torchfort_set_manual_seed(const int seed);
 torchfort_result_t torchfort_set_cuda_manual_seed(const int seed);
 
-/* Weights & Biases logging: accepted. */
+/* Weights & Biases logging: TorchFort's metric log ($TORCHFORT_LOGDIR/torchfort.log, enable_wandb_hook). */
 torchfort_result_t torchfort_wandb_log_int(const char* name, const char* metric_name, int64_t step, int value);
 torchfort_result_t torchfort_wandb_log_float(const char* name, const char* metric_name, int64_t step, float value);
 torchfort_result_t torchfort_wandb_log_double(const char* name, const char* metric_name, int64_t step,
@@ -123,5 +128,7 @@ torchfort_result_t torchfort_tensor_list_add_tensor_F(torchfort_tensor_list_t te
 #ifdef __cplusplus
 }
 #endif
+
+#include "torchfort_rl.h"
 
 #endif /* KTR_TORCHFORT_H */

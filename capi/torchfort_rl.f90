@@ -1,0 +1,322 @@
+! TorchFort's reinforcement-learning interface (torchfort_rl_*, v0.4.0 and master's load_model calls), for the
+! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
+! that calls them builds and links. ktr has no reinforcement learning yet: every call answers
+! TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences it), and touches no argument.
+module ktr_torchfort_rl
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
+  implicit none
+  private
+
+  public :: torchfort_rl_off_policy_create_system, torchfort_rl_off_policy_create_distributed_system, &
+            torchfort_rl_off_policy_wandb_log, torchfort_rl_off_policy_update_replay_buffer, &
+            torchfort_rl_off_policy_train_step, torchfort_rl_off_policy_predict_explore, &
+            torchfort_rl_off_policy_predict, torchfort_rl_off_policy_evaluate, &
+            torchfort_rl_off_policy_save_checkpoint, torchfort_rl_off_policy_load_checkpoint, &
+            torchfort_rl_off_policy_load_model, torchfort_rl_off_policy_is_ready, &
+            torchfort_rl_on_policy_create_system, torchfort_rl_on_policy_create_distributed_system, &
+            torchfort_rl_on_policy_wandb_log, torchfort_rl_on_policy_update_rollout_buffer, &
+            torchfort_rl_on_policy_train_step, torchfort_rl_on_policy_predict_explore, &
+            torchfort_rl_on_policy_predict, torchfort_rl_on_policy_evaluate, &
+            torchfort_rl_on_policy_save_checkpoint, torchfort_rl_on_policy_load_checkpoint, &
+            torchfort_rl_on_policy_load_model, torchfort_rl_on_policy_is_ready, &
+            torchfort_rl_on_policy_reset_rollout_buffer
+
+  ! mpi_f08's communicator (the same type: bind(C), one integer named MPI_VAL).
+  type, bind(C) :: MPI_Comm
+    integer :: MPI_VAL
+  end type
+
+  interface torchfort_rl_off_policy_create_distributed_system
+    module procedure rl_off_policy_create_distributed, rl_off_policy_create_distributed_f08
+  end interface
+  interface torchfort_rl_off_policy_wandb_log
+    module procedure rl_off_policy_wandb_log_int, rl_off_policy_wandb_log_float, rl_off_policy_wandb_log_double, &
+                     rl_off_policy_wandb_log_float_int32step, rl_off_policy_wandb_log_double_int32step
+  end interface
+  interface torchfort_rl_off_policy_update_replay_buffer
+    module procedure rl_off_policy_update_replay, rl_off_policy_update_replay_multi
+  end interface
+  interface torchfort_rl_on_policy_create_distributed_system
+    module procedure rl_on_policy_create_distributed, rl_on_policy_create_distributed_f08
+  end interface
+  interface torchfort_rl_on_policy_wandb_log
+    module procedure rl_on_policy_wandb_log_int, rl_on_policy_wandb_log_float, rl_on_policy_wandb_log_double, &
+                     rl_on_policy_wandb_log_float_int32step, rl_on_policy_wandb_log_double_int32step
+  end interface
+  interface torchfort_rl_on_policy_update_rollout_buffer
+    module procedure rl_on_policy_update_rollout, rl_on_policy_update_rollout_multi
+  end interface
+
+  interface
+    integer(c_int) function c_rl_refused(call) bind(C, name="ktr_torchfort_rl_refused_F")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: call
+    end function
+  end interface
+
+contains
+
+  function c_string(s) result(c)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=len_trim(s) + 1) :: c
+    c = trim(s) // c_null_char
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_create_system(sname, fname, model_dev, rb_dev) result(res)
+    character(len=*), intent(in) :: sname, fname
+    integer(c_int), intent(in) :: model_dev, rb_dev
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_create_system'))
+  end function
+
+  integer(c_int) function rl_off_policy_create_distributed(mname, fname, comm, model_dev, rb_dev) result(res)
+    character(len=*), intent(in) :: mname, fname
+    integer, intent(in) :: comm
+    integer(c_int), intent(in) :: model_dev, rb_dev
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_create_distributed_system'))
+  end function
+
+  integer(c_int) function rl_off_policy_create_distributed_f08(mname, fname, comm, model_dev, rb_dev) result(res)
+    character(len=*), intent(in) :: mname, fname
+    type(MPI_Comm), intent(in) :: comm
+    integer(c_int), intent(in) :: model_dev, rb_dev
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_create_distributed_system'))
+  end function
+
+  integer(c_int) function rl_off_policy_wandb_log_int(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int64), intent(in) :: step
+    integer(int32), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_off_policy_wandb_log_float(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int64), intent(in) :: step
+    real(real32), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_off_policy_wandb_log_double(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int64), intent(in) :: step
+    real(real64), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_off_policy_wandb_log_float_int32step(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int32), intent(in) :: step
+    real(real32), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_off_policy_wandb_log_double_int32step(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int32), intent(in) :: step
+    real(real64), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_off_policy_update_replay(mname, state_old, act_old, state_new, &
+                                                      reward, final_state, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state_old, act_old, state_new
+    real(real32), intent(in) :: reward
+    logical, intent(in) :: final_state
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_update_replay_buffer'))
+  end function
+
+  integer(c_int) function rl_off_policy_update_replay_multi(mname, state_old, act_old, state_new, &
+                                                            reward, final_state, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state_old, act_old, state_new
+    real(real32), intent(in) :: reward(:), final_state(:)
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_update_replay_buffer'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_train_step(mname, p_loss_val, q_loss_val, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32) :: p_loss_val, q_loss_val
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_train_step'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_predict_explore(mname, state, act, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state
+    real(real32), dimension(..) :: act
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_predict_explore'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_predict(mname, state, act, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state
+    real(real32), dimension(..) :: act
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_predict'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_evaluate(mname, state, act, reward, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state, act
+    real(real32), dimension(..) :: reward
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_evaluate'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_save_checkpoint(mname, checkpoint_dir) result(res)
+    character(len=*), intent(in) :: mname, checkpoint_dir
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_save_checkpoint'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_load_checkpoint(mname, checkpoint_dir) result(res)
+    character(len=*), intent(in) :: mname, checkpoint_dir
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_load_checkpoint'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_load_model(mname, checkpoint_dir) result(res)
+    character(len=*), intent(in) :: mname, checkpoint_dir
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_load_model'))
+  end function
+
+  integer(c_int) function torchfort_rl_off_policy_is_ready(mname, ready) result(res)
+    character(len=*), intent(in) :: mname
+    logical :: ready
+    res = c_rl_refused(c_string('torchfort_rl_off_policy_is_ready'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_create_system(sname, fname, model_dev, rb_dev) result(res)
+    character(len=*), intent(in) :: sname, fname
+    integer(c_int), intent(in) :: model_dev, rb_dev
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_create_system'))
+  end function
+
+  integer(c_int) function rl_on_policy_create_distributed(mname, fname, comm, model_dev, rb_dev) result(res)
+    character(len=*), intent(in) :: mname, fname
+    integer, intent(in) :: comm
+    integer(c_int), intent(in) :: model_dev, rb_dev
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_create_distributed_system'))
+  end function
+
+  integer(c_int) function rl_on_policy_create_distributed_f08(mname, fname, comm, model_dev, rb_dev) result(res)
+    character(len=*), intent(in) :: mname, fname
+    type(MPI_Comm), intent(in) :: comm
+    integer(c_int), intent(in) :: model_dev, rb_dev
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_create_distributed_system'))
+  end function
+
+  integer(c_int) function rl_on_policy_wandb_log_int(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int64), intent(in) :: step
+    integer(int32), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_on_policy_wandb_log_float(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int64), intent(in) :: step
+    real(real32), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_on_policy_wandb_log_double(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int64), intent(in) :: step
+    real(real64), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_on_policy_wandb_log_float_int32step(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int32), intent(in) :: step
+    real(real32), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_on_policy_wandb_log_double_int32step(mname, metric_name, step, val) result(res)
+    character(len=*), intent(in) :: mname, metric_name
+    integer(int32), intent(in) :: step
+    real(real64), intent(in) :: val
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_wandb_log'))
+  end function
+
+  integer(c_int) function rl_on_policy_update_rollout(mname, state, act, reward, final_state, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state, act
+    real(real32), intent(in) :: reward
+    logical, intent(in) :: final_state
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_update_rollout_buffer'))
+  end function
+
+  integer(c_int) function rl_on_policy_update_rollout_multi(mname, state, act, &
+                                                            reward, final_state, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state, act
+    real(real32), intent(in) :: reward(:), final_state(:)
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_update_rollout_buffer'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_train_step(mname, p_loss_val, q_loss_val, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32) :: p_loss_val, q_loss_val
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_train_step'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_predict_explore(mname, state, act, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state
+    real(real32), dimension(..) :: act
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_predict_explore'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_predict(mname, state, act, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state
+    real(real32), dimension(..) :: act
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_predict'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_evaluate(mname, state, act, reward, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real32), dimension(..), intent(in) :: state, act
+    real(real32), dimension(..) :: reward
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_evaluate'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_save_checkpoint(mname, checkpoint_dir) result(res)
+    character(len=*), intent(in) :: mname, checkpoint_dir
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_save_checkpoint'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_load_checkpoint(mname, checkpoint_dir) result(res)
+    character(len=*), intent(in) :: mname, checkpoint_dir
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_load_checkpoint'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_load_model(mname, checkpoint_dir) result(res)
+    character(len=*), intent(in) :: mname, checkpoint_dir
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_load_model'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_is_ready(mname, ready) result(res)
+    character(len=*), intent(in) :: mname
+    logical :: ready
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_is_ready'))
+  end function
+
+  integer(c_int) function torchfort_rl_on_policy_reset_rollout_buffer(mname) result(res)
+    character(len=*), intent(in) :: mname
+    res = c_rl_refused(c_string('torchfort_rl_on_policy_reset_rollout_buffer'))
+  end function
+
+end module ktr_torchfort_rl
