@@ -9,6 +9,8 @@
 #include <KokkosBlas3_gemm.hpp>
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cublas_v2.h>
@@ -22,7 +24,10 @@
 // OpenBLAS's own entry points, looked up weakly: present when the host BLAS is OpenBLAS, null otherwise.
 extern "C" {
 __attribute__((weak)) char* openblas_get_config(void);
+__attribute__((weak)) char* openblas_get_corename(void);
 __attribute__((weak)) void openblas_set_num_threads(int);
+__attribute__((weak)) void gotoblas_dynamic_init(void);  // a DYNAMIC_ARCH build's kernel choice, and its undoing
+__attribute__((weak)) void gotoblas_dynamic_quit(void);
 }
 
 namespace ktr {
@@ -213,8 +218,40 @@ std::string gemm_backend() {
 #endif
 }
 
+namespace {
+std::string g_blas_note;  // set once, by select_host_blas_kernels, before any host BLAS call
+}  // namespace
+
+std::string select_host_blas_kernels() {
+#if defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA)
+  if (!openblas_get_corename || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return "";
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user's choice
+  std::string const core = openblas_get_corename();
+  bool const fallback = core == "prescott" || core == "Prescott" || core == "core2" || core == "Core2" ||
+                        core == "nehalem" || core == "Nehalem" || core == "katmai" || core == "Katmai";
+  __builtin_cpu_init();
+  bool const avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool const avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  if (!fallback || !avx2) return "";
+  char const* const chosen = avx512 ? "SkylakeX" : "Haswell";
+  // OPENBLAS_CORETYPE is what gotoblas_dynamic_init reads; set for the call only.
+  if (setenv("OPENBLAS_CORETYPE", chosen, 0) != 0) return "";
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+  g_blas_note = std::string("kernels: ") + openblas_get_corename() + " (OpenBLAS took this CPU for " + core +
+                "; OPENBLAS_CORETYPE overrides)";
+  return g_blas_note;
+#else
+  return "";
+#endif
+}
+
 std::string host_blas() {
-  if (openblas_get_config) return std::string(openblas_get_config()) + " (openblas_get_config)";
+  if (openblas_get_config)
+    return std::string(openblas_get_config()) + " (openblas_get_config)" +
+           (g_blas_note.empty() ? "" : "; " + g_blas_note);
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
   return "a BLAS through Kokkos Kernels' TPL (not OpenBLAS)";
 #else

@@ -1,4 +1,5 @@
 // Tensor basics and the elementwise kernels against plain host loops.
+#include <ktr/backends/gemm.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/core/tensor.hpp>
@@ -24,6 +25,21 @@ TEST(Runtime, ThreadCountIsWhatCTestAskedFor) {
   if (std::string(ktr::ExecSpace::name()) != "OpenMP") GTEST_SKIP() << "not a threaded backend";
   EXPECT_EQ(ktr::ExecSpace().concurrency(), std::atoi(expect));
   EXPECT_NE(ktr::runtime_info().find("OpenMP"), std::string::npos);
+}
+
+// OpenBLAS takes a CPU model newer than it knows for an old one (Emerald Rapids: Prescott, SSE3 kernels 4x
+// slower); the runtime then selects the kernels the CPU can run, and reports it.
+TEST(Runtime, HostBlasRunsKernelsForTheCpuNotAPreAvxFallback) {
+  std::string const blas = ktr::host_blas();
+  if (blas.find("OpenBLAS") == std::string::npos) GTEST_SKIP() << "the host BLAS is not OpenBLAS: " << blas;
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) GTEST_SKIP() << "OPENBLAS_CORETYPE chooses the kernels";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+    GTEST_SKIP() << "a CPU without AVX2 + FMA";
+#endif
+  for (char const* fallback : {" Prescott ", " Core2 ", " Nehalem ", " Katmai "})
+    EXPECT_EQ(blas.find(fallback), std::string::npos) << blas;
 }
 
 TEST(Shape, SizeInnerAndString) {

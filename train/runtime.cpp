@@ -19,7 +19,10 @@ namespace ktr {
 namespace {
 // Kokkos's OpenMP backend warns when OMP_PROC_BIND is unset; "false" is libgomp's behaviour anyway.
 void before_init() { setenv("OMP_PROC_BIND", "false", 0); }
-void after_init() { set_host_blas_threads(Kokkos::DefaultHostExecutionSpace().concurrency()); }
+void after_init() {
+  (void)select_host_blas_kernels();  // before any BLAS call: ktr info reports what it did
+  set_host_blas_threads(Kokkos::DefaultHostExecutionSpace().concurrency());
+}
 
 // The host thread count Kokkos will start with, where it is set, in Kokkos's order of precedence: the argument,
 // then --kokkos-threads= / --kokkos-num-threads= on the command line, then KOKKOS_NUM_THREADS, then the OpenMP
