@@ -285,6 +285,11 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
                      c.loss = LossChoice::parse("cross_entropy");
                    else if (t == "bce" || t == "bcewithlogits")
                      c.loss = LossChoice::parse("bce");
+                   else if (t == "torchscript")
+                     r.fail(v, key,
+                            "TorchScript losses need libtorch, which ktr does not use: mse, l1, huber, bce or "
+                            "cross_entropy",
+                            true);
                    else if (t == "smoothl1")
                      r.fail(v, key,
                             "'" + escaped(t) +

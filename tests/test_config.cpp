@@ -178,6 +178,8 @@ TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
        "model.parameters.dropout: must be in [0, 1)", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: SmoothL1}\n",
        "loss.type: 'smoothl1' is not supported", true},
+      {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: torchscript}\n",
+       "loss.type: TorchScript losses need libtorch", true},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nloss: {type: mse, parameters: {reduction: max}}\n",
        "loss.parameters.reduction: must be one of mean, sum, got 'max'", false},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\nlr_scheduler: {type: exponential}\n",
