@@ -57,27 +57,67 @@ void make_arrays(std::string const& dir, std::string const& prefix, std::int64_t
   write_npy(dir + "/" + prefix + "labels.npy", {count}, labels);
 }
 
+// fields.npy: smooth random fields x (N, 16, 16, 1) float32; next.npy: each after one explicit diffusion step,
+// x + 0.2 (the 5-point Laplacian of x, zero outside the grid): a 3x3 convolution maps one to the other exactly.
+// Returns persistence's mean squared error (predicting that the field does not change).
+double make_fields(std::string const& dir, std::string const& prefix, std::int64_t count, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  int const n = 16;
+  std::vector<float> x(std::size_t(count * n * n)), y(x.size());
+  for (std::int64_t s = 0; s < count; ++s) {
+    float* f = &x[std::size_t(s * n * n)];
+    for (int wave = 0; wave < 3; ++wave) {  // a few plane waves of random direction, phase and amplitude
+      float const kx = 6.2831853f * (u(rng) - 0.5f) / 4, ky = 6.2831853f * (u(rng) - 0.5f) / 4;
+      float const phase = 6.2831853f * u(rng), a = u(rng);
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) f[i * n + j] += a * std::sin(kx * float(i) + ky * float(j) + phase);
+    }
+    auto at = [&](int i, int j) { return i < 0 || j < 0 || i >= n || j >= n ? 0.0f : f[i * n + j]; };
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        y[std::size_t(s * n * n + i * n + j)] =
+            at(i, j) + 0.2f * (at(i - 1, j) + at(i + 1, j) + at(i, j - 1) + at(i, j + 1) - 4 * at(i, j));
+  }
+  write_npy(dir + "/" + prefix + "fields.npy", {count, n, n, 1}, x);
+  write_npy(dir + "/" + prefix + "next.npy", {count, n, n, 1}, y);
+  double sse = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) sse += double(y[i] - x[i]) * double(y[i] - x[i]);
+  return sse / double(x.size());
+}
+
 }  // namespace
 
 int synth(int argc, char* argv[]) {
   CLI::App app{
       "Writes a small synthetic dataset: MNIST-format IDX images, or with --arrays NumPy arrays "
       "({train,test}-features.npy (N, 8) float32, {train,test}-targets.npy (N, 2) float32 regression "
-      "targets, {train,test}-labels.npy (N) int32 labels of 3 classes).",
+      "targets, {train,test}-labels.npy (N) int32 labels of 3 classes), or with --fields a field-to-field "
+      "problem ({train,test}-fields.npy and -next.npy, (N, 16, 16, 1) float32: a field and its next diffusion "
+      "step).",
       "ktr synth"};
   std::string dir;
   std::int64_t train = 6000, test = 1000, seed_value = 1;
-  bool arrays = false;
+  bool arrays = false, fields = false;
   app.add_option("--out", dir, "the folder to write")->required();
   app.add_option("--train", train, "training samples")->check(integer_in(1, 10000000))->capture_default_str();
   app.add_option("--test", test, "test samples")->check(integer_in(1, 10000000))->capture_default_str();
   app.add_option("--seed", seed_value, "seed")->check(integer_in(0, UINT32_MAX))->capture_default_str();
-  app.add_flag("--arrays", arrays, "NumPy arrays instead of IDX images");
+  auto* as_arrays = app.add_flag("--arrays", arrays, "NumPy arrays instead of IDX images");
+  app.add_flag("--fields", fields, "NumPy fields (N, 16, 16, 1) and their next diffusion step")
+      ->excludes(as_arrays);
   if (!parse(app, argc, argv, 2)) return 0;
   auto const seed = std::uint32_t(seed_value);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error("--out " + dir + ": " + ec.message());
+  if (fields) {
+    make_fields(dir, "train-", train, seed + 1);
+    double const persistence = make_fields(dir, "test-", test, seed + 2);
+    std::printf("wrote %lld train and %lld test fields as .npy arrays to %s (test mse of persistence %.6g)\n",
+                (long long)train, (long long)test, dir.c_str(), persistence);
+    return 0;
+  }
   if (arrays) {
     make_arrays(dir, "train-", train, seed + 1);
     make_arrays(dir, "test-", test, seed + 2);

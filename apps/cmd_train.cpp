@@ -124,6 +124,9 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
               cfg.task == Task::regression ? "the model was trained for regression, the data has class labels"
                                            : "the model was trained for classification, the data has regression "
                                              "targets");
+  KTR_REQUIRE(
+      cfg.task == Task::regression || plan.output.rank == 2, model_flag,
+      "ends in a field " + plan.output.str() + ", which takes float targets of that shape, not class labels");
   if (cfg.task == Task::classification)
     KTR_REQUIRE(plan.output_width == train_data.num_classes, model_flag,
                 "the model outputs " + std::to_string(plan.output_width) + " classes, the data has " +
@@ -210,7 +213,8 @@ void add_model_flags(CLI::App& app, TrainFlags& f) {
           "LOSS"));
   app.add_flag("--nesterov", f.nesterov, setting_named(run_settings(), "nesterov").help);
   app.add_option("--normalize", f.normalize,
-                 "standard: pixels by the training set's mean/std, float features each by its own; unit: pixels "
+                 "standard: pixels by the training set's mean/std, float vectors each feature by its own, float "
+                 "fields (N, H, W, C) per channel; unit: pixels "
                  "to [0, 1]; none: inputs as given")
       ->check(one_of({"standard", "unit", "none"}))  // recorded: a checkpoint's alone
       ->capture_default_str();
@@ -461,6 +465,8 @@ int train(int argc, char* argv[]) {
     if (data.arrays && !given(app, "--batch"))
       config.batch = std::min<std::int64_t>(config.batch, data.train.count);
   }
+  if (config.task == Task::regression)  // a field's shape first: the width check alone would say less
+    check_target_shape(data, Model::plan(config.model, 1).output, f.resume.empty() ? "--model" : f.resume);
   validate_run(config, data.train, evaluate ? &data.test : nullptr, f.resume.empty() ? "--model" : f.resume,
                comm.size());
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed
@@ -517,6 +523,7 @@ int eval(int argc, char* argv[]) {
   std::string const which =
       split == "train" || loaded.test.count == 0 ? "train" : (loaded.arrays ? "held-out" : "t10k");
   config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
+  if (config.task == Task::regression) check_target_shape(loaded, Model::plan(config.model, 1).output, ckpt);
   validate_run(config, data, nullptr, ckpt);
   ExecSpace const space;
   TrainedModel m = load_trained_model(space, c, ckpt, config.batch);

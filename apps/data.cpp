@@ -69,13 +69,14 @@ Arrays read_arrays(std::string const& x_path, std::string const& y_path) {
               "features must be (N, D) or (N, H, W, C), the file holds " + std::to_string(a.x.shape.size()) +
                   " dimensions");
   KTR_REQUIRE(a.x.shape[0] > 0, x_path, "no samples");
-  KTR_REQUIRE(a.y.shape.size() == 1 || (a.y.shape.size() == 2 && !a.y.is_integer()), y_path,
-              "targets must be (N) integer labels, or (N) or (N, T) float values");
+  KTR_REQUIRE(a.y.shape.size() == 1 || (a.y.shape.size() <= 4 && !a.y.is_integer()), y_path,
+              "targets must be (N) integer labels, or (N), (N, T) or a field's (N, H, W, C) float values");
   for (std::size_t i = 1; i < a.x.shape.size(); ++i)
     KTR_REQUIRE(a.x.shape[i] > 0, x_path,
                 "features of shape " + shape_text(a.x.shape) + " hold no value per sample");
-  KTR_REQUIRE(a.y.shape.size() == 1 || a.y.shape[1] > 0, y_path,
-              "targets of shape " + shape_text(a.y.shape) + " hold no value per sample");
+  for (std::size_t i = 1; i < a.y.shape.size(); ++i)
+    KTR_REQUIRE(a.y.shape[i] > 0, y_path,
+                "targets of shape " + shape_text(a.y.shape) + " hold no value per sample");
   KTR_REQUIRE(a.y.shape[0] == a.x.shape[0], y_path,
               "holds " + std::to_string(a.y.shape[0]) + " targets, " + x_path + " holds " +
                   std::to_string(a.x.shape[0]) + " samples");
@@ -149,8 +150,14 @@ RunData load_run_data(DataOptions const& d, bool want_test, std::uint64_t seed) 
     throw FlagError("--test-fraction: give either a fraction or --test-features/--test-targets, not both");
   Arrays const train = read_arrays(d.features, d.targets);
   r.source = train.x_path + ", " + train.y_path;
+  if (!train.y.is_integer()) r.target_sample.assign(train.y.shape.begin() + 1, train.y.shape.end());
   if (has("--test-features")) {
     Arrays const test = read_arrays(d.test_features, d.test_targets);
+    KTR_REQUIRE(test.y.shape.size() == train.y.shape.size() &&
+                    std::equal(test.y.shape.begin() + 1, test.y.shape.end(), train.y.shape.begin() + 1),
+                test.y_path,
+                "targets of shape " + shape_text(test.y.shape) + ", " + train.y_path + " holds " +
+                    shape_text(train.y.shape));
     KTR_REQUIRE(test.y.is_integer() == train.y.is_integer(), test.y_path,
                 "its targets are " + std::string(test.y.is_integer() ? "labels" : "values") + ", " + train.y_path +
                     " holds " + (train.y.is_integer() ? "labels" : "values"));
@@ -179,6 +186,15 @@ RunData load_run_data(DataOptions const& d, bool want_test, std::uint64_t seed) 
   if (want_test) r.test = to_device(train, test_rows, classes, train.x_path + " (held out)");
   r.source += ", " + std::to_string(held) + " held out";
   return r;
+}
+
+void check_target_shape(RunData const& data, Shape const& output, std::string const& flag) {
+  std::vector<std::int64_t> const& t = data.target_sample;
+  if (t.size() < 2 && output.rank <= 2) return;  // (N) or (N, T) targets of a (B, T) model: the width decides
+  std::vector<std::int64_t> const want(output.dims.begin() + 1, output.dims.begin() + output.rank);
+  if (t != want)
+    throw Error(flag + ": the model outputs " + shape_text(want) + " per sample, the targets are " +
+                shape_text(t) + (output.rank == 4 ? " (a field: (N, H, W, C) targets)" : ""));
 }
 
 std::string default_model(DeviceDataset const& data) {

@@ -14,7 +14,13 @@ struct RunData {
   DeviceDataset train, test;  ///< test.count == 0 when there is no held-out data (or --no-eval)
   std::string source;         ///< what was loaded, for the log
   bool arrays = false;        ///< from .npy arrays (models take in=D / in=HxWxC of the arrays' samples)
+  /// Float targets from .npy: one sample's shape ((T) or a field's (H, W, C)), checked against the model's output.
+  std::vector<std::int64_t> target_sample;
 };
+
+/// Throws ktr::Error naming `flag` unless float targets of `data` (a field's included) have the shape of one
+/// sample of the model's output `output` (1, ...); targets of rank 1 or 2 need only the same width.
+void check_target_shape(RunData const& data, Shape const& output, std::string const& flag);
 
 /// The data flags train and eval share.
 struct DataOptions {

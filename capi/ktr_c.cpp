@@ -228,6 +228,9 @@ Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array con
   bool const labels = first.task() == Task::classification;
   std::string const mismatch = e.cfg.loss.mismatch(labels);
   if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
+  KTR_REQUIRE(!labels || plan.output.rank == 2, "label",
+              "integer class labels need a model that ends in (B, classes); the model gives a field " +
+                  plan.output.str() + ": give its targets as KTR_FLOAT or KTR_DOUBLE arrays of that shape");
   KTR_REQUIRE(!labels || plan.output_width >= 2, "label",
               "integer class labels need a model of at least 2 outputs (one per class); the model has " +
                   std::to_string(plan.output_width) + ": give its targets as KTR_FLOAT or KTR_DOUBLE values");

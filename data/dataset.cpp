@@ -227,14 +227,43 @@ Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& dat
     return Normalization::standardized(float(stats.mean), float(stats.std));
   }
   if (mode == NormalizeMode::unit) return Normalization::identity();
-  // Per feature: a two-pass mean and variance in double, one feature per iteration (samples in order: the result
-  // does not depend on the thread count).
-  std::int64_t const D = data.sample_size(), N = data.count, W = data.width, C = data.channels;
+  std::int64_t const D = data.sample_size(), N = data.count, H = data.height, W = data.width, C = data.channels;
   Normalization norm = Normalization::identity();
   norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", std::size_t(D));
   norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", std::size_t(D));
   auto x = data.features;
   auto scale = norm.feature_scale, shift = norm.feature_shift;
+  if (!data.vector && H * W > 1) {
+    // Fields (N, H, W, C): per channel over every sample and cell, as images are (one cell's own statistics would
+    // break a convolution's translation invariance), stored per feature. Two passes in double, in order.
+    DeviceView<double*> moments("ktr::data::channel_moments", std::size_t(2 * C));
+    Kokkos::parallel_for(
+        "ktr::data::channel_moments", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, C),
+        KOKKOS_LAMBDA(std::int64_t c) {
+          double mean = 0, var = 0;
+          for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t h = 0; h < H; ++h)
+              for (std::int64_t w = 0; w < W; ++w) mean += x(n, h, w, c);
+          mean /= double(N * H * W);
+          for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t h = 0; h < H; ++h)
+              for (std::int64_t w = 0; w < W; ++w) {
+                double const e = x(n, h, w, c) - mean;
+                var += e * e;
+              }
+          double const sd = var > 0 ? compat::sqrt(var / double(N * H * W)) : 1.0;
+          moments(2 * c) = 1.0 / sd, moments(2 * c + 1) = -mean / sd;
+        });
+    Kokkos::parallel_for(
+        "ktr::data::channel_transform",
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, D),
+        KOKKOS_LAMBDA(std::int64_t f) {
+          scale(f) = float(moments(2 * (f % C))), shift(f) = float(moments(2 * (f % C) + 1));
+        });
+    return norm;
+  }
+  // Vectors (N, D): per feature, a two-pass mean and variance in double, one feature per iteration (samples in
+  // order: the result does not depend on the thread count).
   Kokkos::parallel_for(
       "ktr::data::feature_moments", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, D),
       KOKKOS_LAMBDA(std::int64_t f) {

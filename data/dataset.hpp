@@ -120,8 +120,9 @@ DeviceDataset dataset_from_views(ExecSpace const& space, FeatureView const& x, T
   static_assert(FeatureView::rank == 2 || FeatureView::rank == 4, "ktr: features must be (N, D) or (N, H, W, C)");
   static_assert(std::is_same<Y, std::int32_t>::value || std::is_same<Y, float>::value,
                 "ktr: targets must be int32 labels or float values");
-  static_assert(TargetView::rank == 1 || (std::is_same<Y, float>::value && TargetView::rank == 2),
-                "ktr: targets must be (N) labels or values, or (N, T) values");
+  static_assert(
+      TargetView::rank == 1 || (std::is_same<Y, float>::value && (TargetView::rank == 2 || TargetView::rank == 4)),
+      "ktr: targets must be (N) labels or values, (N, T) values, or a field's (N, H, W, C) values");
   static_assert(Kokkos::SpaceAccessibility<ExecSpace, typename FeatureView::memory_space>::accessible &&
                     Kokkos::SpaceAccessibility<ExecSpace, typename TargetView::memory_space>::accessible,
                 "ktr: the views must be in memory the device can read");
@@ -154,10 +155,19 @@ DeviceDataset dataset_from_views(ExecSpace const& space, FeatureView const& x, T
   } else if constexpr (TargetView::rank == 1) {
     d.values = DeviceDataset::Values(y.data(),
                                      Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0)), 1, 1));
-  } else {
+  } else if constexpr (TargetView::rank == 2) {
     d.values =
         DeviceDataset::Values(y.data(), Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0)),
                                                              std::size_t(y.extent(1)), std::size_t(y.stride(1))));
+  } else {  // a field per sample, read as (N, H*W*C): its (H, W, C) must be one row-major block
+    std::size_t const c = y.extent(3), wc = y.extent(2) * c;
+    KTR_REQUIRE(y.stride(3) == 1 && y.stride(2) == c && y.stride(1) == wc, "ktr::dataset_from_views",
+                "a field of targets (N, H, W, C) must hold each sample's (H, W, C) row-major (LayoutRight, or "
+                "LayoutStride with those strides); its strides are (" +
+                    std::to_string(y.stride(0)) + ", " + std::to_string(y.stride(1)) + ", " +
+                    std::to_string(y.stride(2)) + ", " + std::to_string(y.stride(3)) + ")");
+    d.values = DeviceDataset::Values(
+        y.data(), Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0)), y.extent(1) * wc, 1));
   }
   d.keep = std::make_shared<std::pair<FeatureView, TargetView> const>(x, y);
   return d;

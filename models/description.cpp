@@ -57,18 +57,23 @@ Description parse_description(std::string const& text) {
     checked_size(d.input);
   }
   d.shapes.push_back(d.input);
+  bool parameters = false;
   while (ss >> token) {
     auto layer = make_layer(token);
     Shape const& in = d.shapes.back();
     Shape const out = layer->output_shape(in);
     KTR_REQUIRE(checked_size(out) > 0, "model description",
                 "'" + layer->describe() + "' leaves nothing of " + dims_str(in));
-    for (ParamSpec const& p : layer->param_specs(in)) checked_size(p.shape);
+    for (ParamSpec const& p : layer->param_specs(in)) checked_size(p.shape), parameters = true;
     d.layers.push_back(std::move(layer));
     d.shapes.push_back(out);
   }
-  KTR_REQUIRE(!d.layers.empty() && dynamic_cast<Dense const*>(d.layers.back().get()) != nullptr,
-              "model description", "must end in a dense layer producing (B, classes)");
+  KTR_REQUIRE(!d.layers.empty() && parameters, "model description",
+              "has no layer with parameters to train (a dense or convolution layer)");
+  int const rank = d.shapes.back().rank;
+  KTR_REQUIRE(
+      rank == 2 || rank == 4, "model description",
+      "must end in a layer producing (B, values) or a field (B, H, W, C), not " + dims_str(d.shapes.back()));
   return d;
 }
 

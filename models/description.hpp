@@ -6,8 +6,9 @@
 //
 // The parser is the only reader of descriptions (Model takes the layers it builds). Each token is read by its
 // kind in the layer registry (models/registry.hpp); the parser checks every extent (at most 2^24), the shape each
-// layer produces and every parameter's size (checked arithmetic: no size wraps), and that the model ends in a
-// dense layer. Building layers allocates nothing, so plans and the fuzzer parse without touching a device.
+// layer produces and every parameter's size (checked arithmetic: no size wraps), that some layer has parameters,
+// and that the model ends in (B, values) or a field (B, H, W, C) (a convolution: field-to-field surrogates).
+// Building layers allocates nothing, so plans and the fuzzer parse without touching a device.
 #pragma once
 
 #include "../core/tensor.hpp"
@@ -28,7 +29,7 @@ struct Description {
   Description& operator=(Description&&) noexcept;
 
   Shape input;                                 ///< (1, H, W, C) for images, (1, D) for vectors
-  std::vector<std::unique_ptr<Layer>> layers;  ///< at least one; the last is dense
+  std::vector<std::unique_ptr<Layer>> layers;  ///< at least one, and one with parameters
   std::vector<Shape> shapes;                   ///< shapes[i]: input of layer i at batch 1; back(): the output
   std::string text() const;                    ///< the normalised description
 };

@@ -151,8 +151,9 @@ std::string RegressionLoss::str() const {
 
 void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& pred, Tensor const& targets,
                      Tensor const& dpred, LossOutput const& out) {
-  KTR_REQUIRE(pred.shape().rank == 2, "ktr::regression_loss", "predictions must be (B, T)");
-  KTR_REQUIRE(targets.shape() == pred.shape(), "ktr::regression_loss",
+  // Predictions (B, T) or a field (B, H, W, C); targets the same values per sample, flattened or not.
+  KTR_REQUIRE(pred.shape().rank >= 2, "ktr::regression_loss", "predictions must be (B, ...)");
+  KTR_REQUIRE(targets.shape()[0] == pred.shape()[0] && targets.size() == pred.size(), "ktr::regression_loss",
               "targets " + targets.shape().str() + " do not match predictions " + pred.shape().str());
   bool const want_grad = dpred.size() > 0;
   KTR_REQUIRE(!want_grad || dpred.shape() == pred.shape(), "ktr::regression_loss",

@@ -29,8 +29,9 @@ Model::Model(ExecSpace const& space, std::string const& description, std::int64_
 
 ModelPlan Model::plan(std::string const& description, std::int64_t max_batch) {
   Model const m(description, max_batch, false, ExecSpace());
-  return ModelPlan{m.description_,  m.input_,           m.output_width(), m.arena_.num_parameters(),
-                   m.arena_.size(), m.workspace_floats_};
+  return ModelPlan{
+      m.description_,  m.input_,           m.output_width(), m.output_shape(1), m.arena_.num_parameters(),
+      m.arena_.size(), m.workspace_floats_};
 }
 
 Model::Model(std::string const& description, std::int64_t max_batch, bool allocate, ExecSpace const& space)

@@ -22,7 +22,8 @@ namespace ktr {
 struct ModelPlan {
   std::string description;            ///< normalised description
   Shape input;                        ///< (1, H, W, C)
-  std::int64_t output_width = 0;      ///< width of the last layer's output: classes, or regression targets
+  std::int64_t output_width = 0;      ///< values per sample of the output: classes, or regression targets
+  Shape output;                       ///< (1, classes), (1, T), or a field's (1, H, W, C)
   std::int64_t parameters = 0;        ///< parameter count (without padding)
   std::int64_t arena_floats = 0;      ///< one arena buffer (parameters, or gradients, or one optimiser moment)
   std::int64_t workspace_floats = 0;  ///< activations, gradients and scratch for the largest batch
@@ -47,8 +48,11 @@ class Model {
   std::int64_t max_batch() const { return max_batch_; }
   /// (B, H, W, C) or (B, D) of an input batch.
   Shape input_shape(std::int64_t batch) const { return input_.with_batch(batch); }
-  /// Width of the output: the class count (classification) or the targets per sample (regression).
-  std::int64_t output_width() const { return shapes_.back()[1]; }
+  /// Values per sample of the output, flattened: the class count (classification), the targets per sample
+  /// (regression), or H x W x C for a model that ends in a convolution (a field per sample).
+  std::int64_t output_width() const { return shapes_.back().inner(); }
+  /// (B, width), or (B, H, W, C) of a model that ends in a convolution.
+  Shape output_shape(std::int64_t batch) const { return shapes_.back().with_batch(batch); }
   Arena const& arena() const { return arena_; }
   std::size_t num_layers() const { return layers_.size(); }
   Layer const& layer(std::size_t i) const { return *layers_[i]; }

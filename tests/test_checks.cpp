@@ -71,8 +71,10 @@ TEST(Checks, AbsurdModelDescriptionsAreRefusedWithoutAllocating) {
             std::string::npos);
   EXPECT_NE(error_of([] { Model::plan("in=28x28x1 flatten dense:99999999999", 1); }).find("bad feature count"),
             std::string::npos);
-  EXPECT_NE(error_of([] { Model::plan("in=28x28x1 flatten", 1); }).find("must end in a dense layer"),
+  EXPECT_NE(error_of([] { Model::plan("in=28x28x1 flatten", 1); }).find("has no layer with parameters"),
             std::string::npos);
+  EXPECT_EQ(error_of([] { Model::plan("in=8x8x1 conv3x3:4", 1); }), "(no error)")
+      << "a convolution's field is an output";
   EXPECT_NE(error_of([] { Model::plan("in=1x1x1 avgpool2 flatten dense:10", 1); }).find("leaves nothing"),
             std::string::npos);
   EXPECT_EQ(counter.allocations(), 0);

@@ -50,8 +50,19 @@ TEST(Model, DescriptionsRoundTripAndCountParameters) {
 
 TEST(Model, RejectsBadDescriptions) {
   for (char const* bad : {"", "flatten dense:10", "in=28x28 dense:10", "in=28x28x1 flatten", "in=28x28x1 blah:3",
-                          "in=28x28x1 conv3x3:8", "in=0x28x1 flatten dense:10", "in=1x1x1 avgpool2 dense:10"})
+                          "in=28x28x1 maxpool2", "in=0x28x1 flatten dense:10", "in=1x1x1 avgpool2 dense:10"})
     EXPECT_THROW(Model(bad, 4), ktr::Error) << bad;
+}
+
+// A model may end in a convolution: its output is a field (B, H, W, C), its width H x W x C values per sample.
+TEST(Model, AModelEndingInAConvolutionOutputsAField) {
+  Model m("in=8x8x2 conv3x3:4:relu maxpool2 conv3x3:3", 5);
+  EXPECT_EQ(m.output_shape(5), (ktr::Shape{5, 4, 4, 3}));
+  EXPECT_EQ(m.output_width(), 4 * 4 * 3);
+  ktr::ModelPlan const plan = Model::plan(m.description(), 1);
+  EXPECT_EQ(plan.output, (ktr::Shape{1, 4, 4, 3}));
+  EXPECT_EQ(plan.output_width, 48);
+  EXPECT_EQ(Model::plan("in=6 dense:8:tanh dense:2", 1).output, (ktr::Shape{1, 2}));
 }
 
 TEST(Model, InitialLossIsNearLogOfClassCount) {

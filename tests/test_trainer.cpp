@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <random>
 
 namespace {
 
@@ -244,6 +245,57 @@ TEST(Trainer, OnlineStepsOnCallerBatchesLearnAndAdvanceTheRun) {
   Kokkos::View<std::int32_t*, ktr::MemSpace> labels("labels", 64);
   EXPECT_THROW(trainer.step(space, Kokkos::subview(s.x, Kokkos::make_pair(0, 64), Kokkos::ALL), labels),
                ktr::Error);  // class labels for a regression
+}
+
+// A field-to-field surrogate: a model that ends in a convolution learns a stencil (each cell minus the mean of its
+// four neighbours, zero outside) from (N, H, W, C) caller views of fields; its predictions are fields too, and
+// class labels are refused by name.
+TEST(Trainer, AModelEndingInAConvolutionLearnsAFieldFromFields) {
+  ktr::ExecSpace const space;
+  int const n = 256, h = 8, w = 8;
+  Kokkos::View<float****, Kokkos::LayoutRight, ktr::MemSpace> x("x", n, h, w, 1), y("y", n, h, w, 1);
+  auto hx = Kokkos::create_mirror_view(x);
+  auto hy = Kokkos::create_mirror_view(y);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int s = 0; s < n; ++s)
+    for (int i = 0; i < h; ++i)
+      for (int j = 0; j < w; ++j) hx(s, i, j, 0) = u(rng);
+  auto at = [&](int s, int i, int j) { return i < 0 || j < 0 || i >= h || j >= w ? 0.0f : hx(s, i, j, 0); };
+  for (int s = 0; s < n; ++s)
+    for (int i = 0; i < h; ++i)
+      for (int j = 0; j < w; ++j)
+        hy(s, i, j, 0) =
+            at(s, i, j) - 0.25f * (at(s, i - 1, j) + at(s, i + 1, j) + at(s, i, j - 1) + at(s, i, j + 1));
+  Kokkos::deep_copy(x, hx);
+  Kokkos::deep_copy(y, hy);
+  RunConfig c;
+  c.model = "in=8x8x1 conv3x3:8:tanh conv3x3:1";
+  c.batch = 32;
+  c.optimizer.lr = 1e-2f;
+  Trainer trainer(space, c, ktr::dataset_from_views(space, x, y));
+  double const before = trainer.evaluate(space, ktr::dataset_from_views(space, x, y)).mse;
+  for (int i = 0; i < 400; ++i) {
+    int const from = (i * 32) % n;
+    (void)trainer.step(
+        space, Kokkos::subview(x, Kokkos::make_pair(from, from + 32), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL),
+        Kokkos::subview(y, Kokkos::make_pair(from, from + 32), Kokkos::ALL, Kokkos::ALL, Kokkos::ALL));
+  }
+  ktr::EvalResult const after = trainer.evaluate(space, ktr::dataset_from_views(space, x, y));
+  EXPECT_LT(after.mse, before / 20) << "mse " << before << " -> " << after.mse;
+  Kokkos::View<float**, Kokkos::LayoutRight, ktr::MemSpace> out("out", n, h * w);
+  trainer.predict(space, x, out);
+  auto ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  double sse = 0;
+  for (int s = 0; s < n; ++s)
+    for (int k = 0; k < h * w; ++k) sse += std::pow(double(ho(s, k)) - double(hy(s, k / w, k % w, 0)), 2);
+  EXPECT_NEAR(sse / double(n * h * w), after.mse, 1e-6 + 1e-3 * after.mse) << "predictions are the field";
+  Kokkos::View<std::int32_t*, ktr::MemSpace> labels("labels", n);
+  std::string const why = ktr::test::error_of([&] {
+    RunConfig l = c;
+    Trainer t(space, l, ktr::dataset_from_views(space, x, labels, 2));
+  });
+  EXPECT_NE(why.find("class labels need a model that ends in (B, classes)"), std::string::npos) << why;
 }
 
 // A batch with a NaN feature, or an infinite target, is refused on the device: parameters, moments and the step

@@ -29,7 +29,11 @@ RunConfig fitted(ExecSpace const& space, RunConfig config, DeviceDataset const& 
   Region const region("ktr::Trainer::Trainer");
   KTR_REQUIRE(!config.model.empty(), "ktr::Trainer", "no model description (RunConfig::model) given");
   config.task = train.task();
-  std::int64_t const outputs = Model::plan(config.model, 1).output_width;
+  ModelPlan const plan = Model::plan(config.model, 1);
+  std::int64_t const outputs = plan.output_width;
+  KTR_REQUIRE(config.task != Task::classification || plan.output.rank == 2, "ktr::Trainer",
+              "class labels need a model that ends in (B, classes); '" + config.model + "' gives a field " +
+                  plan.output.str() + ": float targets of that shape make a regression");
   KTR_REQUIRE(config.task != Task::classification || outputs >= 2, "ktr::Trainer",
               "class labels need a model of at least 2 outputs (one per class), '" + config.model + "' has " +
                   std::to_string(outputs) + ": float targets make a regression");
