@@ -19,11 +19,12 @@ LayerKind const& flatten_kind();      // pool.cpp
 LayerKind const& activation_kind();   // activation_layer.cpp: relu, tanh, ...
 LayerKind const& layernorm_kind();    // layernorm.cpp
 LayerKind const& dropout_kind();      // dropout.cpp
+LayerKind const& upsample_kind();     // upsample.cpp: upsample2
 
 std::vector<LayerKind const*> const& layer_kinds() {
   static std::vector<LayerKind const*> const kinds = {&dense_kind(),       &conv_kind(),    &pool_kind(),
                                                       &global_pool_kind(), &flatten_kind(), &activation_kind(),
-                                                      &layernorm_kind(),   &dropout_kind()};
+                                                      &layernorm_kind(),   &dropout_kind(), &upsample_kind()};
   return kinds;
 }
 

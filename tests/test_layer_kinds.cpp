@@ -149,6 +149,26 @@ TEST(LayerKinds, GlobalAveragePoolForwardAndGradients) {
       27);
 }
 
+// upsample2 repeats each pixel into a 2x2 block (jnp.repeat twice); its gradient sums the block.
+TEST(LayerKinds, Upsample2RepeatsEachPixelAndSumsItsGradients) {
+  auto layer = ktr::make_layer("upsample2");
+  EXPECT_EQ(layer->output_shape(Shape{2, 3, 5, 4}), (Shape{2, 6, 10, 4}));
+  check_layer(
+      *layer, Shape{2, 3, 5, 4},
+      [](Vec const& x, std::vector<Vec> const&) {
+        Vec y(2 * 6 * 10 * 4);
+        for (int n = 0; n < 2; ++n)
+          for (int h = 0; h < 6; ++h)
+            for (int w = 0; w < 10; ++w)
+              for (int c = 0; c < 4; ++c)
+                y[((n * 6 + h) * 10 + w) * 4 + c] = x[((n * 3 + h / 2) * 5 + w / 2) * 4 + c];
+        return y;
+      },
+      28);
+  EXPECT_THROW(ktr::make_layer("upsample2")->output_shape(Shape{2, 7}), ktr::Error);
+  EXPECT_THROW(ktr::make_layer("upsample2:3"), ktr::Error);
+}
+
 TEST(LayerKinds, LayerNormOnFeaturesAndOnChannelsForwardAndGradients) {
   auto layer = ktr::make_layer("layernorm");
   EXPECT_STREQ(layer->module(), "LayerNorm");
@@ -233,7 +253,7 @@ TEST(LayerKinds, DropoutInTrainingKeepsTheMeanAndDrawsByKey) {
 TEST(LayerKinds, RegistryParsesPrintsAndRejectsTokens) {
   for (char const* token : {"dense:8:gelu_tanh", "conv5x5:16:gelu", "conv3x3:8:s2", "conv7x7:4:sine:s2:valid",
                             "conv1x1:2:valid", "maxpool2", "avgpool2", "globalavgpool", "layernorm", "dropout:0.1",
-                            "dropout:0", "leaky_relu", "identity", "flatten"})
+                            "dropout:0", "leaky_relu", "identity", "flatten", "upsample2"})
     EXPECT_EQ(ktr::make_layer(token)->describe(), token);
   EXPECT_EQ(ktr::make_layer("dense:8:swish")->describe(), "dense:8:silu");
   EXPECT_EQ(ktr::make_layer("conv3x3:8:identity")->describe(), "conv3x3:8");

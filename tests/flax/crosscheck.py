@@ -9,7 +9,9 @@
    dense and after a conv (over the channels); dropout (identity at evaluation); conv1x1/3x3/5x5/7x7; the :s2 form
    on odd extents (XLA's SAME padding, symmetric there) and on even ones (asymmetric: the smaller half first); the
    :valid form; maxpool2 and avgpool2 on odd extents (the last row and column dropped); globalavgpool; a
-   non-square input (H and W kept apart); dense on an image (the implicit flatten).
+   non-square input (H and W kept apart); dense on an image (the implicit flatten). FIELD_MODELS end in a
+   convolution: their output is a field, their targets floats of its shape, their loss the mean squared error;
+   upsample2 (jnp.repeat twice) is checked there.
 2. ktr trains a few hundred steps, exports safetensors; Flax evaluates the exported weights with the exported input
    transform: the test accuracy matches `ktr eval` to within one sample of the test set, the test loss
    to 1e-4 relative (plus the rounding of the 4 decimals `ktr eval` prints).
@@ -64,6 +66,13 @@ LAYER_MODELS = {
     "conv_s2_even": "in=8x8x2 conv3x3:6:softplus:s2 conv7x7:4:relu:s2 flatten dense:5",
     "conv_s2_valid": "in=9x8x2 conv3x3:6:gelu_tanh:s2:valid conv1x1:4:identity:s2 flatten dense:5",
     "pools": "in=11x11x2 conv3x3:4:sine maxpool2 dropout:0.25 conv3x3:4 layernorm avgpool2 flatten dense:5",
+}
+# Field-to-field models (they end in a convolution): float targets of the output's shape, the mean squared error
+# over every element; the same logits, loss, gradients and optimiser steps are checked.
+FIELD_MODELS = {
+    "field_conv": "in=8x8x2 conv3x3:6:tanh conv3x3:3",
+    "field_pool_conv": "in=9x9x2 conv5x5:4:gelu maxpool2 conv1x1:6:s2 layernorm conv3x3:2",
+    "field_upsample": "in=8x6x2 conv3x3:4:relu maxpool2 conv3x3:6:silu upsample2 conv3x3:3:tanh conv1x1:2",
 }
 ACTIVATIONS = {
     "relu": nn.relu,
@@ -129,6 +138,8 @@ class FromDescription(nn.Module):
                 x = nn.max_pool(x, (2, 2), strides=(2, 2))
             elif token == "avgpool2":
                 x = nn.avg_pool(x, (2, 2), strides=(2, 2))
+            elif token == "upsample2":
+                x = jnp.repeat(jnp.repeat(x, 2, axis=1), 2, axis=2)
             elif token == "globalavgpool":
                 x = jnp.mean(x, axis=(1, 2))
             elif token == "flatten":
@@ -158,6 +169,8 @@ def tree(flat_params):
 
 def loss_fn(model, params, x, y):
     logits = model.apply(params, x)
+    if y.dtype == np.float32:  # a field model's targets: the mean squared error over every element
+        return optax.squared_error(logits, y).mean(), logits
     return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), logits
 
 
@@ -173,11 +186,14 @@ def close(name, got, want, failures):
 
 def same_weights_same_batch(args, work, failures):
     rng = np.random.default_rng(0)
-    for name, desc in {**MODELS, **LAYER_MODELS}.items():
+    for name, desc in {**MODELS, **LAYER_MODELS, **FIELD_MODELS}.items():
         model = FromDescription(desc)
         x = rng.uniform(-1.5, 1.5, (8, *input_shape(desc))).astype(np.float32)
-        y = rng.integers(0, classes(desc), 8).astype(np.int32)
         params = model.init(jax.random.PRNGKey(1), x)
+        if name in FIELD_MODELS:
+            y = rng.normal(0, 1, model.apply(params, x).shape).astype(np.float32)
+        else:
+            y = rng.integers(0, classes(desc), 8).astype(np.int32)
         weights = os.path.join(work, f"{name}.safetensors")
         save_file(flat(params), weights)
         np.save(os.path.join(work, "x.npy"), x)

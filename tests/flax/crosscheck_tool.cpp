@@ -1,8 +1,9 @@
 // The ktr half of the Flax/Optax cross-check (tests/flax/crosscheck.py): for a model description, Flax-named
 // weights and one batch, writes what ktr computes, as safetensors:
-//   logits (B, C), loss (1,), grad.<param>, adam.<param> and adamw.<param> (the parameters after one Optax-default
-//   Adam / AdamW step at lr 1e-3 from those gradients).
-//   ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors
+//   logits (B, C) (or a field model's output (B, H, W, C)), loss (1,), grad.<param>, adam.<param> and
+//   adamw.<param> (the parameters after one Optax-default Adam / AdamW step at lr 1e-3 from those gradients).
+//   Integer Y: class labels and softmax cross-entropy; float Y: targets of the output's shape and the mean squared
+//   error. ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors
 #include <ktr/data/npy.hpp>
 #include <ktr/ktr.hpp>
 #include <ktr/train/interop.hpp>
@@ -24,18 +25,27 @@ int main(int argc, char* argv[]) {
     Kokkos::deep_copy(model.arena().params(), ktr::HostView<const float*>(w.params.data(), w.params.size()));
     ktr::Tensor x("crosscheck::x", model.input_shape(B));
     ktr::from_host(x, std::vector<float>(xa.values.begin(), xa.values.end()));
-    ktr::DeviceView<std::int32_t*> y("crosscheck::y", std::size_t(B));
-    std::vector<std::int32_t> labels(ya.values.begin(), ya.values.end());
-    Kokkos::deep_copy(y, ktr::HostView<const std::int32_t*>(labels.data(), labels.size()));
     ktr::DeviceView<float*> loss("crosscheck::loss", 1);
     ktr::DeviceView<std::int32_t*> correct("crosscheck::correct", 1);
     ktr::Tensor const logits = model.forward(space, x);
-    ktr::softmax_cross_entropy(space, logits, y, model.dlogits(), ktr::LossOutput{loss, correct, 0, false});
+    if (ya.is_integer()) {
+      ktr::DeviceView<std::int32_t*> y("crosscheck::y", std::size_t(B));
+      std::vector<std::int32_t> labels(ya.values.begin(), ya.values.end());
+      Kokkos::deep_copy(y, ktr::HostView<const std::int32_t*>(labels.data(), labels.size()));
+      ktr::softmax_cross_entropy(space, logits, y, model.dlogits(), ktr::LossOutput{loss, correct, 0, false});
+    } else {
+      ktr::Tensor targets("crosscheck::targets", logits.shape());
+      ktr::from_host(targets, std::vector<float>(ya.values.begin(), ya.values.end()));
+      ktr::regression_loss(space, ktr::RegressionLoss{}, logits, targets, model.dlogits(),
+                           ktr::LossOutput{loss, correct, 0, false});
+    }
     model.backward(space);
     space.fence();
 
     ktr::SafeTensors out;
-    out.tensors["logits"] = ktr::SafeTensor{"F32", {logits.shape()[0], logits.shape()[1]}, ktr::to_host(logits)};
+    std::vector<std::int64_t> const shape(logits.shape().dims.begin(),
+                                          logits.shape().dims.begin() + logits.shape().rank);
+    out.tensors["logits"] = ktr::SafeTensor{"F32", shape, ktr::to_host(logits)};
     out.tensors["loss"] = ktr::SafeTensor{"F32", {1}, ktr::download(loss)};
     ktr::RunConfig cfg;
     cfg.model = model.description();
