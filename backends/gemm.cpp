@@ -223,7 +223,9 @@ std::string g_blas_note;  // set once, by select_host_blas_kernels, before any h
 }  // namespace
 
 std::string select_host_blas_kernels() {
-#if defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA)
+  // Host builds only: a GPU build's matmuls are cuBLAS's or Kokkos Kernels' own (and a HIP device pass would not
+  // take the x86 builtins).
+#if defined(__x86_64__) && !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP)
   if (!openblas_get_corename || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) return "";
   if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";  // the user's choice
   std::string const core = openblas_get_corename();

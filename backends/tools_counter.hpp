@@ -1,10 +1,12 @@
 // Counts Kokkos Tools events (deep copies, allocations, kernel launches) while alive, through the callback
-// setters Kokkos 3.4 and 4.x share. Used to prove that a code region copies and allocates nothing.
+// setters Kokkos 3.4 and 4.x share. Used to prove that a code region copies and allocates nothing. The callbacks
+// take a lock: Kokkos's OpenMP backend allocates each thread's scratch from that thread (resize_thread_data).
 #pragma once
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,18 +51,27 @@ class ToolsCounter {
     static State s;
     return s;
   }
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
   static void on_deep_copy(Kokkos::Tools::SpaceHandle, char const* dst, void const*, Kokkos::Tools::SpaceHandle,
                            char const* src, void const*, std::uint64_t bytes) {
+    std::lock_guard<std::mutex> const lock(mutex());
     ++state().deep_copies;
     state().events.push_back(std::string("deep_copy ") + src + " -> " + dst + " (" + std::to_string(bytes) +
                              " B)");
   }
   static void on_allocate(Kokkos::Tools::SpaceHandle, char const* label, void const*, std::uint64_t bytes) {
+    std::lock_guard<std::mutex> const lock(mutex());
     ++state().allocations;
     state().allocated_bytes += std::int64_t(bytes);
     state().events.push_back(std::string("allocate ") + label + " (" + std::to_string(bytes) + " B)");
   }
-  static void on_kernel(char const*, std::uint32_t, std::uint64_t*) { ++state().kernels; }
+  static void on_kernel(char const*, std::uint32_t, std::uint64_t*) {
+    std::lock_guard<std::mutex> const lock(mutex());
+    ++state().kernels;
+  }
 };
 
 }  // namespace ktr
