@@ -14,7 +14,7 @@ module torchfort
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64, error_unit
   use ktr, only: ktr_train, ktr_inference, ktr_last_error
-  use ktr_torchfort_rl  ! torchfort_rl_*: declared, NOT_SUPPORTED (capi/torchfort_rl.f90)
+  use ktr_torchfort_rl  ! torchfort_rl_*: declared, NOT_SUPPORTED; MPI_Comm and c_string (capi/torchfort_rl.f90)
   implicit none
   private
 
@@ -45,11 +45,6 @@ module torchfort
             torchfort_rl_on_policy_save_checkpoint, torchfort_rl_on_policy_load_checkpoint, &
             torchfort_rl_on_policy_load_model, torchfort_rl_on_policy_is_ready, &
             torchfort_rl_on_policy_reset_rollout_buffer
-
-  ! mpi_f08's communicator (the same type: bind(C), one integer named MPI_VAL).
-  type, bind(C) :: MPI_Comm
-    integer :: MPI_VAL
-  end type
 
   interface torchfort_train
     module procedure train_real32, train_real64
@@ -150,12 +145,6 @@ module torchfort
   procedure(c_seed), bind(C, name="torchfort_set_cuda_manual_seed") :: c_set_cuda_manual_seed
 
 contains
-
-  function c_string(s) result(c)
-    character(len=*), intent(in) :: s
-    character(kind=c_char, len=len_trim(s) + 1) :: c
-    c = trim(s) // c_null_char
-  end function
 
   ! The status, with ktr's message on stderr when it is a failure of a call made through module ktr (the C
   ! calls named torchfort_* print their own).

@@ -22,6 +22,10 @@ module ktr_torchfort_rl
             torchfort_rl_on_policy_load_model, torchfort_rl_on_policy_is_ready, &
             torchfort_rl_on_policy_reset_rollout_buffer
 
+  ! Shared with the module torchfort (which re-exports only the torchfort_rl_* names): mpi_f08's communicator and
+  ! Fortran strings as C strings.
+  public :: MPI_Comm, c_string
+
   ! mpi_f08's communicator (the same type: bind(C), one integer named MPI_VAL).
   type, bind(C) :: MPI_Comm
     integer :: MPI_VAL
