@@ -34,6 +34,8 @@ void set_last_error(std::string const& message);
 /// TorchFort's layer (torchfort.cpp): `r`, printed to stderr as TorchFort prints a failure ("TORCHFORT::ERROR:
 /// call: ktr_last_error()") unless KTR_QUIET=1; and a refusal of the layer's own, set as the last error first.
 ktr_result_t torchfort_reported(char const* call, ktr_result_t r);
+/// KTR_QUIET=1: the TorchFort layer prints nothing (ktr_* never prints).
+bool torchfort_quiet();
 ktr_result_t torchfort_refused(char const* call, ktr_result_t r, std::string const& message);
 /// TorchFort's torchfort_wandb_log_*: "model: NAME, step: STEP, METRIC: VALUE" appended to the model's metric log
 /// ($TORCHFORT_LOGDIR/torchfort.log, where general.enable_wandb_hook is on; rank 0 writes), else nothing.

@@ -301,8 +301,7 @@ void report(Entry const& e, char const* name, float loss) {
 void open_metric_log(Entry& e, std::string const& name, bool notice) {
   char const* dir = std::getenv("TORCHFORT_LOGDIR");
   if (dir == nullptr || dir[0] == '\0') {
-    char const* q = std::getenv("KTR_QUIET");
-    if (notice && !(q != nullptr && std::strcmp(q, "1") == 0))
+    if (notice && !torchfort_quiet())
       std::fprintf(stderr,
                    "TORCHFORT::WARN: %s: general.enable_wandb_hook is true but TORCHFORT_LOGDIR is not set: no "
                    "metrics are logged (set it to a writable folder to log them)\n",

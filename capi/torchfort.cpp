@@ -322,9 +322,13 @@ ktr_result_t ktr_tensor_list_add_array(void* tensor_list, ktr_array_t const* arr
 
 namespace ktr::capi {
 
+bool torchfort_quiet() {
+  char const* q = std::getenv("KTR_QUIET");
+  return q != nullptr && std::strcmp(q, "1") == 0;
+}
+
 ktr_result_t torchfort_reported(char const* call, ktr_result_t r) {
-  char const* q = std::getenv("KTR_QUIET");  // KTR_QUIET=1 silences the layer's messages (ktr_* never prints)
-  if (r != KTR_RESULT_SUCCESS && !(q != nullptr && std::strcmp(q, "1") == 0))
+  if (r != KTR_RESULT_SUCCESS && !torchfort_quiet())
     std::fprintf(stderr, "TORCHFORT::ERROR: %s: %s\n", call, ktr_last_error());
   return r;
 }

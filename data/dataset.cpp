@@ -233,52 +233,51 @@ Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& dat
   norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", std::size_t(D));
   auto x = data.features;
   auto scale = norm.feature_scale, shift = norm.feature_shift;
-  if (!data.vector && H * W > 1) {
-    // Fields (N, H, W, C): per channel over every sample and cell, as images are (one cell's own statistics would
-    // break a convolution's translation invariance), stored per feature. Two passes in double, in order.
-    DeviceView<double*> moments("ktr::data::channel_moments", std::size_t(2 * C));
-    Kokkos::parallel_for(
-        "ktr::data::channel_moments", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, C),
-        KOKKOS_LAMBDA(std::int64_t c) {
-          double mean = 0, var = 0;
-          for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t h = 0; h < H; ++h)
-              for (std::int64_t w = 0; w < W; ++w) mean += x(n, h, w, c);
-          mean /= double(N * H * W);
-          for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t h = 0; h < H; ++h)
-              for (std::int64_t w = 0; w < W; ++w) {
-                double const e = x(n, h, w, c) - mean;
-                var += e * e;
-              }
-          double const sd = var > 0 ? compat::sqrt(var / double(N * H * W)) : 1.0;
-          moments(2 * c) = 1.0 / sd, moments(2 * c + 1) = -mean / sd;
-        });
-    Kokkos::parallel_for(
-        "ktr::data::channel_transform",
-        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, D),
-        KOKKOS_LAMBDA(std::int64_t f) {
-          scale(f) = float(moments(2 * (f % C))), shift(f) = float(moments(2 * (f % C) + 1));
-        });
-    return norm;
-  }
-  // Vectors (N, D): per feature, a two-pass mean and variance in double, one feature per iteration (samples in
-  // order: the result does not depend on the thread count).
+  // A two-pass mean and variance per feature, in double, one feature per iteration (samples in order: the result
+  // does not depend on the thread count). Vectors (N, D) are standardised by each feature's own; fields (N, H, W,
+  // C) by their channel's, pooled over the cells (the law of total variance), as images are: a cell's own
+  // statistics would break a convolution's translation invariance. Stored per feature either way.
+  using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+  DeviceView<double*> mean("ktr::data::feature_mean", std::size_t(D)),
+      var("ktr::data::feature_var", std::size_t(D));
   Kokkos::parallel_for(
-      "ktr::data::feature_moments", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, D),
-      KOKKOS_LAMBDA(std::int64_t f) {
+      "ktr::data::feature_moments", Range(space, 0, D), KOKKOS_LAMBDA(std::int64_t f) {
         std::int64_t const h = f / (W * C), w = f / C % W, c = f % C;
-        double mean = 0;
-        for (std::int64_t n = 0; n < N; ++n) mean += x(n, h, w, c);
-        mean /= double(N);
-        double var = 0;
+        double m = 0;
+        for (std::int64_t n = 0; n < N; ++n) m += x(n, h, w, c);
+        m /= double(N);
+        double v = 0;
         for (std::int64_t n = 0; n < N; ++n) {
-          double const e = x(n, h, w, c) - mean;
-          var += e * e;
+          double const e = x(n, h, w, c) - m;
+          v += e * e;
         }
-        double const sd = var > 0 ? compat::sqrt(var / double(N)) : 1.0;
+        mean(f) = m, var(f) = v / double(N);
+      });
+  bool const pooled = !data.vector && H * W > 1;
+  DeviceView<double*> stat_mean = mean, stat_var = var;  // per feature, or per channel of a field
+  if (pooled) {
+    std::int64_t const P = H * W;
+    stat_mean = DeviceView<double*>("ktr::data::channel_mean", std::size_t(C));
+    stat_var = DeviceView<double*>("ktr::data::channel_var", std::size_t(C));
+    auto cm = stat_mean, cv = stat_var;
+    Kokkos::parallel_for(
+        "ktr::data::channel_moments", Range(space, 0, C), KOKKOS_LAMBDA(std::int64_t c) {
+          double m = 0, v = 0;
+          for (std::int64_t p = 0; p < P; ++p) m += mean(p * C + c);
+          m /= double(P);
+          for (std::int64_t p = 0; p < P; ++p) {
+            double const e = mean(p * C + c) - m;
+            v += var(p * C + c) + e * e;
+          }
+          cm(c) = m, cv(c) = v / double(P);
+        });
+  }
+  Kokkos::parallel_for(
+      "ktr::data::feature_transform", Range(space, 0, D), KOKKOS_LAMBDA(std::int64_t f) {
+        std::int64_t const i = pooled ? f % C : f;
+        double const sd = stat_var(i) > 0 ? compat::sqrt(stat_var(i)) : 1.0;
         scale(f) = float(1.0 / sd);
-        shift(f) = float(-mean / sd);
+        shift(f) = float(-stat_mean(i) / sd);
       });
   return norm;
 }
