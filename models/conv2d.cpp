@@ -1,8 +1,10 @@
-// Conv2D KxK (K = 1, 3, 5, 7), stride 1 or 2, SAME (XLA's padding) or VALID, NHWC, two ways (ConvAlgorithm):
+// Conv2D KxK (K = 1, 3, 5, 7), stride 1 or 2, SAME (XLA's padding), VALID or CIRCULAR, NHWC, two ways
+// (ConvAlgorithm):
 //   direct (3x3, stride 1, SAME, few input channels, host builds): the kernels of conv_direct.hpp, with a
 //     following AvgPool2 fused in; scratch holds the backward's per-chunk kernel-gradient partials (and dz when
 //     the input gradient is asked for).
-//   im2col (every form; GPUs always): im2col + gemm + bias/activation pass forward, gemm for the kernel gradient,
+//   im2col (every form, the circular one wrapping its reads; GPUs always): im2col + gemm + bias/activation pass
+//   forward, gemm for the kernel gradient,
 //     gemm + col2im for the input gradient. The im2col matrix (B*Ho*Wo, K*K*Cin) lives in the layer's scratch and
 //     is reused for its gradient; z = x * w + b is kept beside it where the activation's derivative needs it.
 #include "../backends/gemm.hpp"
@@ -16,36 +18,51 @@ namespace ktr {
 namespace {
 
 // The convolution of inputs (B, H, W, C): a K x K window at stride S, the first output's window starting at
-// (-pad_h, -pad_w); outputs (B, Ho, Wo, F).
+// (-pad_h, -pad_w); outputs (B, Ho, Wo, F). Circular: a row or column outside the image is read from the other
+// side (any number of times around, should the window be wider than the image).
 struct Geometry {
   std::int64_t batch, height, width, channels;
   std::int64_t kernel, stride, pad_h, pad_w, out_height, out_width;
+  bool circular;
   KOKKOS_INLINE_FUNCTION std::int64_t pixels() const { return batch * out_height * out_width; }
   KOKKOS_INLINE_FUNCTION std::int64_t patch() const { return kernel * kernel * channels; }
 };
 
 // Output extent and leading padding of one axis: SAME as XLA (ceil(n / S) outputs, the padding's smaller half
-// first), VALID without padding. Zero outputs where a VALID window does not fit.
+// first), VALID without padding (zero outputs where the window does not fit), CIRCULAR as Flax ((K - 1) / 2
+// wrapped rows first, K / 2 after: ceil(n / S) outputs).
 void axis(std::int64_t n, ConvForm f, std::int64_t& out, std::int64_t& pad) {
-  if (f.valid) {
+  if (f.padding == Padding::valid) {
     out = n >= f.kernel ? (n - f.kernel) / f.stride + 1 : 0;
     pad = 0;
     return;
   }
   out = (n + f.stride - 1) / f.stride;
+  if (f.padding == Padding::circular) {
+    pad = (f.kernel - 1) / 2;
+    return;
+  }
   std::int64_t const total = std::max<std::int64_t>((out - 1) * f.stride + f.kernel - n, 0);
   pad = total / 2;
 }
 
 Geometry geometry(Shape const& in, ConvForm f) {
   KTR_REQUIRE(in.rank == 4, "ktr::Conv2D", "input must be (B, H, W, C), got " + in.str());
-  Geometry g{in[0], in[1], in[2], in[3], f.kernel, f.stride, 0, 0, 0, 0};
+  Geometry g{in[0], in[1], in[2], in[3], f.kernel, f.stride, 0, 0, 0, 0, f.padding == Padding::circular};
   axis(g.height, f, g.out_height, g.pad_h);
   axis(g.width, f, g.out_width, g.pad_w);
   return g;
 }
 
-// cols[(b, i, j), (kh, kw, c)] = x[b, i S + kh - pad_h, j S + kw - pad_w, c], zero outside the image. Hosts: one
+// Where an axis of n positions reads padded position p: p inside [0, n); outside, the wrapped position (circular)
+// or -1 (a zero).
+KOKKOS_INLINE_FUNCTION std::int64_t read_at(std::int64_t p, std::int64_t n, bool circular) {
+  if (p >= 0 && p < n) return p;
+  return circular ? (p % n + n) % n : -1;
+}
+
+// cols[(b, i, j), (kh, kw, c)] = x[b, i S + kh - pad_h, j S + kw - pad_w, c], zero outside the image (wrapped
+// around it where circular). Hosts: one
 // thread per output pixel writes its K^2 C columns (contiguous). GPUs: one thread per element of cols, so that
 // neighbouring threads write neighbouring floats.
 void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& cols) {
@@ -56,10 +73,10 @@ void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& co
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j) {
           std::int64_t const row = (b * g.out_height + i) * g.out_width + j;
           for (std::int64_t kh = 0; kh < K; ++kh) {
-            std::int64_t const hh = i * g.stride + kh - g.pad_h;
+            std::int64_t const hh = read_at(i * g.stride + kh - g.pad_h, g.height, g.circular);
             for (std::int64_t kw = 0; kw < K; ++kw) {
-              std::int64_t const ww = j * g.stride + kw - g.pad_w;
-              bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
+              std::int64_t const ww = read_at(j * g.stride + kw - g.pad_w, g.width, g.circular);
+              bool const inside = hh >= 0 && ww >= 0;
               float const* src = x + ((b * g.height + hh) * g.width + ww) * g.channels;
               std::int64_t const col = (kh * K + kw) * g.channels;
               for (std::int64_t c = 0; c < g.channels; ++c) cols(row, col + c) = inside ? src[c] : 0.0f;
@@ -77,8 +94,9 @@ void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& co
           std::int64_t const c = col % g.channels, tap = col / g.channels, kh = tap / K, kw = tap % K;
           std::int64_t const j = row % g.out_width, i = (row / g.out_width) % g.out_height,
                              b = row / (g.out_width * g.out_height);
-          std::int64_t const hh = i * g.stride + kh - g.pad_h, ww = j * g.stride + kw - g.pad_w;
-          bool const inside = hh >= 0 && hh < g.height && ww >= 0 && ww < g.width;
+          std::int64_t const hh = read_at(i * g.stride + kh - g.pad_h, g.height, g.circular),
+                             ww = read_at(j * g.stride + kw - g.pad_w, g.width, g.circular);
+          bool const inside = hh >= 0 && ww >= 0;
           out[e] = inside ? x[((b * g.height + hh) * g.width + ww) * g.channels + c] : 0.0f;
         });
   }
@@ -92,25 +110,39 @@ KOKKOS_INLINE_FUNCTION std::int64_t source(std::int64_t p, std::int64_t k, std::
   return t / stride;
 }
 
-// dx[b, h, w, c] of col2im on a GPU: the taps of dcols that read input pixel (h, w), channel c, in the host's
-// order.
-KOKKOS_INLINE_FUNCTION float col2im_sum(Geometry const& g, ConstMatrix const& dcols, std::int64_t b,
-                                        std::int64_t h, std::int64_t w, std::int64_t c) {
-  float acc = 0.0f;
-  for (std::int64_t kh = 0; kh < g.kernel; ++kh) {
-    std::int64_t const oh = source(h, kh, g.pad_h, g.stride, g.out_height);
-    if (oh < 0) continue;
-    for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
-      std::int64_t const ow = source(w, kw, g.pad_w, g.stride, g.out_width);
-      if (ow < 0) continue;
-      acc += dcols((b * g.out_height + oh) * g.out_width + ow, (kh * g.kernel + kw) * g.channels + c);
-    }
-  }
-  return acc;
+// The padded positions p of an axis that read position h, as [first, last] in steps of n: h alone, or on a
+// circular axis every h + m n within the windows' reach [-pad, (outs - 1) S + K - 1 - pad].
+struct Aliases {
+  std::int64_t first, last;
+};
+KOKKOS_INLINE_FUNCTION Aliases aliases(std::int64_t h, std::int64_t n, std::int64_t pad, std::int64_t outs,
+                                       Geometry const& g) {
+  if (!g.circular) return Aliases{h, h};
+  return Aliases{h - n * ((h + pad) / n), (outs - 1) * g.stride + g.kernel - 1 - pad};
 }
 
-// dx[b, h, w, c] = the sum over taps (kh, kw) whose window covers (h, w) of dcols[(b, oh, ow), (kh, kw, c)]: a
-// gather, so no atomics. Hosts: one thread per pixel; GPUs: one thread per element of dx.
+// Calls f(row, col) for every element of dcols that input pixel (b, h, w) went to (its channel 0), in the same
+// order on hosts and GPUs.
+template <class F>
+KOKKOS_INLINE_FUNCTION void for_each_tap(Geometry const& g, std::int64_t b, std::int64_t h, std::int64_t w,
+                                         F const& f) {
+  Aliases const rows = aliases(h, g.height, g.pad_h, g.out_height, g),
+                cols = aliases(w, g.width, g.pad_w, g.out_width, g);
+  for (std::int64_t kh = 0; kh < g.kernel; ++kh)
+    for (std::int64_t ph = rows.first; ph <= rows.last; ph += g.height) {
+      std::int64_t const oh = source(ph, kh, g.pad_h, g.stride, g.out_height);
+      if (oh < 0) continue;
+      for (std::int64_t kw = 0; kw < g.kernel; ++kw)
+        for (std::int64_t pw = cols.first; pw <= cols.last; pw += g.width) {
+          std::int64_t const ow = source(pw, kw, g.pad_w, g.stride, g.out_width);
+          if (ow >= 0) f((b * g.out_height + oh) * g.out_width + ow, (kh * g.kernel + kw) * g.channels);
+        }
+    }
+}
+
+// dx[b, h, w, c] = the sum over taps (kh, kw) whose window covers (h, w) (or a wrapped copy of it) of
+// dcols[(b, oh, ow), (kh, kw, c)]: a gather, so no atomics. Hosts: one thread per pixel, the channel loop
+// innermost (it vectorises); GPUs: one thread per element of dx.
 void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float* dx) {
   if constexpr (device_is_host) {
     Kokkos::parallel_for(
@@ -118,17 +150,9 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
           float* out = dx + ((b * g.height + h) * g.width + w) * g.channels;
           for (std::int64_t c = 0; c < g.channels; ++c) out[c] = 0.0f;
-          for (std::int64_t kh = 0; kh < g.kernel; ++kh) {  // the channel loop innermost: it vectorises
-            std::int64_t const oh = source(h, kh, g.pad_h, g.stride, g.out_height);
-            if (oh < 0) continue;
-            for (std::int64_t kw = 0; kw < g.kernel; ++kw) {
-              std::int64_t const ow = source(w, kw, g.pad_w, g.stride, g.out_width);
-              if (ow < 0) continue;
-              std::int64_t const row = (b * g.out_height + oh) * g.out_width + ow,
-                                 col = (kh * g.kernel + kw) * g.channels;
-              for (std::int64_t c = 0; c < g.channels; ++c) out[c] += dcols(row, col + c);
-            }
-          }
+          for_each_tap(g, b, h, w, [&](std::int64_t row, std::int64_t col) {
+            for (std::int64_t c = 0; c < g.channels; ++c) out[c] += dcols(row, col + c);
+          });
         });
   } else {
     Kokkos::parallel_for(
@@ -139,7 +163,9 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
           std::int64_t const c = e % g.channels, pixel = e / g.channels;
           std::int64_t const w = pixel % g.width, h = (pixel / g.width) % g.height,
                              b = pixel / (g.width * g.height);
-          dx[e] = col2im_sum(g, dcols, b, h, w, c);
+          float acc = 0.0f;
+          for_each_tap(g, b, h, w, [&](std::int64_t row, std::int64_t col) { acc += dcols(row, col + c); });
+          dx[e] = acc;
         });
   }
 }
@@ -149,7 +175,10 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
 std::string Conv2D::describe() const {
   std::string const k = std::to_string(form_.kernel);
   return "conv" + k + "x" + k + ":" + std::to_string(features_) + activation_suffix() +
-         (form_.stride == 2 ? ":s2" : "") + (form_.valid ? ":valid" : "");
+         (form_.stride == 2 ? ":s2" : "") +
+         (form_.padding == Padding::valid      ? ":valid"
+          : form_.padding == Padding::circular ? ":circular"
+                                               : "");
 }
 
 Shape Conv2D::output_shape(Shape const& in) const {
@@ -184,7 +213,7 @@ bool Conv2D::direct(Shape const& in) const {
   auto g = geometry(in, form_);
   if (algorithm_ == ConvAlgorithm::im2col) return false;
   if (algorithm_ == ConvAlgorithm::automatic && !device_is_host) return false;  // GPUs: im2col + the vendor BLAS
-  bool const form = form_.kernel == 3 && form_.stride == 1 && !form_.valid;
+  bool const form = form_.kernel == 3 && form_.stride == 1 && form_.padding == Padding::same;
   bool const takes = impl::conv_direct_takes(act_, features_);
   if (algorithm_ == ConvAlgorithm::direct) {
     std::string why;
@@ -266,25 +295,32 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
 
 namespace {
 
-// "convKxK:N[:ACT][:s2][:valid]", K = 1, 3, 5, 7.
+// "convKxK:N[:ACT][:s2][:valid|:circular]", K = 1, 3, 5, 7.
 bool conv_accepts(std::string const& head) {
   return head == "conv1x1" || head == "conv3x3" || head == "conv5x5" || head == "conv7x7";
 }
 
 std::unique_ptr<Layer> make_conv(LayerToken const& t) {
-  char const* usage = "convKxK:N[:ACT][:s2][:valid] (K = 1, 3, 5, 7)";
+  char const* usage = "convKxK:N[:ACT][:s2][:valid|:circular] (K = 1, 3, 5, 7)";
   t.expect_parts(2, 5, usage);
   ConvForm form;
   form.kernel = t.parts[0][4] - '0';
   Activation act = Activation::identity;
   std::size_t i = 2;
-  if (i < t.parts.size() && t.parts[i] != "s2" && t.parts[i] != "valid") {
+  auto is_padding = [&](std::size_t k) { return t.parts[k] == "valid" || t.parts[k] == "circular"; };
+  if (i < t.parts.size() && t.parts[i] != "s2" && !is_padding(i)) {
     auto a = parse_activation(t.parts[i]);
-    if (!a) t.fail("'" + t.parts[i] + "' is not an activation (" + activation_names() + "), s2 or valid");
+    if (!a)
+      t.fail("'" + t.parts[i] + "' is not an activation (" + activation_names() + "), s2, valid or circular");
     act = *a, ++i;
   }
   if (i < t.parts.size() && t.parts[i] == "s2") form.stride = 2, ++i;
-  if (i < t.parts.size() && t.parts[i] == "valid") form.valid = true, ++i;
+  if (i < t.parts.size() && is_padding(i)) {
+    form.padding = t.parts[i] == "valid" ? Padding::valid : Padding::circular;
+    ++i;
+    if (i < t.parts.size() && is_padding(i))
+      t.fail("takes one padding: valid (none) or circular (wrapped), not both");
+  }
   if (i != t.parts.size()) t.fail(std::string("expected ") + usage);
   return std::make_unique<Conv2D>(t.extent(1, "feature count"), act, ConvAlgorithm::automatic, form);
 }
@@ -292,7 +328,7 @@ std::unique_ptr<Layer> make_conv(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& conv_kind() {
-  static LayerKind const kind{"convKxK:N[:ACT][:s2][:valid]", conv_accepts, make_conv};
+  static LayerKind const kind{"convKxK:N[:ACT][:s2][:valid|:circular]", conv_accepts, make_conv};
   return kind;
 }
 

@@ -8,6 +8,7 @@
 #include "layers.hpp"
 #include "registry.hpp"
 
+#include <map>
 #include <sstream>
 
 namespace ktr {
@@ -29,6 +30,32 @@ std::string dims_str(Shape const& s) {  // per-sample extents: (H, W, C) or (N)
   std::string out = "(";
   for (int i = 1; i < s.rank; ++i) out += (i > 1 ? ", " : "") + std::to_string(s[i]);
   return out + ")";
+}
+
+struct Saved {
+  int layer;  // the save:NAME layer
+  Shape shape;
+  bool used = false;
+};
+
+// Records a save:NAME, or tells an add:NAME / concat:NAME the shape it joins; the index of the save a join
+// reads, else -1.
+int link_skip(Layer& layer, int index, Shape const& in, std::map<std::string, Saved>& saved) {
+  if (auto const* save = dynamic_cast<Save const*>(&layer)) {
+    KTR_REQUIRE(saved.count(save->name()) == 0, "model description",
+                "'" + save->describe() + "': '" + save->name() + "' is saved twice");
+    saved[save->name()] = Saved{index, in};
+    return -1;
+  }
+  auto* join = dynamic_cast<Join*>(&layer);
+  if (join == nullptr) return -1;
+  auto const it = saved.find(join->source());
+  KTR_REQUIRE(it != saved.end(), "model description",
+              "'" + join->describe() + "': nothing is saved as '" + join->source() +
+                  "' before it (save:" + join->source() + ")");
+  join->set_saved_shape(it->second.shape);
+  it->second.used = true;
+  return it->second.layer;
 }
 
 }  // namespace
@@ -58,8 +85,10 @@ Description parse_description(std::string const& text) {
   }
   d.shapes.push_back(d.input);
   bool parameters = false;
+  std::map<std::string, Saved> saved;
   while (ss >> token) {
     auto layer = make_layer(token);
+    d.sources.push_back(link_skip(*layer, int(d.layers.size()), d.shapes.back(), saved));
     Shape const& in = d.shapes.back();
     Shape const out = layer->output_shape(in);
     KTR_REQUIRE(checked_size(out) > 0, "model description",
@@ -68,6 +97,9 @@ Description parse_description(std::string const& text) {
     d.layers.push_back(std::move(layer));
     d.shapes.push_back(out);
   }
+  for (auto const& [name, s] : saved)
+    KTR_REQUIRE(s.used, "model description",
+                "'save:" + name + "': '" + name + "' is never used (add:" + name + " or concat:" + name + ")");
   KTR_REQUIRE(!d.layers.empty() && parameters, "model description",
               "has no layer with parameters to train (a dense or convolution layer)");
   int const rank = d.shapes.back().rank;

@@ -111,19 +111,23 @@ class Dense : public KernelBiasLayer {
 /// core's vector registers: on a GPU each thread would carry kilobytes of local arrays).
 enum class ConvAlgorithm { automatic, direct, im2col };
 
-/// A convolution's geometry: a K x K window (K = 1, 3, 5, 7), stride 1 or 2, SAME padding (as XLA: the output
-/// has ceil(H / S) rows, the padding's smaller half goes first) or VALID (no padding).
+/// How a convolution treats its edges: SAME zero padding (as XLA: the output has ceil(H / S) rows, the padding's
+/// smaller half goes first), VALID (no padding), or CIRCULAR (Flax's padding="CIRCULAR": the input wraps around,
+/// (K - 1) / 2 rows before and K / 2 after on each axis, then a VALID window; ceil(H / S) rows, as SAME).
+enum class Padding { same, valid, circular };
+
+/// A convolution's geometry: a K x K window (K = 1, 3, 5, 7), stride 1 or 2, and its padding.
 struct ConvForm {
   int kernel = 3;
   int stride = 1;
-  bool valid = false;
+  Padding padding = Padding::same;
 };
 
 /// KxK convolution, NHWC, kernel (K, K, Cin, Cout) (HWIO, as Flax), bias (Cout), fused activation. Token
-/// "convKxK:N[:ACT][:s2][:valid]". im2col: forward and the kernel gradient go through im2col + gemm, the input
-/// gradient is a gemm + col2im, and the forward's im2col columns stay in the layer's scratch for the backward.
-/// direct: one kernel each way (plus a deterministic reduction of the kernel gradient), optionally with the
-/// following AvgPool2 fused in.
+/// "convKxK:N[:ACT][:s2][:valid|:circular]". im2col: forward and the kernel gradient go through im2col + gemm, the
+/// input gradient is a gemm + col2im, and the forward's im2col columns stay in the layer's scratch for the
+/// backward. direct: one kernel each way (plus a deterministic reduction of the kernel gradient), optionally with
+/// the following AvgPool2 fused in.
 class Conv2D : public KernelBiasLayer {
  public:
   static constexpr std::int64_t direct_max_channels = 8;
@@ -184,6 +188,53 @@ class Flatten : public Layer {
   bool is_view() const override { return true; }
   void forward(ExecSpace const&, Tensor const&, Tensor const&) override {}
   void backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) override {}
+};
+
+/// "save:NAME": remembers the tensor it is given for a later add:NAME or concat:NAME (skip connections: U-Nets,
+/// residual networks). A view: its output is its input, nothing is copied; the model keeps the tensor alive and
+/// adds the gradients of every later use to the gradient that comes down the chain.
+class Save : public Layer {
+ public:
+  explicit Save(std::string name) : name_(std::move(name)) {}
+  std::string const& name() const { return name_; }
+  std::string describe() const override { return "save:" + name_; }
+  Shape output_shape(Shape const& in) const override { return in; }
+  bool is_view() const override { return true; }
+  void forward(ExecSpace const&, Tensor const&, Tensor const&) override {}
+  void backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) override {}
+
+ private:
+  std::string name_;
+};
+
+/// A layer that joins the tensor remembered by save:NAME to its input: "add:NAME" (a residual: the same shape),
+/// "concat:NAME" (the remembered channels after the input's, as jnp.concatenate([x, saved], axis=-1)). The
+/// parser hands it the remembered tensor's shape; the model hands it the tensor (join_forward) and the buffer its
+/// gradient goes to (join_backward), so the plain forward and backward are never called.
+class Join : public Layer {
+ public:
+  explicit Join(std::string source) : source_(std::move(source)) {}
+  /// The NAME of the save:NAME it reads.
+  std::string const& source() const { return source_; }
+  /// The remembered tensor's shape at batch 1, before output_shape() is asked.
+  void set_saved_shape(Shape const& saved) { saved_ = saved; }
+  Shape output_shape(Shape const& in) const override;
+  /// y = join(x, s).
+  virtual void join_forward(ExecSpace const& space, Tensor const& x, Tensor const& s, Tensor const& y) = 0;
+  /// From dy: dx (unless empty) and the remembered tensor's gradient ds, added to what ds holds if `accumulate`
+  /// (another use of the same tensor wrote it first), else written.
+  virtual void join_backward(ExecSpace const& space, Tensor const& dy, Tensor const& dx, Tensor const& ds,
+                             bool accumulate) = 0;
+  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+                Tensor const& dx) override;
+
+ protected:
+  /// The output shape for inputs `in` and a remembered tensor of shape `saved` (both at the same batch); throws
+  /// ktr::Error naming the token where they do not fit together.
+  virtual Shape joined_shape(Shape const& in, Shape const& saved) const = 0;
+  std::string source_;
+  Shape saved_;
 };
 
 /// Builds a layer from its description token ("dense:10", "conv5x5:16:gelu", "layernorm", ...: the kinds of

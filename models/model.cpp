@@ -41,6 +41,7 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
   input_ = d.input;
   description_ = d.text();
   shapes_ = d.shapes;
+  sources_ = d.sources;
   layers_ = std::move(d.layers);
   std::vector<ParamSpec> specs;
   std::vector<std::size_t> first_param;
@@ -66,7 +67,8 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
     layers_[i]->bind(params, grads);
   }
 
-  // Fusion: a layer may absorb the one after it (Conv2D + AvgPool2); the pair then runs as one layer.
+  // Fusion: a layer may absorb the one after it (Conv2D + AvgPool2); the pair then runs as one layer. A save:NAME
+  // between two layers keeps them apart, so no fused kernel reaches across it.
   absorbs_next_.assign(layers_.size(), false);
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i)
     if (i == 0 || !absorbs_next_[i - 1])
@@ -92,7 +94,14 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
   }
   grad_offset_[0] = size;
   grad_offset_[1] = checked_add(size, padded(largest), "model workspace");
-  std::int64_t const scratch_base = checked_add(grad_offset_[1], padded(largest), "model workspace");
+  size = checked_add(grad_offset_[1], padded(largest), "model workspace");
+  skip_offset_.assign(layers_.size(), -1);
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    if (dynamic_cast<Save const*>(layers_[i].get()) != nullptr) {
+      skip_offset_[i] = size;
+      size = checked_add(size, padded(activation(i, max_batch).size()), "model workspace");
+    }
+  std::int64_t const scratch_base = size;
   workspace_floats_ = checked_add(scratch_base, scratch, "model workspace");
   if (!allocate) return;
   workspace_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::model::workspace"),
@@ -137,20 +146,40 @@ Tensor Model::forward(ExecSpace const& space, Tensor const& x, RandomKey const* 
     std::size_t const o = absorbs_next_[i] ? i + 2 : i + 1;  // the output this layer writes
     Shape const out_shape = activation(o, batch);
     if (absorbs_next_[i]) acts_[i + 1] = Tensor();  // never materialised
-    acts_[o] = layers_[i]->is_view()
-                   ? acts_[i].reshaped(out_shape)
-                   : Tensor(Kokkos::subview(workspace_,
-                                            std::make_pair(act_offset_[o], act_offset_[o] + out_shape.size())),
-                            out_shape);
-    layers_[i]->forward(space, acts_[i], acts_[o]);
+    acts_[o] = layers_[i]->is_view() ? acts_[i].reshaped(out_shape) : workspace(act_offset_[o], out_shape);
+    if (sources_[i] >= 0)  // a join: the tensor its save:NAME layer was given
+      static_cast<Join&>(*layers_[i]).join_forward(space, acts_[i], acts_[std::size_t(sources_[i])], acts_[o]);
+    else
+      layers_[i]->forward(space, acts_[i], acts_[o]);
     if (absorbs_next_[i]) ++i;
   }
   return acts_.back();
 }
 
-Tensor Model::dlogits() const {
-  Shape const s = activation(layers_.size(), batch_);
-  return Tensor(Kokkos::subview(workspace_, std::make_pair(grad_offset_[0], grad_offset_[0] + s.size())), s);
+Tensor Model::workspace(std::int64_t offset, Shape const& shape) const {
+  return Tensor(Kokkos::subview(workspace_, std::make_pair(offset, offset + shape.size())), shape);
+}
+
+Tensor Model::dlogits() const { return workspace(grad_offset_[0], activation(layers_.size(), batch_)); }
+
+// A join's backward: dx into din (if asked) and the remembered tensor's gradient into its save layer's buffer,
+// added to what a later use of the same tensor (visited first) sent.
+void Model::backward_join(ExecSpace const& space, std::size_t i, Tensor const& dy, Tensor const& din) {
+  std::size_t const save = std::size_t(sources_[i]);
+  bool later_use = false;
+  for (std::size_t j = i + 1; j < layers_.size(); ++j) later_use = later_use || sources_[j] == sources_[i];
+  Tensor const ds = workspace(skip_offset_[save], activation(save, batch_));
+  static_cast<Join&>(*layers_[i]).join_backward(space, dy, din, ds, later_use);
+}
+
+// g += what the joins of save layer `save` sent back: the gradient of a tensor used twice is the sum.
+void Model::add_skip_gradient(ExecSpace const& space, std::size_t save, Tensor const& g) const {
+  float* out = g.data();
+  float const* in = workspace_.data() + skip_offset_[save];
+  Kokkos::parallel_for(
+      "ktr::model::sum_skip_gradient",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, g.size()),
+      KOKKOS_LAMBDA(std::int64_t e) { out[e] += in[e]; });
 }
 
 void Model::backward(ExecSpace const& space, Tensor const& dx) {
@@ -158,28 +187,36 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
   // The first layer with parameters needs no input gradient unless the caller asks for dx.
   std::size_t first = 0;
   while (layers_[first]->is_view()) ++first;
+  if (dx.size() > 0)
+    KTR_REQUIRE(dx.size() == activation(first, batch_).size(), "ktr::Model::backward",
+                "dx must hold " + activation(first, batch_).str());
   int current = 0;  // dlogits sit in gradient buffer 0
   Tensor dy = dlogits();
   for (std::size_t i = layers_.size(); i-- > first;) {
     Shape const in_shape = activation(i, batch_);
     if (layers_[i]->is_view()) {
       dy = dy.reshaped(in_shape);
+      if (skip_offset_[i] >= 0) add_skip_gradient(space, i, dy);  // a tensor used twice: the gradients sum
       continue;
     }
     if (i > 0 && absorbs_next_[i - 1]) continue;  // dy is the gradient of the fused pair's output
     Tensor const& y = absorbs_next_[i] ? acts_[i + 2] : acts_[i + 1];
     Tensor din;
-    if (i > first) {
-      std::int64_t const off = grad_offset_[1 - current];
-      din = Tensor(Kokkos::subview(workspace_, std::make_pair(off, off + in_shape.size())), in_shape);
-    } else if (dx.size() > 0) {
-      KTR_REQUIRE(dx.size() == in_shape.size(), "ktr::Model::backward", "dx must hold " + in_shape.str());
+    if (i > first)
+      din = workspace(grad_offset_[1 - current], in_shape);
+    else if (dx.size() > 0)
       din = dx.reshaped(in_shape);
-    }
-    layers_[i]->backward(space, acts_[i], y, dy, din);
+    if (sources_[i] >= 0)
+      backward_join(space, i, dy, din);
+    else
+      layers_[i]->backward(space, acts_[i], y, dy, din);
     dy = din;
     current = 1 - current;
   }
+  // A tensor saved before the first layer with parameters (the input, or a view of it): its joins' gradients
+  // join the caller's dx.
+  for (std::size_t i = 0; i < first && dx.size() > 0; ++i)
+    if (skip_offset_[i] >= 0) add_skip_gradient(space, i, dx.reshaped(activation(i, batch_)));
 }
 
 }  // namespace ktr

@@ -4,8 +4,9 @@
 //                "in=28x28x1 conv3x3:32:relu avgpool2 flatten dense:10"            (SimpleCNN)
 //
 // The description is saved with checkpoints and is enough to rebuild the model. allocate() sizes the arena and
-// one workspace for the largest batch: every layer's output, two gradient buffers and the shared scratch. After
-// that, forward and backward allocate nothing, for any batch up to the largest.
+// one workspace for the largest batch: every layer's output, two gradient buffers, one more per save:NAME (the
+// gradient its joins send back) and the shared scratch. After that, forward and backward allocate nothing, for
+// any batch up to the largest.
 #pragma once
 
 #include "arena.hpp"
@@ -76,6 +77,9 @@ class Model {
  private:
   Model(std::string const& description, std::int64_t max_batch, bool allocate, ExecSpace const& space);
   Shape activation(std::size_t i, std::int64_t batch) const { return shapes_[i].with_batch(batch); }
+  Tensor workspace(std::int64_t offset, Shape const& shape) const;
+  void backward_join(ExecSpace const& space, std::size_t i, Tensor const& dy, Tensor const& din);
+  void add_skip_gradient(ExecSpace const& space, std::size_t save, Tensor const& g) const;
 
   std::string description_;
   Shape input_;  // (1, H, W, C) or (1, D)
@@ -85,8 +89,10 @@ class Model {
   Arena arena_;
   DeviceView<float*> workspace_;
   std::int64_t workspace_floats_ = 0;
-  std::vector<bool> absorbs_next_;        // layer i also computes layer i + 1 (which is then skipped)
-  std::vector<std::int64_t> act_offset_;  // output of layer i at act_offset_[i + 1]
+  std::vector<bool> absorbs_next_;         // layer i also computes layer i + 1 (which is then skipped)
+  std::vector<int> sources_;               // a join's save layer (Description::sources)
+  std::vector<std::int64_t> skip_offset_;  // a save layer's gradient buffer: what its joins send back; else -1
+  std::vector<std::int64_t> act_offset_;   // output of layer i at act_offset_[i + 1]
   std::int64_t grad_offset_[2] = {0, 0};
   std::vector<Tensor> acts_;  // acts_[i]: input of layer i in the last forward (acts_[0] = x); views only
   std::int64_t batch_ = 0;

@@ -11,20 +11,23 @@
 
 namespace ktr {
 
-LayerKind const& dense_kind();        // dense.cpp
-LayerKind const& conv_kind();         // conv2d.cpp
-LayerKind const& pool_kind();         // pool.cpp: avgpool2, maxpool2
-LayerKind const& global_pool_kind();  // pool.cpp: globalavgpool
-LayerKind const& flatten_kind();      // pool.cpp
-LayerKind const& activation_kind();   // activation_layer.cpp: relu, tanh, ...
-LayerKind const& layernorm_kind();    // layernorm.cpp
-LayerKind const& dropout_kind();      // dropout.cpp
-LayerKind const& upsample_kind();     // upsample.cpp: upsample2
+LayerKind const& dense_kind();           // dense.cpp
+LayerKind const& conv_kind();            // conv2d.cpp
+LayerKind const& pool_kind();            // pool.cpp: avgpool2, maxpool2
+LayerKind const& global_pool_kind();     // pool.cpp: globalavgpool
+LayerKind const& flatten_kind();         // pool.cpp
+LayerKind const& activation_kind();      // activation_layer.cpp: relu, tanh, ...
+LayerKind const& layernorm_kind();       // layernorm.cpp
+LayerKind const& dropout_kind();         // dropout.cpp
+LayerKind const& upsample_kind();        // upsample.cpp: upsample2
+LayerKind const& conv_transpose_kind();  // conv_transpose.cpp: convT2x2
+LayerKind const& skip_kind();            // skip.cpp: save, add, concat
 
 std::vector<LayerKind const*> const& layer_kinds() {
-  static std::vector<LayerKind const*> const kinds = {&dense_kind(),       &conv_kind(),    &pool_kind(),
-                                                      &global_pool_kind(), &flatten_kind(), &activation_kind(),
-                                                      &layernorm_kind(),   &dropout_kind(), &upsample_kind()};
+  static std::vector<LayerKind const*> const kinds = {&dense_kind(),          &conv_kind(),    &pool_kind(),
+                                                      &global_pool_kind(),    &flatten_kind(), &activation_kind(),
+                                                      &layernorm_kind(),      &dropout_kind(), &upsample_kind(),
+                                                      &conv_transpose_kind(), &skip_kind()};
   return kinds;
 }
 

@@ -75,18 +75,24 @@ inline Vec act_ref(std::string const& name, Vec v) {
   return v;
 }
 
-/// NHWC KxK conv with stride S, SAME (XLA: ceil(H / S) outputs, the smaller half of the padding first) or VALID,
-/// kernel HWIO (K, K, C, F), then the activation `act`. Writes the output extents to Ho, Wo.
+/// NHWC KxK conv with stride S, padding "same" (XLA: ceil(H / S) outputs, the smaller half of the padding first),
+/// "valid" or "circular" (Flax: wrapped by (K - 1) / 2 before, K / 2 after), kernel HWIO (K, K, C, F), then the
+/// activation `act`. Writes the output extents to Ho, Wo.
 inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int W, int C, int F, int K, int S,
-                    bool valid, std::string const& act, int* Ho_out = nullptr, int* Wo_out = nullptr) {
+                    std::string const& padding, std::string const& act, int* Ho_out = nullptr,
+                    int* Wo_out = nullptr) {
+  bool const circular = padding == "circular";
   auto axis = [&](int n, int& out, int& pad) {
-    if (valid) {
+    if (padding == "valid") {
       out = (n - K) / S + 1, pad = 0;
+    } else if (circular) {  // jnp.pad(mode="wrap") by ((K - 1) / 2, K / 2), then VALID
+      out = (n - 1) / S + 1, pad = (K - 1) / 2;
     } else {
       out = (n + S - 1) / S;
       pad = std::max((out - 1) * S + K - n, 0) / 2;
     }
   };
+  auto wrap = [&](int p, int n) { return circular ? ((p % n) + n) % n : p; };
   int Ho, Wo, ph, pw;
   axis(H, Ho, ph);
   axis(W, Wo, pw);
@@ -100,7 +106,7 @@ inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int 
           double s = b[f];
           for (int kh = 0; kh < K; ++kh)
             for (int kw = 0; kw < K; ++kw) {
-              int const hh = i * S + kh - ph, ww = j * S + kw - pw;
+              int const hh = wrap(i * S + kh - ph, H), ww = wrap(j * S + kw - pw, W);
               if (hh < 0 || hh >= H || ww < 0 || ww >= W) continue;
               for (int c = 0; c < C; ++c)
                 s += x[((std::size_t(n) * H + hh) * W + ww) * C + c] *
@@ -116,7 +122,7 @@ inline Vec maxpool_ref(Vec const& x, int B, int H, int W, int C) { return pool_r
 
 /// NHWC 3x3 SAME conv, kernel HWIO (3, 3, C, F), then ReLU or nothing
 inline Vec conv_ref(Vec const& x, Vec const& w, Vec const& b, int B, int H, int W, int C, int F, bool relu) {
-  return conv_ref(x, w, b, B, H, W, C, F, 3, 1, false, relu ? "relu" : "identity");
+  return conv_ref(x, w, b, B, H, W, C, F, 3, 1, "same", relu ? "relu" : "identity");
 }
 
 /// Layer normalisation of rows of length C: (x - mean) / sqrt(var + eps) * scale + bias

@@ -48,7 +48,7 @@ TEST(LayerKinds, EveryActivationFusedIntoConvolutionMatchesReferenceAndGradients
       check_layer(
           layer, Shape{2, 5, 4, 2},
           [=](Vec const& x, std::vector<Vec> const& p) {
-            return ktr::test::conv_ref(x, p[0], p[1], 2, 5, 4, 2, 8, 3, 1, false, name);
+            return ktr::test::conv_ref(x, p[0], p[1], 2, 5, 4, 2, 8, 3, 1, "same", name);
           },
           22);
     }
@@ -71,7 +71,7 @@ TEST(LayerKinds, DirectConvolutionWithFusedPoolTakesEveryKindOfActivation) {
     check_layer(
         layer, in,
         [=](Vec const& x, std::vector<Vec> const& p) {
-          return ktr::test::pool_ref(ktr::test::conv_ref(x, p[0], p[1], 2, 5, 7, 1, 16, 3, 1, false, name), 2, 5,
+          return ktr::test::pool_ref(ktr::test::conv_ref(x, p[0], p[1], 2, 5, 7, 1, 16, 3, 1, "same", name), 2, 5,
                                      7, 16);
         },
         23, Shape{2, 2, 3, 16});
@@ -97,32 +97,67 @@ TEST(LayerKinds, ConvolutionFormsMatchReferenceAndGradients) {
   struct Case {
     char const* token;
     int H, W, C, F, K, S;
-    bool valid;
+    char const* padding;
   };
   for (Case c :
-       {Case{"conv1x1:3", 4, 5, 2, 3, 1, 1, false}, Case{"conv5x5:4:tanh", 6, 5, 2, 4, 5, 1, false},
-        Case{"conv7x7:3:gelu", 7, 8, 1, 3, 7, 1, false}, Case{"conv3x3:4:s2", 8, 6, 3, 4, 3, 2, false},
-        Case{"conv3x3:4:relu:s2", 7, 5, 2, 4, 3, 2, false}, Case{"conv7x7:2:s2", 4, 9, 2, 2, 7, 2, false},
-        Case{"conv5x5:3:silu:valid", 7, 6, 2, 3, 5, 1, true},
-        Case{"conv3x3:4:elu:s2:valid", 9, 8, 2, 4, 3, 2, true}, Case{"conv1x1:2:s2", 5, 5, 3, 2, 1, 2, false}}) {
+       {Case{"conv1x1:3", 4, 5, 2, 3, 1, 1, "same"}, Case{"conv5x5:4:tanh", 6, 5, 2, 4, 5, 1, "same"},
+        Case{"conv7x7:3:gelu", 7, 8, 1, 3, 7, 1, "same"}, Case{"conv3x3:4:s2", 8, 6, 3, 4, 3, 2, "same"},
+        Case{"conv3x3:4:relu:s2", 7, 5, 2, 4, 3, 2, "same"}, Case{"conv7x7:2:s2", 4, 9, 2, 2, 7, 2, "same"},
+        Case{"conv5x5:3:silu:valid", 7, 6, 2, 3, 5, 1, "valid"},
+        Case{"conv3x3:4:elu:s2:valid", 9, 8, 2, 4, 3, 2, "valid"},
+        Case{"conv1x1:2:s2", 5, 5, 3, 2, 1, 2, "same"}}) {
     SCOPED_TRACE(c.token);
     auto layer = ktr::make_layer(c.token);
     EXPECT_EQ(layer->describe(), c.token);
     auto const* conv = dynamic_cast<ktr::Conv2D const*>(layer.get());
     ASSERT_NE(conv, nullptr);
     Shape const in{2, c.H, c.W, c.C};
-    EXPECT_FALSE(c.K == 3 && c.S == 1 && !c.valid) << "a direct-kernel form";
+    EXPECT_FALSE(c.K == 3 && c.S == 1 && std::string(c.padding) == "same") << "a direct-kernel form";
     int Ho = 0, Wo = 0;
     std::string const act = ktr::activation_name(conv->activation());
     ktr::test::conv_ref(Vec(in.size()), Vec(std::size_t(c.K * c.K * c.C * c.F)), Vec(std::size_t(c.F)), 2, c.H,
-                        c.W, c.C, c.F, c.K, c.S, c.valid, act, &Ho, &Wo);
+                        c.W, c.C, c.F, c.K, c.S, c.padding, act, &Ho, &Wo);
     EXPECT_EQ(layer->output_shape(in), (Shape{2, Ho, Wo, c.F}));
     check_layer(
         *layer, in,
         [=](Vec const& x, std::vector<Vec> const& p) {
-          return ktr::test::conv_ref(x, p[0], p[1], 2, c.H, c.W, c.C, c.F, c.K, c.S, c.valid, act);
+          return ktr::test::conv_ref(x, p[0], p[1], 2, c.H, c.W, c.C, c.F, c.K, c.S, c.padding, act);
         },
         25);
+  }
+}
+
+// Periodic grids: the input wraps around ((K - 1) / 2 rows before, K / 2 after, as Flax's padding="CIRCULAR"), at
+// stride 1 and 2, odd and even extents, and a window wider than the image (which wraps more than once); the
+// input gradient gathers every wrapped copy.
+TEST(LayerKinds, CircularConvolutionWrapsTheGridAndGathersWrappedGradients) {
+  struct Case {
+    char const* token;
+    int H, W, C, F, K, S;
+  };
+  for (Case c : {Case{"conv3x3:4:circular", 5, 4, 2, 4, 3, 1}, Case{"conv3x3:8:relu:circular", 4, 4, 1, 8, 3, 1},
+                 Case{"conv5x5:3:tanh:s2:circular", 7, 6, 2, 3, 5, 2},
+                 Case{"conv7x7:2:circular", 3, 4, 2, 2, 7, 1}, Case{"conv1x1:2:s2:circular", 5, 4, 3, 2, 1, 2}}) {
+    SCOPED_TRACE(c.token);
+    auto layer = ktr::make_layer(c.token);
+    EXPECT_EQ(layer->describe(), c.token);
+    Shape const in{2, c.H, c.W, c.C};
+    EXPECT_EQ(layer->output_shape(in), (Shape{2, (c.H - 1) / c.S + 1, (c.W - 1) / c.S + 1, c.F}));
+    std::string const act = ktr::activation_name(dynamic_cast<ktr::Conv2D const&>(*layer).activation());
+    check_layer(
+        *layer, in,
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          return ktr::test::conv_ref(x, p[0], p[1], 2, c.H, c.W, c.C, c.F, c.K, c.S, "circular", act);
+        },
+        29);
+  }
+  for (char const* token : {"conv3x3:4:circular:valid", "conv3x3:4:valid:circular", "conv3x3:4:circular:s2"})
+    EXPECT_THROW(ktr::make_layer(token), ktr::Error) << token;
+  try {
+    ktr::make_layer("conv3x3:4:relu:circular:valid");
+    ADD_FAILURE() << "circular and valid together were taken";
+  } catch (ktr::Error const& e) {
+    EXPECT_NE(std::string(e.what()).find("'conv3x3:4:relu:circular:valid'"), std::string::npos) << e.what();
   }
 }
 
@@ -167,6 +202,46 @@ TEST(LayerKinds, Upsample2RepeatsEachPixelAndSumsItsGradients) {
       28);
   EXPECT_THROW(ktr::make_layer("upsample2")->output_shape(Shape{2, 7}), ktr::Error);
   EXPECT_THROW(ktr::make_layer("upsample2:3"), ktr::Error);
+}
+
+// convT2x2 as Flax's ConvTranspose(N, (2, 2), strides=(2, 2)): each input pixel feeds its own 2x2 output block
+// through the kernel's taps in reverse, y[2i + a, 2j + c] = b + x[i, j] W[1 - a, 1 - c].
+TEST(LayerKinds, TransposedConvolutionFillsEachBlockFromReversedTapsAndGradients) {
+  for (char const* token : {"convT2x2:3", "convT2x2:4:gelu"}) {
+    SCOPED_TRACE(token);
+    auto layer = ktr::make_layer(token);
+    EXPECT_EQ(layer->describe(), token);
+    EXPECT_STREQ(layer->module(), "ConvTranspose");
+    int const B = 2, H = 3, W = 2, C = 2, N = std::string(token) == "convT2x2:3" ? 3 : 4;
+    Shape const in{B, H, W, C};
+    EXPECT_EQ(layer->output_shape(in), (Shape{B, 2 * H, 2 * W, N}));
+    auto specs = layer->param_specs(in);
+    ASSERT_EQ(specs.size(), 2u);
+    EXPECT_EQ(specs[0].shape, (Shape{2, 2, C, N}));
+    EXPECT_EQ(specs[0].fan_in, 4 * C);
+    std::string const act = N == 3 ? "identity" : "gelu";
+    check_layer(
+        *layer, in,
+        [=](Vec const& x, std::vector<Vec> const& p) {
+          Vec y(std::size_t(B) * 4 * H * W * N);
+          for (int b = 0; b < B; ++b)
+            for (int h = 0; h < 2 * H; ++h)
+              for (int w = 0; w < 2 * W; ++w)
+                for (int n = 0; n < N; ++n) {
+                  double s = p[1][std::size_t(n)];
+                  int const kh = 1 - h % 2, kw = 1 - w % 2;
+                  for (int k = 0; k < C; ++k)
+                    s += x[((std::size_t(b) * H + h / 2) * W + w / 2) * C + k] *
+                         p[0][((std::size_t(kh) * 2 + kw) * C + k) * N + n];
+                  y[((std::size_t(b) * 2 * H + h) * 2 * W + w) * N + n] = ktr::test::act_ref(act, s);
+                }
+          return y;
+        },
+        30);
+  }
+  for (char const* token : {"convT2x2", "convT2x2:0", "convT2x2:4:tanhh", "convT2x2:4:relu:s2", "convT3x3:4"})
+    EXPECT_THROW(ktr::make_layer(token), ktr::Error) << token;
+  EXPECT_THROW(ktr::make_layer("convT2x2:4")->output_shape(Shape{2, 7}), ktr::Error);
 }
 
 TEST(LayerKinds, LayerNormOnFeaturesAndOnChannelsForwardAndGradients) {
@@ -251,9 +326,27 @@ TEST(LayerKinds, DropoutInTrainingKeepsTheMeanAndDrawsByKey) {
 }
 
 TEST(LayerKinds, RegistryParsesPrintsAndRejectsTokens) {
-  for (char const* token : {"dense:8:gelu_tanh", "conv5x5:16:gelu", "conv3x3:8:s2", "conv7x7:4:sine:s2:valid",
-                            "conv1x1:2:valid", "maxpool2", "avgpool2", "globalavgpool", "layernorm", "dropout:0.1",
-                            "dropout:0", "leaky_relu", "identity", "flatten", "upsample2"})
+  for (char const* token : {"dense:8:gelu_tanh",
+                            "conv5x5:16:gelu",
+                            "conv3x3:8:s2",
+                            "conv7x7:4:sine:s2:valid",
+                            "conv1x1:2:valid",
+                            "maxpool2",
+                            "avgpool2",
+                            "globalavgpool",
+                            "layernorm",
+                            "dropout:0.1",
+                            "dropout:0",
+                            "leaky_relu",
+                            "identity",
+                            "flatten",
+                            "upsample2",
+                            "convT2x2:8:relu",
+                            "conv3x3:4:circular",
+                            "conv5x5:4:tanh:s2:circular",
+                            "save:a",
+                            "add:skip_1",
+                            "concat:U2"})
     EXPECT_EQ(ktr::make_layer(token)->describe(), token);
   EXPECT_EQ(ktr::make_layer("dense:8:swish")->describe(), "dense:8:silu");
   EXPECT_EQ(ktr::make_layer("conv3x3:8:identity")->describe(), "conv3x3:8");

@@ -10,16 +10,18 @@
    on odd extents (XLA's SAME padding, symmetric there) and on even ones (asymmetric: the smaller half first); the
    :valid form; maxpool2 and avgpool2 on odd extents (the last row and column dropped); globalavgpool; a
    non-square input (H and W kept apart); dense on an image (the implicit flatten). FIELD_MODELS end in a
-   convolution: their output is a field, their targets floats of its shape, their loss the mean squared error;
-   upsample2 (jnp.repeat twice) is checked there.
+   convolution (or regress): their output is a field, their targets floats of its shape, their loss the mean
+   squared error; upsample2 (jnp.repeat twice), convT2x2 (nn.ConvTranspose), the circular padding and the skip
+   connections (save/add/concat: a U-Net, a residual MLP, a tensor used twice) are checked there.
 2. ktr trains a few hundred steps, exports safetensors; Flax evaluates the exported weights with the exported input
    transform: the test accuracy matches `ktr eval` to within one sample of the test set, the test loss
    to 1e-4 relative (plus the rounding of the 4 decimals `ktr eval` prints).
 3. Flax trains a few hundred steps, saves Flax-named safetensors; `ktr import` + `ktr eval` reaches the accuracy
    Flax reports, to within one sample.
-4. Acceptance: a regression (REGRESSION_MODEL, huber loss) trained on .npy arrays and exported scores in Flax, with
-   the exported per-feature input transform, the held-out MSE `ktr eval` prints (1e-4 relative); ACCEPTANCE_CNN
-   (conv5x5 gelu, maxpool2, avgpool2) goes through check 2 on Fashion-MNIST.
+4. Acceptance: a regression (REGRESSION_MODEL, huber loss), a U-Net on 16x16 fields (ACCEPTANCE_UNET) and a
+   residual MLP (ACCEPTANCE_RESIDUAL), each trained on .npy arrays and exported, score in Flax, with the exported
+   input transform, the held-out MSE `ktr eval` prints (1e-4 relative); ACCEPTANCE_CNN (conv5x5 gelu, maxpool2,
+   avgpool2) goes through check 2 on Fashion-MNIST.
 Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
 
     crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck
@@ -73,7 +75,21 @@ FIELD_MODELS = {
     "field_conv": "in=8x8x2 conv3x3:6:tanh conv3x3:3",
     "field_pool_conv": "in=9x9x2 conv5x5:4:gelu maxpool2 conv1x1:6:s2 layernorm conv3x3:2",
     "field_upsample": "in=8x6x2 conv3x3:4:relu maxpool2 conv3x3:6:silu upsample2 conv3x3:3:tanh conv1x1:2",
+    # Skip connections, transposed convolutions and periodic padding: a U-Net (concat across a max pool, both
+    # upsample2 and convT2x2), a residual MLP (add), a tensor used twice and the input saved before any layer
+    # with parameters, and circular convolutions at stride 1 and 2, a window wider than the image included.
+    "unet": "in=8x8x1 conv3x3:4:relu save:a maxpool2 conv3x3:6:relu save:b maxpool2 conv3x3:8:tanh "
+            "convT2x2:6:relu concat:b conv3x3:6:relu upsample2 concat:a conv3x3:4:gelu conv1x1:1",
+    "residual_mlp": "in=8 dense:16:tanh save:r dense:16:tanh add:r dense:1",
+    "skip_twice": "in=6 save:x dense:6:sigmoid save:a dense:6:tanh add:a concat:a dense:6 add:x dense:3",
+    "circular": "in=7x6x2 conv3x3:4:silu:circular conv5x5:3:s2:circular conv7x7:2:circular convT2x2:2",
+    "circular_wide": "in=3x4x2 conv7x7:3:tanh:circular save:c conv1x1:3:circular add:c conv3x3:1:s2:circular",
 }
+# The issue's acceptance models, trained from .npy arrays on the command line: a U-Net on 16x16 fields, a
+# residual MLP on 8 features.
+ACCEPTANCE_UNET = ("in=16x16x1 conv3x3:16:relu save:a maxpool2 conv3x3:32:relu upsample2 concat:a "
+                   "conv3x3:16:relu conv1x1:1")
+ACCEPTANCE_RESIDUAL = "in=8 dense:64:tanh save:r dense:64:tanh add:r dense:1"
 ACTIVATIONS = {
     "relu": nn.relu,
     "tanh": nn.tanh,
@@ -96,20 +112,23 @@ def activation(name, x):
 
 
 def conv_options(token, parts):
-    """The parts after convKxK:N, in the order ACT, s2, valid (each optional): (activation, strides, padding)."""
+    """The parts after convKxK:N, in the order ACT, s2, valid or circular (each optional): (activation, strides,
+    padding)."""
     rest = list(parts[2:])
     act = rest.pop(0) if rest and rest[0] in ACTIVATIONS else None
     strides = (2, 2) if rest and rest[0] == "s2" else (1, 1)
     rest = rest[1:] if strides == (2, 2) else rest
-    padding = "VALID" if rest and rest[0] == "valid" else "SAME"
-    rest = rest[1:] if padding == "VALID" else rest
+    padding = {"valid": "VALID", "circular": "CIRCULAR"}.get(rest[0], "SAME") if rest else "SAME"
+    rest = rest[1:] if padding != "SAME" else rest
     if rest:
-        raise ValueError(f"bad conv token '{token}' (convKxK:N[:ACT][:s2][:valid])")
+        raise ValueError(f"bad conv token '{token}' (convKxK:N[:ACT][:s2][:valid|:circular])")
     return act, strides, padding
 
 
 class FromDescription(nn.Module):
-    """The Flax model of a ktr description (Flax's default module names: Dense_0, Conv_0, LayerNorm_0, ...)."""
+    """The Flax model of a ktr description (Flax's default module names: Dense_0, Conv_0, ConvTranspose_0,
+    LayerNorm_0, ...), from the token definitions: save:NAME remembers x, add:NAME is x + saved, concat:NAME is
+    jnp.concatenate([x, saved], -1), convT2x2:N is nn.ConvTranspose(N, (2, 2), strides=(2, 2))."""
     description: str
 
     @nn.compact
@@ -117,6 +136,7 @@ class FromDescription(nn.Module):
         tokens = self.description.split()
         if not tokens or not tokens[0].startswith("in="):
             raise ValueError(f"description must start with in=HxWxC or in=D: '{self.description}'")
+        saved = {}
         for token in tokens[1:]:
             parts = token.split(":")
             conv = re.fullmatch(r"conv([1357])x\1", parts[0])
@@ -128,6 +148,15 @@ class FromDescription(nn.Module):
                 act, strides, padding = conv_options(token, parts)
                 x = nn.Conv(int(parts[1]), (k, k), strides=strides, padding=padding)(x)
                 x = activation(act, x) if act else x
+            elif parts[0] == "convT2x2" and len(parts) in (2, 3):
+                x = nn.ConvTranspose(int(parts[1]), (2, 2), strides=(2, 2))(x)
+                x = activation(parts[2], x) if len(parts) == 3 else x
+            elif parts[0] == "save" and len(parts) == 2:
+                saved[parts[1]] = x
+            elif parts[0] == "add" and len(parts) == 2:
+                x = x + saved[parts[1]]
+            elif parts[0] == "concat" and len(parts) == 2:
+                x = jnp.concatenate([x, saved[parts[1]]], axis=-1)
             elif token in ACTIVATIONS:
                 x = activation(token, x)
             elif token == "layernorm":
@@ -307,23 +336,41 @@ def regression_data(work):
     z = (x - [0, 1, -2, 5, 0, 3]) / [1, 3, 0.5, 10, 2, 0.2]
     y = np.sin(2 * z[:, 0]) + 0.5 * np.tanh(z[:, 1] * z[:, 2]) + 0.3 * z[:, 3] * np.cos(z[:, 4]) - 0.2 * z[:, 5] ** 2
     y = (y + 0.05 * rng.normal(size=2000))[:, None].astype(np.float32)
+    return save_splits(work, "regression", x, y, 1600)
+
+
+def save_splits(work, name, x, y, n_train):
+    """x and y split at n_train into {name}-{x,y}-{train,test}.npy; their paths as xtrain, ytrain, xtest, ytest."""
     paths = {}
-    for part, rows in (("train", slice(0, 1600)), ("test", slice(1600, None))):
+    for part, rows in (("train", slice(0, n_train)), ("test", slice(n_train, None))):
         for kind, array in (("x", x), ("y", y)):
-            paths[kind + part] = os.path.join(work, f"regression-{kind}-{part}.npy")
-            np.save(paths[kind + part], array[rows])
+            paths[kind + part] = os.path.join(work, f"{name}-{kind}-{part}.npy")
+            np.save(paths[kind + part], np.ascontiguousarray(array[rows], np.float32))
     return paths
 
 
-def acceptance(args, data, work, failures):
-    """The issue's acceptance: a regression MLP (silu, layernorm, tanh, dropout; huber loss) on .npy arrays and a CNN
-    description (conv5x5 gelu, maxpool2, conv3x3, avgpool2) on Fashion-MNIST, each trained in ktr and exported,
-    score in Flax what `ktr eval` prints."""
-    paths = regression_data(work)
+def field_data(work):
+    """1200 periodic 16x16 fields (a few random Fourier modes each) and the same fields one step of
+    advection-diffusion later (np.roll: periodic), (N, 16, 16, 1); the first 1000 train."""
+    rng = np.random.default_rng(1)
+    n, grid = 1200, np.arange(16) * 2 * np.pi / 16
+    u = np.zeros((n, 16, 16))
+    for _ in range(4):
+        kx, ky = rng.integers(1, 4, (2, n, 1, 1))
+        phase, amp = rng.uniform(0, 2 * np.pi, (n, 1, 1)), rng.normal(0, 1, (n, 1, 1))
+        u += amp * np.sin(kx * grid[:, None] + ky * grid[None, :] + phase)
+    lap = np.roll(u, 1, 1) + np.roll(u, -1, 1) + np.roll(u, 1, 2) + np.roll(u, -1, 2) - 4 * u
+    v = u + 0.2 * lap - 0.5 * (np.roll(u, -1, 2) - np.roll(u, 1, 2)) / 2
+    return save_splits(work, "field", u[..., None], v[..., None], 1000)
+
+
+def acceptance_case(args, work, failures, name, model_desc, paths, loss, epochs):
+    """Trains model_desc in ktr on .npy arrays, exports it; Flax on the exported weights must score the held-out
+    MSE `ktr eval` prints (over every element of a field), 1e-4 relative."""
     arrays = ["--features", paths["xtrain"], "--targets", paths["ytrain"],
               "--test-features", paths["xtest"], "--test-targets", paths["ytest"]]
-    ckpt, st = os.path.join(work, "regression.ckpt"), os.path.join(work, "regression-trained.safetensors")
-    subprocess.run([args.ktr, "train", *arrays, "--model", REGRESSION_MODEL, "--loss", "huber", "--epochs", "5",
+    ckpt, st = os.path.join(work, f"{name}.ckpt"), os.path.join(work, f"{name}-trained.safetensors")
+    subprocess.run([args.ktr, "train", *arrays, "--model", model_desc, "--loss", loss, "--epochs", str(epochs),
                     "--batch", "32", "--threads", "2", "--checkpoint", ckpt], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([args.ktr, "export", "--checkpoint", ckpt, "--out", st], check=True, stdout=subprocess.DEVNULL)
     out = subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, *arrays, "--threads", "2"],
@@ -334,10 +381,22 @@ def acceptance(args, data, work, failures):
     flax_mse = float(np.mean(err ** 2))
     ktr_mse = float(m.group(1)) if m else float("nan")
     ok = m is not None and int(m.group(2)) == len(err) and abs(flax_mse - ktr_mse) <= RTOL * ktr_mse + 1e-7
-    failures += [] if ok else ["acceptance regression"]
-    print(f"regression: {REGRESSION_MODEL}, huber, trained in ktr on .npy arrays (250 steps), exported; test mse "
-          f"ktr eval {ktr_mse:.6g}, Flax on the exported weights {flax_mse:.6g} ({'ok' if ok else 'FAIL'}, "
-          f"within {RTOL:g} relative)")
+    failures += [] if ok else [f"acceptance {name}"]
+    print(f"{name}: {model_desc}, {loss}, trained in ktr on .npy arrays, exported; test mse ktr eval {ktr_mse:.6g}, "
+          f"Flax on the exported weights {flax_mse:.6g} ({'ok' if ok else 'FAIL'}, within {RTOL:g} relative)")
+
+
+def acceptance(args, data, work, failures):
+    """The issues' acceptance: a regression MLP (silu, layernorm, tanh, dropout; huber loss), a U-Net on 16x16
+    fields and a residual MLP, each trained in ktr on .npy arrays and exported, score in Flax what `ktr eval`
+    prints; a CNN description (conv5x5 gelu, maxpool2, conv3x3, avgpool2) does the same on Fashion-MNIST."""
+    acceptance_case(args, work, failures, "regression", REGRESSION_MODEL, regression_data(work), "huber", 5)
+    acceptance_case(args, work, failures, "unet", ACCEPTANCE_UNET, field_data(work), "mse", 4)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2000, 8)).astype(np.float32)
+    y = (np.sin(x[:, :4]).sum(1) + 0.5 * x[:, 4] * x[:, 5] - 0.3 * x[:, 6] ** 2 + 0.1 * x[:, 7])[:, None]
+    acceptance_case(args, work, failures, "residual", ACCEPTANCE_RESIDUAL, save_splits(work, "residual", x, y, 1600),
+                    "mse", 5)
     ktr_to_flax(args, data, work, failures, {"conv_gelu_pools": ACCEPTANCE_CNN})
 
 
