@@ -123,15 +123,11 @@ DeviceDataset as_dataset(ExecSpace const& space, Flat const& f, Shape const& sam
 
 Shape sample_of(Shape const& in) { return in.rank == 2 ? Shape{in[1]} : Shape{in[1], in[2], in[3]}; }
 
-void check_features(Array const& x, Shape const& sample, char const* what) {
-  KTR_REQUIRE(x.dtype == KTR_FLOAT || x.dtype == KTR_DOUBLE, what,
-              std::string("must be KTR_FLOAT or KTR_DOUBLE, not ") + dtype_name(x.dtype));
-  KTR_REQUIRE(x.sample_size() == sample.size(), what,
-              "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() +
-                  (sample.rank > 1 ? " (" + std::to_string(sample.size()) + ")" : std::string()));
-  // An image batch of the right size in another layout would be misread silently: its dimensions must be the
-  // model's (N, H, W, C) (C: row-major; Fortran: (C, W, H, N)), up to where dimensions of size 1 sit (TorchFort's
-  // (n, n, 1, batch) arrays). A flat (N, H x W x C) array is read as it is.
+// An image batch (features, a field's targets or its predictions) of the right size in another layout would be
+// misread silently: its dimensions must be the model's (N, H, W, C) (C: row-major; Fortran: (C, W, H, N)), up to
+// where dimensions of size 1 sit (TorchFort's (n, n, 1, batch) arrays). A flat (N, H x W x C) array is read as it
+// is.
+void check_layout(Array const& x, Shape const& sample, char const* what) {
   if (sample.rank == 3 && x.rank >= 3) {
     std::vector<std::int64_t> given, wanted;
     for (int d = 1; d < x.rank; ++d)
@@ -147,6 +143,21 @@ void check_features(Array const& x, Shape const& sample, char const* what) {
                  ? ": an NCHW array for a channels-last model (transpose it to NHWC)"
                  : ""));
   }
+}
+
+void check_features(Array const& x, Shape const& sample, char const* what) {
+  KTR_REQUIRE(x.dtype == KTR_FLOAT || x.dtype == KTR_DOUBLE, what,
+              std::string("must be KTR_FLOAT or KTR_DOUBLE, not ") + dtype_name(x.dtype));
+  KTR_REQUIRE(x.sample_size() == sample.size(), what,
+              "samples of " + std::to_string(x.sample_size()) + " values, the model takes " + sample.str() +
+                  (sample.rank > 1 ? " (" + std::to_string(sample.size()) + ")" : std::string()));
+  check_layout(x, sample, what);
+}
+
+// A field model's float targets, where their size is right, lie as its output does.
+void check_target_layout(Array const& y, Shape const& output) {
+  if ((y.dtype == KTR_FLOAT || y.dtype == KTR_DOUBLE) && y.sample_size() == output.inner())
+    check_layout(y, sample_of(output), "label");
 }
 
 // 64-bit class labels fit the int32 the model reads (4294967297 would wrap to 1): one pass, read back.
@@ -258,23 +269,26 @@ DeviceDataset features_of(ExecSpace const& space, Array const& x, Model const& m
 DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, Model const& model, int classes) {
   Shape const sample = sample_of(model.input_shape(1));
   check_features(x, sample, "input");
+  check_target_layout(y, model.output_shape(1));
   return batch_with_shape(space, x, y, sample, classes);
 }
 
 DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, ModelPlan const& plan) {
   Shape const sample = sample_of(plan.input);
   check_features(x, sample, "input");
+  check_target_layout(y, plan.output);
   return batch_with_shape(space, x, y, sample, int(plan.output_width));
 }
 
 void store_output(ExecSpace const& space, Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> const& values,
-                  Array const& out) {
+                  Array const& out, Shape const& output) {
   std::int64_t const n = std::int64_t(values.extent(0)), w = std::int64_t(values.extent(1));
   KTR_REQUIRE(out.dtype == KTR_FLOAT || out.dtype == KTR_DOUBLE, "output",
               std::string("must be KTR_FLOAT or KTR_DOUBLE, not ") + dtype_name(out.dtype));
   KTR_REQUIRE(out.count() == n && out.sample_size() == w, "output",
               "must hold (" + std::to_string(n) + ", " + std::to_string(w) + ") values, not " +
                   std::to_string(out.count()) + " x " + std::to_string(out.sample_size()));
+  check_layout(out, sample_of(output), "output");
   float const* const src = values.data();
   Array const a = out;
   std::int64_t const total = n * w;

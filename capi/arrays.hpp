@@ -34,14 +34,16 @@ Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datat
 
 /// Features as `model` takes them ((N, D) or (N, H, W, C)), in place or packed; `keep` holds any copy.
 DeviceDataset features_of(ExecSpace const& space, Array const& x, Model const& model, char const* what);
-/// Features and targets (labels: int32/int64 (N) or (N, 1); values: float/double (N) or (N, T)).
+/// Features and targets (labels: int32/int64 (N) or (N, 1); values: float/double (N), (N, T) or a field model's
+/// (N, H, W, C), checked against its output's layout).
 DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, Model const& model, int classes);
 /// The same for a model that does not exist yet (its plan): labels are checked against its output width.
 DeviceDataset batch_of(ExecSpace const& space, Array const& x, Array const& y, ModelPlan const& plan);
 
 /// Writes `values` (N, W) (device) into the caller's output array `out` (float or double, any strides, host or
-/// device memory).
+/// device memory); a field's (the model's `output` shape (1, H, W, C)) must lie as (N, H, W, C) (Fortran:
+/// (C, W, H, N)).
 void store_output(ExecSpace const& space, Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> const& values,
-                  Array const& out);
+                  Array const& out, Shape const& output);
 
 }  // namespace ktr::capi

@@ -407,7 +407,7 @@ ktr_result_t inference(char const* name, Array const& x, Array const& out, void*
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::capi::output"), std::size_t(features.count),
         std::size_t(t.model().output_width()));
     t.predict(space, features, values);
-    store_output(space, values, out);
+    store_output(space, values, out, t.model().output_shape(1));
     ++e.inference_calls;
   });
 }

@@ -37,7 +37,8 @@ mpi_train() {
 }
 # same A B: the two checkpoints hold the same step and the same parameters and moments, each within 1e-5 of
 # 1 + |value| (the runs differ in float summation order only).
-same() { "${KTR_CKPT_COMPARE:?}" "$1" "$2" 1e-5 || fail "$1 and $2 differ"; }
+# same A B [TOLERANCE]: the checkpoints' parameters and optimiser state agree (1e-5 relative unless told).
+same() { "${KTR_CKPT_COMPARE:?}" "$1" "$2" "${3:-1e-5}" || fail "$1 and $2 differ"; }
 # npy FILE DESCR SHAPE: a .npy file with that header and no data ('@' in DESCR stands for a NUL byte).
 npy() {
   local h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
@@ -427,7 +428,11 @@ case $case_name in
       fail "accumulating run failed: $out"
     grep -q "4 micro-batches of 8 per rank" <<<"$out" || fail "no accumulation line: $out"
     grep -q "20 steps/epoch" <<<"$out" || fail "an epoch is floor(640 / 32) = 20 updates: $out"
-    same "$work/one.ckpt" "$work/four.ckpt"
+    # 40 Adam steps: gemms over 8 rows instead of 32 sum in another order, and Adam's division by sqrt(v) carries
+    # that rounding into every step (2.5e-5 with OpenBLAS's Haswell kernels on an AMD Zen 4). An accumulation that
+    # summed instead of averaged moves Adam's first moment by several times the gradient (~1e-3); one that dropped
+    # a micro-batch moves the parameters by up to the learning rate (1e-3) per step.
+    same "$work/one.ckpt" "$work/four.ckpt" 1e-4
     expect 2 "--batch: 32 is not a multiple of ranks x accumulate = 1 x 3" -- train --accumulate 3
     expect 2 "--accumulate: '0' is not an integer" -- train --accumulate 0
     # The accumulation is recorded, and a resumed run may change it: the trajectory stays the same.
