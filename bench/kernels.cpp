@@ -3,7 +3,8 @@
 // median (and range) of the same-round ratio, so that a ratio never compares runs seconds apart:
 //   gather (uint8 -> float batch)      GB/s   vs  device copy GB/s
 //   Adam update over the MLP arena     GB/s   vs  device copy GB/s
-//   model forward + backward           GFLOP/s vs large-sgemm GFLOP/s   (MLP and SimpleCNN, batch 32 and 256)
+//   model forward + backward           GFLOP/s vs large-sgemm GFLOP/s   (MLP, SimpleCNN and a U-Net on 16x16
+//                                                                        fields, batch 32 and 256)
 //   empty-kernel launch cost
 #include <ktr/core/ops.hpp>
 #include <ktr/data/dataset.hpp>
@@ -48,11 +49,18 @@ ModelRate model_rate(ExecSpace const& space, std::string const& description, std
   DeviceView<std::int32_t*> y("ktr::bench::y", std::size_t(batch));
   DeviceView<float*> loss("ktr::bench::loss", 1);
   DeviceView<std::int32_t*> correct("ktr::bench::correct", 1);
+  // A model that ends in a field regresses (the mean squared error over every element); others classify.
+  bool const field = model.output_shape(1).rank == 4;
+  Tensor targets("ktr::bench::targets", field ? model.output_shape(batch) : Shape{1});
   double const s = median_seconds(
       space,
       [&] {
         Tensor const logits = model.forward(space, x);
-        softmax_cross_entropy(space, logits, y, model.dlogits(), LossOutput{loss, correct, 0, false});
+        if (field)
+          regression_loss(space, RegressionLoss{}, logits, targets, model.dlogits(),
+                          LossOutput{loss, correct, 0, false});
+        else
+          softmax_cross_entropy(space, logits, y, model.dlogits(), LossOutput{loss, correct, 0, false});
         model.backward(space);
       },
       batch >= 256 ? 9 : 31, 3);
@@ -97,10 +105,14 @@ int run_kernels(ExecSpace const& space, bool quick) {
       [&space, arena] { return adam_gbps(space, arena); },
       [&space, arena, copy_reps] { return copy_gbps(space, std::int64_t(3.5 * 4 * double(arena)), copy_reps); }});
   // Forward + loss + backward of both models beside a large sgemm through the same gemm entry point.
-  std::vector<double> samples(4);
+  // The field surrogate of the U-Net issue: 16x16 fields, a skip across a max pool, mse over every element.
+  std::string const unet =
+      "in=16x16x1 conv3x3:16:relu save:a maxpool2 conv3x3:32:relu upsample2 concat:a conv3x3:16:relu conv1x1:1";
+  std::vector<double> samples(6);
   int slot = 0;
   for (auto const& [name, desc] : {std::pair<char const*, std::string>{"mlp", Model::mlp()},
-                                   std::pair<char const*, std::string>{"cnn", Model::simple_cnn()}}) {
+                                   std::pair<char const*, std::string>{"cnn", Model::simple_cnn()},
+                                   std::pair<char const*, std::string>{"unet", unet}}) {
     for (std::int64_t b : {32, 256}) {
       std::int64_t const batch = quick ? b / 8 : b;  // two distinct rows per model (4 and 32)
       double* sps = &samples[std::size_t(slot++)];
@@ -132,9 +144,9 @@ int run_kernels(ExecSpace const& space, bool quick) {
                 row.unit, num(median(row.lim)).c_str(), row.unit, row.limit_name, 100 * median(row.ratio),
                 100 * *lo, 100 * *hi);
   }
-  std::printf("(samples/s of the last round: mlp %s / %s, cnn %s / %s at the two batches)\n",
+  std::printf("(samples/s of the last round: mlp %s / %s, cnn %s / %s, unet %s / %s at the two batches)\n",
               num(samples[0], 0).c_str(), num(samples[1], 0).c_str(), num(samples[2], 0).c_str(),
-              num(samples[3], 0).c_str());
+              num(samples[3], 0).c_str(), num(samples[4], 0).c_str(), num(samples[5], 0).c_str());
   return 0;
 }
 
