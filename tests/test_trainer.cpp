@@ -290,6 +290,21 @@ TEST(Trainer, AModelEndingInAConvolutionLearnsAFieldFromFields) {
   for (int s = 0; s < n; ++s)
     for (int k = 0; k < h * w; ++k) sse += std::pow(double(ho(s, k)) - double(hy(s, k / w, k % w, 0)), 2);
   EXPECT_NEAR(sse / double(n * h * w), after.mse, 1e-6 + 1e-3 * after.mse) << "predictions are the field";
+  // Into (N, H, W, C) views: in place (LayoutRight), or through a buffer (LayoutLeft): the same values.
+  Kokkos::View<float****, Kokkos::LayoutRight, ktr::MemSpace> right("right", n, h, w, 1);
+  Kokkos::View<float****, Kokkos::LayoutLeft, ktr::MemSpace> left("left", n, h, w, 1);
+  trainer.predict(space, x, right);
+  trainer.predict(space, x, left);
+  auto hr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), right);
+  auto hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), left);
+  for (int s = 0; s < n; ++s)
+    for (int k = 0; k < h * w; ++k) {
+      ASSERT_EQ(hr(s, k / w, k % w, 0), ho(s, k)) << s << " " << k;
+      ASSERT_EQ(hl(s, k / w, k % w, 0), ho(s, k)) << s << " " << k;
+    }
+  Kokkos::View<float****, ktr::MemSpace> transposed("transposed", n, w + 1, h, 1);
+  EXPECT_NE(ktr::test::error_of([&] { trainer.predict(space, x, transposed); }).find("the model predicts"),
+            std::string::npos);
   Kokkos::View<std::int32_t*, ktr::MemSpace> labels("labels", n);
   std::string const why = ktr::test::error_of([&] {
     RunConfig l = c;

@@ -10,12 +10,14 @@
 //   trainer.predict(space, features, out);
 #pragma once
 
+#include "../core/error.hpp"
 #include "session.hpp"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ktr {
@@ -139,6 +141,44 @@ class Trainer {
   template <class FeatureView>
   void predict(ExecSpace const& space, FeatureView const& x,
                Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
+    predict(space, dataset_from_features(x), out);
+  }
+
+  /// A field model's predictions into an (N, H, W, C) view of any layout, whose extents must be the model's
+  /// output's (else ktr::Error naming them): a contiguous LayoutRight view is written in place, any other through
+  /// one (N, H W C) buffer.
+  template <class... P>
+  void predict(ExecSpace const& space, DeviceDataset const& inputs, Kokkos::View<float****, P...> const& out) {
+    Shape const want = model().output_shape(std::int64_t(out.extent(0)));
+    Shape const got{std::int64_t(out.extent(0)), std::int64_t(out.extent(1)), std::int64_t(out.extent(2)),
+                    std::int64_t(out.extent(3))};
+    KTR_REQUIRE(got == want, "ktr::Trainer::predict",
+                "the output view is " + got.str() + ", the model predicts " + want.str());
+    std::int64_t const n = got[0], h = got[1], w = got[2], c = got[3];
+    using Out = Kokkos::View<float****, P...>;
+    if constexpr (std::is_same_v<typename Out::array_layout, Kokkos::LayoutRight>) {
+      if (out.span_is_contiguous()) {
+        predict(space, inputs,
+                Kokkos::View<float**, Kokkos::LayoutStride, MemSpace>(
+                    out.data(),
+                    Kokkos::LayoutStride(std::size_t(n), std::size_t(h * w * c), std::size_t(h * w * c), 1)));
+        return;
+      }
+    }
+    Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> flat(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::trainer::field_predictions"), std::size_t(n),
+        std::size_t(h * w * c));
+    predict(space, inputs, Kokkos::View<float**, Kokkos::LayoutStride, MemSpace>(flat));
+    Kokkos::parallel_for(
+        "ktr::trainer::store_field",
+        Kokkos::MDRangePolicy<ExecSpace, Kokkos::Rank<4>, Kokkos::IndexType<std::int64_t>>(space, {0, 0, 0, 0},
+                                                                                           {n, h, w, c}),
+        KOKKOS_LAMBDA(std::int64_t s, std::int64_t i, std::int64_t j, std::int64_t k) {
+          out(s, i, j, k) = flat(s, (i * w + j) * c + k);
+        });
+  }
+  template <class FeatureView, class... P>
+  void predict(ExecSpace const& space, FeatureView const& x, Kokkos::View<float****, P...> const& out) {
     predict(space, dataset_from_features(x), out);
   }
 
