@@ -18,6 +18,22 @@ namespace {
 // Tap t = 2a + c of the block: output (2i + a, 2j + c) reads kernel element (1 - a, 1 - c).
 KOKKOS_INLINE_FUNCTION std::int64_t kernel_tap(std::int64_t t) { return 3 - t; }
 
+// T's rows into their 2x2 blocks of y (to_blocks), or back.
+void scatter(ExecSpace const& space, Shape const& in, std::int64_t N, float* t, float* y, bool to_blocks) {
+  std::int64_t const H = in[1], W = in[2];
+  Kokkos::parallel_for(
+      to_blocks ? "ktr::conv_transpose::to_blocks" : "ktr::conv_transpose::from_blocks",
+      MDRange<4>(space, {0, 0, 0, 0}, {in[0], H, W, 4}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j, std::int64_t tap) {
+        float* row = t + (((b * H + i) * W + j) * 4 + tap) * N;
+        float* block = y + ((b * 2 * H + 2 * i + tap / 2) * 2 * W + 2 * j + tap % 2) * N;
+        if (to_blocks)
+          for (std::int64_t n = 0; n < N; ++n) block[n] = row[n];
+        else
+          for (std::int64_t n = 0; n < N; ++n) row[n] = block[n];
+      });
+}
+
 class ConvTranspose2 : public KernelBiasLayer {
  public:
   using KernelBiasLayer::KernelBiasLayer;
@@ -58,26 +74,8 @@ class ConvTranspose2 : public KernelBiasLayer {
     s.z = activation_needs_input(act_) ? s.ones + impl::act_bias_backward_scratch(4 * pixels) : nullptr;
     return s;
   }
-  // T's rows into their 2x2 blocks of y (to_blocks), or back.
-  static void scatter(ExecSpace const& space, Shape const& in, std::int64_t N, float* t, float* y, bool to_blocks);
   DeviceView<float*> scratch_;
 };
-
-void ConvTranspose2::scatter(ExecSpace const& space, Shape const& in, std::int64_t N, float* t, float* y,
-                             bool to_blocks) {
-  std::int64_t const H = in[1], W = in[2];
-  Kokkos::parallel_for(
-      to_blocks ? "ktr::conv_transpose::to_blocks" : "ktr::conv_transpose::from_blocks",
-      MDRange<4>(space, {0, 0, 0, 0}, {in[0], H, W, 4}),
-      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j, std::int64_t tap) {
-        float* row = t + (((b * H + i) * W + j) * 4 + tap) * N;
-        float* block = y + ((b * 2 * H + 2 * i + tap / 2) * 2 * W + 2 * j + tap % 2) * N;
-        if (to_blocks)
-          for (std::int64_t n = 0; n < N; ++n) block[n] = row[n];
-        else
-          for (std::int64_t n = 0; n < N; ++n) row[n] = block[n];
-      });
-}
 
 void ConvTranspose2::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
   Shape const in = x.shape();

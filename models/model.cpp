@@ -172,15 +172,16 @@ void Model::backward_join(ExecSpace const& space, std::size_t i, Tensor const& d
   static_cast<Join&>(*layers_[i]).join_backward(space, dy, din, ds, later_use);
 }
 
-// g += what the joins of save layer `save` sent back: the gradient of a tensor used twice is the sum.
-void Model::add_skip_gradient(ExecSpace const& space, std::size_t save, Tensor const& g) const {
-  float* out = g.data();
-  float const* in = workspace_.data() + skip_offset_[save];
+namespace {
+// out[e] += in[e]: what the joins of a save layer sent back, added to the gradient of the tensor it saved (the
+// gradient of a tensor used twice is the sum).
+void add_into(ExecSpace const& space, float* out, float const* in, std::int64_t n) {
   Kokkos::parallel_for(
       "ktr::model::sum_skip_gradient",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, g.size()),
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
       KOKKOS_LAMBDA(std::int64_t e) { out[e] += in[e]; });
 }
+}  // namespace
 
 void Model::backward(ExecSpace const& space, Tensor const& dx) {
   KTR_REQUIRE(batch_ > 0, "ktr::Model::backward", "no forward pass to differentiate");
@@ -196,7 +197,9 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
     Shape const in_shape = activation(i, batch_);
     if (layers_[i]->is_view()) {
       dy = dy.reshaped(in_shape);
-      if (skip_offset_[i] >= 0) add_skip_gradient(space, i, dy);  // a tensor used twice: the gradients sum
+      if (skip_offset_[i] >= 0)
+        add_into(space, dy.data(), workspace_.data() + skip_offset_[i],
+                 dy.size());  // a tensor used twice: the gradients sum
       continue;
     }
     if (i > 0 && absorbs_next_[i - 1]) continue;  // dy is the gradient of the fused pair's output
@@ -216,7 +219,7 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
   // A tensor saved before the first layer with parameters (the input, or a view of it): its joins' gradients
   // join the caller's dx.
   for (std::size_t i = 0; i < first && dx.size() > 0; ++i)
-    if (skip_offset_[i] >= 0) add_skip_gradient(space, i, dx.reshaped(activation(i, batch_)));
+    if (skip_offset_[i] >= 0) add_into(space, dx.data(), workspace_.data() + skip_offset_[i], dx.size());
 }
 
 }  // namespace ktr

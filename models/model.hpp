@@ -79,7 +79,6 @@ class Model {
   Shape activation(std::size_t i, std::int64_t batch) const { return shapes_[i].with_batch(batch); }
   Tensor workspace(std::int64_t offset, Shape const& shape) const;
   void backward_join(ExecSpace const& space, std::size_t i, Tensor const& dy, Tensor const& din);
-  void add_skip_gradient(ExecSpace const& space, std::size_t save, Tensor const& g) const;
 
   std::string description_;
   Shape input_;  // (1, H, W, C) or (1, D)
