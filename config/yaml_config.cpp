@@ -162,6 +162,7 @@ struct ModelDraft {
   std::string hidden = ":relu", output;
   double dropout = 0;
   YAML::Node sizes_node, description_node;
+  std::string description_key;  // model.description or model.parameters.description
   bool has_sizes = false, has_description = false;
   std::string model_type;
   YAML::Node model_type_node;
@@ -210,6 +211,15 @@ void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draf
   auto& c = d.c;
   ModelDraft& m = d.model;
   m.has_model = true;
+  auto read_description = [&](YAML::Node const& v, std::string const& key) {
+    if (m.has_description)
+      r.fail(v, key,
+             "the model's description is given twice (model.description and model.parameters.description)");
+    c.run.model = r.text(v, key);
+    m.description_node = v;
+    m.description_key = key;
+    m.has_description = true;
+  };
   r.section(
       n, k,
       {
@@ -255,14 +265,11 @@ void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draf
                         if (!r.boolean(v, key))
                           r.fail(v, key, "false is not supported: an MLP takes each sample flattened", true);
                       }},
-                     {"description",
-                      [&](auto const& v, auto const& key) {
-                        c.run.model = r.text(v, key);
-                        m.description_node = v;
-                        m.has_description = true;
-                      }},
+                     {"description", [&](auto const& v, auto const& key) { read_description(v, key); }},
                  });
            }},
+          // model: {type: ktr, description: ...} as well as under parameters (not both)
+          {"description", [&](auto const& v, auto const& key) { read_description(v, key); }},
       });
 }
 
@@ -413,7 +420,7 @@ void finish_model(Reader const& r, YAML::Node const& root, Draft& d) {
   if (!m.has_model) r.fail(root, "model", "missing: the file must describe a model");
   if (m.model_type.empty()) r.fail(root, "model.type", "missing (mlp or ktr)");
   if (m.model_type == "mlp" && m.has_description)
-    r.fail(m.description_node, "model.parameters.description",
+    r.fail(m.description_node, m.description_key,
            "belongs to a model of type ktr; an mlp is given by layer_sizes");
   if (m.model_type == "ktr" && m.has_sizes)
     r.fail(m.sizes_node, "model.parameters.layer_sizes",

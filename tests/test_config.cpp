@@ -94,6 +94,17 @@ lr_scheduler: {type: step, parameters: {step_size: 10, gamma: 0.5}}
   EXPECT_TRUE(c.run.optimizer.nesterov);
   EXPECT_EQ(c.run.optimizer.schedule.kind, ktr::Schedule::Kind::step);
   EXPECT_DOUBLE_EQ(c.run.optimizer.schedule.scale(25), 0.25);
+  // The description may also sit in the model section itself (a U-Net here), but not in both places.
+  ktr::FileConfig const unet = parse_config(R"(
+model: {type: ktr, description: "in=16x16x1 conv3x3:8:relu:circular save:a maxpool2 convT2x2:8 concat:a conv1x1:1"}
+)",
+                                            "u.yaml");
+  EXPECT_EQ(unet.run.model, "in=16x16x1 conv3x3:8:relu:circular save:a maxpool2 convT2x2:8 concat:a conv1x1:1");
+  auto const [twice, not_supported] =
+      refusal("model: {type: ktr, description: \"in=2 dense:1\", parameters: {description: \"in=2 dense:1\"}}\n");
+  EXPECT_NE(twice.find("given twice"), std::string::npos) << twice;
+  auto const [unsaved, _] = refusal("model: {type: ktr, description: \"in=4 dense:4 add:r dense:1\"}\n");
+  EXPECT_NE(unsaved.find("'add:r': nothing is saved as 'r'"), std::string::npos) << unsaved;
 }
 
 // TorchFort's other schedules, as PyTorch defines them: MultiStepLR, PolynomialLR, LinearLR.
