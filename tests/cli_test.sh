@@ -430,7 +430,12 @@ concat:a conv3x3:16:relu conv1x1:1" --epochs 3 --batch 32 2>&1) || fail "U-Net t
     check features-unit cls --normalize unit
     check features-regression reg
     check features-regression-none reg --normalize none
-    [[ $n -eq 8 ]] || fail "$n of 8 kinds checked"
+    # a field model with every new kind of layer: a skip, a transposed and a circular convolution
+    "$ktr" synth --out "$work/f" --fields --train 80 --test 40 >/dev/null || fail "synth --fields failed"
+    fld=(--features "$work/f/train-fields.npy" --targets "$work/f/train-next.npy" --test-features "$work/f/test-fields.npy"
+         --test-targets "$work/f/test-next.npy")
+    check field-unet fld --model "in=16x16x1 conv3x3:4:relu:circular save:a maxpool2 convT2x2:4 add:a concat:a conv1x1:1"
+    [[ $n -eq 9 ]] || fail "$n of 9 kinds checked"
     ;;
   accumulate)
     # optax.MultiSteps: --accumulate 4 (micro-batches of 8) follows the run with --batch 32.
