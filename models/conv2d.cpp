@@ -13,6 +13,8 @@
 #include "layers.hpp"
 #include "registry.hpp"
 
+#include <algorithm>
+
 namespace ktr {
 
 namespace {
@@ -170,6 +172,35 @@ void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float*
   }
 }
 
+// At stride 1 the input gradient is itself a convolution: dx = conv(dy, W flipped in both axes with its channel
+// axes swapped), stride 1, padding K - 1 - pad (SAME and CIRCULAR keep theirs, VALID pads K - 1), wrapped where
+// the forward wraps. Its im2col matrix is K^2 F wide where col2im's is K^2 C: less memory traffic for a layer that
+// narrows its channels (a U-Net's convolution after a concat), so it is taken where F < C.
+bool input_grad_as_conv(Geometry const& g, std::int64_t features) {
+  return g.stride == 1 && features < g.channels;
+}
+
+// The geometry of that convolution: dy (B, Ho, Wo, F) in, dx (B, H, W, C) out.
+Geometry input_grad_geometry(Geometry const& g, std::int64_t features) {
+  Geometry d = g;
+  d.height = g.out_height, d.width = g.out_width, d.channels = features;
+  d.out_height = g.height, d.out_width = g.width;
+  d.pad_h = g.kernel - 1 - g.pad_h, d.pad_w = g.kernel - 1 - g.pad_w;
+  return d;
+}
+
+// wf[(kh, kw, f), c] = w[(K-1-kh, K-1-kw, c), f].
+void flip_kernel(ExecSpace const& space, Geometry const& g, std::int64_t features, float const* w, float* wf) {
+  std::int64_t const K = g.kernel, C = g.channels, F = features;
+  Kokkos::parallel_for(
+      "ktr::conv2d::flip_kernel",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, K * K * F * C),
+      KOKKOS_LAMBDA(std::int64_t e) {
+        std::int64_t const c = e % C, f = (e / C) % F, tap = e / (C * F);
+        wf[e] = w[((K * K - 1 - tap) * C + c) * F + f];
+      });
+}
+
 }  // namespace
 
 std::string Conv2D::describe() const {
@@ -237,13 +268,30 @@ bool Conv2D::fuse_next(Layer const& next, Shape const& in) {
   return true;
 }
 
-// Scratch, im2col: [cols (BHoWo, K^2 C) | ones (GPUs) | z (BHoWo, F) where the activation needs it]; direct:
-// [partials | dz].
+namespace {
+// The im2col path's scratch: [cols (BHoWo, K^2 C), or the input gradient's (BHW, K^2 F) where larger | ones
+// (GPUs) | z (BHoWo, F) where the activation needs it | the flipped kernel (K^2 F, C) where the input gradient is
+// a convolution].
+struct Im2colScratch {
+  float *cols, *ones, *z, *flipped;
+  std::int64_t size;
+  Im2colScratch(float* base, Geometry const& g, std::int64_t features, Activation act) {
+    std::int64_t cols_size = g.pixels() * g.patch();
+    if (input_grad_as_conv(g, features))
+      cols_size = std::max(cols_size, input_grad_geometry(g, features).pixels() * g.kernel * g.kernel * features);
+    std::int64_t const z_size = activation_needs_input(act) ? g.pixels() * features : 0;
+    std::int64_t const ones_size = impl::act_bias_backward_scratch(g.pixels());
+    cols = base, ones = base + cols_size, z = z_size ? ones + ones_size : nullptr;
+    flipped = ones + ones_size + z_size;
+    size = cols_size + ones_size + z_size + (input_grad_as_conv(g, features) ? g.patch() * features : 0);
+  }
+};
+}  // namespace
+
+// Scratch, im2col: Im2colScratch; direct: [partials | dz].
 std::int64_t Conv2D::scratch_size(Shape const& in) const {
   auto g = geometry(in, form_);
-  if (!direct(in))
-    return g.pixels() * g.patch() + impl::act_bias_backward_scratch(g.pixels()) +
-           (activation_needs_input(act_) ? g.pixels() * features_ : 0);
+  if (!direct(in)) return Im2colScratch(nullptr, g, features_, act_).size;
   auto const d = dims(in, features_, pool_);
   return impl::conv_direct_chunks(d) * d.partial_size() + g.pixels() * features_;
 }
@@ -257,15 +305,13 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
     return;
   }
   auto g = geometry(x.shape(), form_);
-  Matrix cols(scratch_.data(), g.pixels(), g.patch());
+  Im2colScratch const sc(scratch_.data(), g, features_, act_);
+  Matrix cols(sc.cols, g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_);
   Matrix out(y.data(), g.pixels(), features_);
-  float* const z = activation_needs_input(act_)
-                       ? scratch_.data() + g.pixels() * g.patch() + impl::act_bias_backward_scratch(g.pixels())
-                       : nullptr;
   im2col(space, g, x.data(), cols);
   gemm(space, false, false, 1.0f, cols, w, 0.0f, out);  // (BHoWo, F) = (BHoWo, K^2 C) (K^2 C, F)
-  impl::bias_act_forward(space, out, b_.view(), act_, z);
+  impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
 }
 
 void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
@@ -280,15 +326,21 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
     return;
   }
   auto g = geometry(x.shape(), form_);
-  Matrix cols(scratch_.data(), g.pixels(), g.patch());
+  Im2colScratch const sc(scratch_.data(), g, features_, act_);
+  Matrix cols(sc.cols, g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  float* const ones = scratch_.data() + g.pixels() * g.patch();
-  float const* const z =
-      activation_needs_input(act_) ? ones + impl::act_bias_backward_scratch(g.pixels()) : nullptr;
-  impl::act_bias_backward(space, dout, out, z, db_.view(), act_, ones);
+  impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);
   gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (K^2 C, F) = (BHoWo, K^2 C)^T (BHoWo, F)
   if (dx.size() == 0) return;
+  if (input_grad_as_conv(g, features_)) {
+    Geometry const d = input_grad_geometry(g, features_);
+    Matrix dcols(sc.cols, d.pixels(), d.patch()), flipped(sc.flipped, d.patch(), g.channels);
+    flip_kernel(space, g, features_, w_.data(), sc.flipped);
+    im2col(space, d, dy.data(), dcols);
+    gemm(space, false, false, 1.0f, dcols, flipped, 0.0f, Matrix(dx.data(), d.pixels(), g.channels));
+    return;
+  }
   gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHoWo, K^2 C) = (BHoWo, F) (K^2 C, F)^T
   col2im(space, g, cols, dx.data());
 }
