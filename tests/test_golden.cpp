@@ -181,6 +181,21 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
          {"mlp", {0xecd25ac192dd8171ull, 0x2ba7bc425927d846ull}},         // last loss 0.199515
          {"regression", {0x8d24cf95f03cb1f2ull, 0x36d6616f2ea254f7ull}},  // last loss 34.6325
      }},
+    // OpenBLAS 0.3.21's Haswell kernels (AVX2 + FMA), which it picks on an AMD EPYC of family 26 (Zen 5): the CNN
+    // (ktr's own direct kernels) agrees with the flavours above bit for bit, the gemm-bound MLP and regression
+    // take other bits. Recorded from issue 32's work.
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-Haswell/threads-1",
+     {
+         {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
+         {"mlp", {0x551c235961791671ull, 0x88a07387b24d9cb6ull}},         // last loss 0.199515
+         {"regression", {0x3641ab1b772765b0ull, 0x08046a02dbbcc0e8ull}},  // last loss 34.6325
+     }},
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-Haswell/threads-2",
+     {
+         {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
+         {"mlp", {0xd712b890cd467cd9ull, 0x4dee7e56e46de60dull}},         // last loss 0.199515
+         {"regression", {0x3641ab1b772765b0ull, 0x08046a02dbbcc0e8ull}},  // last loss 34.6325
+     }},
     // Debian's binary Serial Kokkos (generic x86-64), recorded after the Trainer landed from the same session and
     // dispatch path, which the OpenMP goldens above (recorded before it) show unchanged.
     {"Serial/gen/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-1",
