@@ -446,7 +446,7 @@ concat:a conv3x3:16:relu conv1x1:1" --epochs 3 --batch 32 2>&1) || fail "U-Net t
     grep -q "4 micro-batches of 8 per rank" <<<"$out" || fail "no accumulation line: $out"
     grep -q "20 steps/epoch" <<<"$out" || fail "an epoch is floor(640 / 32) = 20 updates: $out"
     # 40 Adam steps: gemms over 8 rows instead of 32 sum in another order, and Adam's division by sqrt(v) carries
-    # that rounding into every step (2.5e-5 with OpenBLAS's Haswell kernels on an AMD Zen 5). An accumulation that
+    # that rounding into every step (2.5e-5 with OpenBLAS's Haswell kernels, OPENBLAS_CORETYPE=Haswell, on an AMD Zen 5). An accumulation that
     # summed instead of averaged moves Adam's first moment by several times the gradient (~1e-3); one that dropped
     # a micro-batch moves the parameters by up to the learning rate (1e-3) per step.
     same "$work/one.ckpt" "$work/four.ckpt" 1e-4

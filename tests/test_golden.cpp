@@ -181,7 +181,8 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
          {"mlp", {0xecd25ac192dd8171ull, 0x2ba7bc425927d846ull}},         // last loss 0.199515
          {"regression", {0x8d24cf95f03cb1f2ull, 0x36d6616f2ea254f7ull}},  // last loss 34.6325
      }},
-    // OpenBLAS 0.3.21's Haswell kernels (AVX2 + FMA), which it picks on an AMD EPYC of family 26 (Zen 5): the CNN
+    // OpenBLAS 0.3.21's Haswell kernels (AVX2 + FMA; OpenBLAS picks them on AVX2-only Intel CPUs, and
+    // OPENBLAS_CORETYPE=Haswell selects them anywhere: recorded on an AMD Zen 5 whose environment set it). The CNN
     // (ktr's own direct kernels) agrees with the flavours above bit for bit, the gemm-bound MLP and regression
     // take other bits. Recorded from issue 32's work.
     {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-Haswell/threads-1",
