@@ -101,6 +101,11 @@ Model::Model(std::string const& description, std::int64_t max_batch, bool alloca
       skip_offset_[i] = size;
       size = checked_add(size, padded(activation(i, max_batch).size()), "model workspace");
     }
+  // A join adds to its save's buffer where a later join of the same tensor (visited first by the backward) wrote.
+  join_adds_.assign(layers_.size(), false);
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    for (std::size_t j = i + 1; j < layers_.size() && sources_[i] >= 0; ++j)
+      if (sources_[j] == sources_[i]) join_adds_[i] = true;
   std::int64_t const scratch_base = size;
   workspace_floats_ = checked_add(scratch_base, scratch, "model workspace");
   if (!allocate) return;
@@ -166,10 +171,8 @@ Tensor Model::dlogits() const { return workspace(grad_offset_[0], activation(lay
 // added to what a later use of the same tensor (visited first) sent.
 void Model::backward_join(ExecSpace const& space, std::size_t i, Tensor const& dy, Tensor const& din) {
   std::size_t const save = std::size_t(sources_[i]);
-  bool later_use = false;
-  for (std::size_t j = i + 1; j < layers_.size(); ++j) later_use = later_use || sources_[j] == sources_[i];
   Tensor const ds = workspace(skip_offset_[save], activation(save, batch_));
-  static_cast<Join&>(*layers_[i]).join_backward(space, dy, din, ds, later_use);
+  static_cast<Join&>(*layers_[i]).join_backward(space, dy, din, ds, join_adds_[i]);
 }
 
 namespace {
@@ -197,9 +200,8 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
     Shape const in_shape = activation(i, batch_);
     if (layers_[i]->is_view()) {
       dy = dy.reshaped(in_shape);
-      if (skip_offset_[i] >= 0)
-        add_into(space, dy.data(), workspace_.data() + skip_offset_[i],
-                 dy.size());  // a tensor used twice: the gradients sum
+      if (skip_offset_[i] >= 0)  // a saved tensor: its joins' gradients join the chain's
+        add_into(space, dy.data(), workspace_.data() + skip_offset_[i], dy.size());
       continue;
     }
     if (i > 0 && absorbs_next_[i - 1]) continue;  // dy is the gradient of the fused pair's output

@@ -91,6 +91,7 @@ class Model {
   std::vector<bool> absorbs_next_;         // layer i also computes layer i + 1 (which is then skipped)
   std::vector<int> sources_;               // a join's save layer (Description::sources)
   std::vector<std::int64_t> skip_offset_;  // a save layer's gradient buffer: what its joins send back; else -1
+  std::vector<bool> join_adds_;            // a join whose tensor a later join also reads: it adds to the buffer
   std::vector<std::int64_t> act_offset_;   // output of layer i at act_offset_[i + 1]
   std::int64_t grad_offset_[2] = {0, 0};
   std::vector<Tensor> acts_;  // acts_[i]: input of layer i in the last forward (acts_[0] = x); views only
