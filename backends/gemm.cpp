@@ -8,6 +8,10 @@
 
 #include <KokkosBlas3_gemm.hpp>
 
+#if defined(KTR_ENABLE_ONEDNN)
+#include "gemm_onednn.hpp"
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -15,6 +19,7 @@
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <library_types.h>
 
 #include <map>
 #include <mutex>
@@ -45,8 +50,8 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
                   std::to_string(c.extent(1)));
 }
 
-std::atomic<std::int64_t> g_gemm_calls[2] = {{0}, {0}};           // per MatmulPrecision
-std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};  // the process default
+std::atomic<std::int64_t> g_gemm_calls[matmul_precision_count] = {};  // per MatmulPrecision
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};      // the process default
 thread_local int t_precision = -1;  // this thread's scoped precision (a MatmulPrecision), -1 for none
 
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -57,7 +62,9 @@ struct CublasStream {
   cublasHandle_t handle = nullptr;
   void* workspace = nullptr;
   MatmulPrecision precision = MatmulPrecision::fp32;
-  std::uint64_t generation = 0;  ///< unique per handle ever created: a program captured with it names it
+  std::uint64_t generation = 0;   ///< unique per handle ever created: a program captured with it names it
+  std::uint16_t* bf16 = nullptr;  ///< bf16 copies of a bf16 gemm's operands, grown to the largest seen
+  std::size_t bf16_elements = 0;
 };
 
 class CublasRegistry {
@@ -79,6 +86,28 @@ class CublasRegistry {
       s.precision = precision;
     }
     return s.handle;
+  }
+
+  /// Room for `elements` bf16 values on `stream` (its handle's buffer, grown where smaller: the first, plain
+  /// dispatch of a run grows it, so a captured one finds it large enough).
+  std::uint16_t* bf16_buffer(cudaStream_t stream, std::size_t elements) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = streams_.find(stream);
+    if (it == streams_.end()) it = streams_.emplace(stream, create(stream)).first;
+    CublasStream& s = it->second;
+    if (s.bf16_elements < elements) {
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      cudaStreamIsCapturing(stream, &capturing);
+      KTR_REQUIRE(capturing == cudaStreamCaptureStatusNone, "ktr::gemm",
+                  "a bf16 gemm larger than any before it while the stream is captured (run it plainly first)");
+      cudaStreamSynchronize(stream);
+      if (s.bf16) cudaFree(s.bf16);
+      s.bf16 = nullptr, s.bf16_elements = 0;
+      KTR_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&s.bf16), elements * sizeof(std::uint16_t)) == cudaSuccess,
+                  "ktr::gemm", "cannot allocate " + std::to_string(elements * 2 >> 20) + " MiB for bf16 operands");
+      s.bf16_elements = elements;
+    }
+    return s.bf16;
   }
 
   /// The generation of `stream`'s handle, created (with its workspace) if it has none yet.
@@ -128,6 +157,7 @@ class CublasRegistry {
 
   static void destroy(CublasStream& s) {
     if (s.handle) cublasDestroy(s.handle);
+    if (s.bf16) cudaFree(s.bf16);
     if (s.workspace) cudaFree(s.workspace);
     s = CublasStream{};
   }
@@ -169,27 +199,68 @@ class ShapeRegion {
 
 }  // namespace
 
-std::int64_t gemm_calls() { return g_gemm_calls[0].load() + g_gemm_calls[1].load(); }
+std::int64_t gemm_calls() {
+  std::int64_t n = 0;
+  for (auto const& calls : g_gemm_calls) n += calls.load();
+  return n;
+}
 
 std::int64_t gemm_calls(MatmulPrecision p) { return g_gemm_calls[int(p)].load(); }
 
-void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-          ConstMatrix const& b, float beta, Matrix const& c) {
+namespace {
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// The operands of a bf16 gemm rounded into the stream's buffer: A's at [0, |A|), B's after.
+void cuda_to_bf16(ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
+  Kokkos::parallel_for(
+      "ktr::gemm::to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
+      KOKKOS_LAMBDA(std::int64_t i) {
+        float const r = round_to_bf16(in[i]);
+        std::uint32_t u;
+        __builtin_memcpy(&u, &r, sizeof u);
+        out[i] = std::uint16_t(u >> 16);
+      });
+}
+#endif
+
+void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bool trans_b, float alpha,
+             ConstMatrix const& a, ConstMatrix const& b, float beta, Matrix const& c) {
   check_shapes(trans_a, trans_b, a, b, c);
-  g_gemm_calls[int(matmul_precision())].fetch_add(1, std::memory_order_relaxed);
+  g_gemm_calls[int(precision)].fetch_add(1, std::memory_order_relaxed);
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
   ShapeRegion const region(trans_a, trans_b, a, c);
 #if defined(KOKKOS_ENABLE_CUDA)
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands, keep the flags.
   int const m = static_cast<int>(c.extent(0)), n = static_cast<int>(c.extent(1));
   int const k = static_cast<int>(trans_a ? a.extent(0) : a.extent(1));
-  cublasHandle_t const h = CublasRegistry::get().handle(space.cuda_stream(), matmul_precision());
-  auto status = cublasSgemm(h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k,
-                            &alpha, b.data(), static_cast<int>(b.extent(1)), a.data(),
-                            static_cast<int>(a.extent(1)), &beta, c.data(), n);
+  cudaStream_t const stream = space.cuda_stream();
+  cublasHandle_t const h = CublasRegistry::get().handle(stream, precision);
+  cublasOperation_t const op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int const ldb = static_cast<int>(b.extent(1)), lda = static_cast<int>(a.extent(1));
+  cublasStatus_t status;
+  if (precision == MatmulPrecision::bf16) {  // tensor cores: bf16 operands, fp32 accumulation and output
+    std::size_t const na = a.size(), nb = b.size();
+    std::uint16_t* const a16 = CublasRegistry::get().bf16_buffer(stream, na + nb);
+    std::uint16_t* const b16 = a16 + na;
+    cuda_to_bf16(space, a.data(), std::int64_t(na), a16);
+    cuda_to_bf16(space, b.data(), std::int64_t(nb), b16);
+    status = cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b16, CUDA_R_16BF, ldb, a16, CUDA_R_16BF, lda, &beta,
+                          c.data(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  } else {
+    status = cublasSgemm(h, op_b, op_a, n, m, k, &alpha, b.data(), ldb, a.data(), lda, &beta, c.data(), n);
+  }
   KTR_REQUIRE(status == CUBLAS_STATUS_SUCCESS, "ktr::gemm",
-              "cublasSgemm failed with status " + std::to_string(status));
-#elif KTR_KK_GEMM_TAKES_SPACE
+              "cuBLAS gemm failed with status " + std::to_string(status));
+#else
+  if (precision == MatmulPrecision::bf16) {
+#if defined(KTR_ENABLE_ONEDNN)
+    impl::gemm_bf16_onednn(space, trans_a, trans_b, alpha, a, b, beta, c);
+    return;
+#else
+    throw Error("ktr::gemm: " + matmul_unavailable(precision));
+#endif
+  }
+#if KTR_KK_GEMM_TAKES_SPACE
   // Kokkos Kernels 4.x: on the instance (HIP: its stream, so the K-step program can be captured).
   KokkosBlas::gemm(space, trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a, b, beta, c);
 #else
@@ -198,12 +269,29 @@ void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, Const
   (void)space;
   KokkosBlas::gemm(trans_a ? "T" : "N", trans_b ? "T" : "N", alpha, a, b, beta, c);
 #endif
+#endif
+}
+
+}  // namespace
+
+void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
+          ConstMatrix const& b, float beta, Matrix const& c) {
+  gemm_in(matmul_precision(), space, trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
+               ConstMatrix const& b, float beta, Matrix const& c) {
+  gemm_in(MatmulPrecision::fp32, space, trans_a, trans_b, alpha, a, b, beta, c);
 }
 
 std::string gemm_backend() {
 #if defined(KOKKOS_ENABLE_CUDA)
+  MatmulPrecision const p = matmul_precision();
   return std::string("cuBLAS (per-stream handle and workspace, ") +
-         (matmul_precision() == MatmulPrecision::tf32 ? "TF32" : "FP32") + ")";
+         (p == MatmulPrecision::tf32   ? "TF32"
+          : p == MatmulPrecision::bf16 ? "BF16 tensor cores, FP32 accumulation"
+                                       : "FP32") +
+         ")";
 #else
   std::string s = KTR_KK_GEMM_TAKES_SPACE ? "KokkosBlas::gemm (instance)" : "KokkosBlas::gemm";
 #if defined(KOKKOSKERNELS_ENABLE_TPL_BLAS)
@@ -286,27 +374,82 @@ bool matmul_tf32_available() {
 #endif
 }
 
-char const* matmul_precision_name(MatmulPrecision p) { return p == MatmulPrecision::tf32 ? "tf32" : "fp32"; }
+char const* matmul_precision_name(MatmulPrecision p) {
+  return p == MatmulPrecision::tf32 ? "tf32" : p == MatmulPrecision::bf16 ? "bf16" : "fp32";
+}
+
+std::string matmul_unavailable(MatmulPrecision p) {
+  switch (p) {
+    case MatmulPrecision::fp32:
+      return "";
+    case MatmulPrecision::tf32:
+      return matmul_tf32_available()
+                 ? ""
+                 : std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")";
+    case MatmulPrecision::bf16:
+#if defined(KOKKOS_ENABLE_CUDA)
+    {
+      int device = 0, major = 0;
+      if (cudaGetDevice(&device) != cudaSuccess ||
+          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+        return "bf16: cannot query the CUDA device's compute capability";
+      return major >= 8 ? ""
+                        : "bf16 needs tensor cores of compute capability 8.0 or newer (this GPU: " +
+                              std::to_string(major) + ".x)";
+    }
+#elif defined(KOKKOS_ENABLE_HIP)
+      return "bf16 is not available on HIP builds: its matmuls need rocBLAS or hipBLAS, which Debian does not "
+             "package (fp32 runs on Kokkos Kernels)";
+#elif defined(KTR_ENABLE_ONEDNN)
+      return impl::onednn_bf16_unavailable();
+#else
+      return "bf16 needs oneDNN on hosts, and this build has none (install libdnnl-dev: scripts/bootstrap.sh, "
+             "then "
+             "configure again)";
+#endif
+  }
+  return "unknown precision";
+}
+
+bool matmul_bf16_available() { return matmul_unavailable(MatmulPrecision::bf16).empty(); }
+
+std::string matmul_bf16_backend() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  std::string const why = matmul_unavailable(MatmulPrecision::bf16);
+  return why.empty() ? "cuBLAS cublasGemmEx, CUDA_R_16BF operands, CUBLAS_COMPUTE_32F (tensor cores)" : why;
+#elif defined(KTR_ENABLE_ONEDNN)
+  return impl::onednn_bf16_backend();
+#else
+  return matmul_unavailable(MatmulPrecision::bf16);
+#endif
+}
 
 MatmulPrecision parse_matmul_precision(std::string const& text, std::string const& flag) {
-  if (text == "fp32") return MatmulPrecision::fp32;
-  KTR_REQUIRE(text == "tf32", flag, "must be fp32 or tf32, got '" + text + "'");
-  KTR_REQUIRE(matmul_tf32_available(), flag,
-              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
-  return MatmulPrecision::tf32;
+  MatmulPrecision p = MatmulPrecision::fp32;
+  if (text == "tf32")
+    p = MatmulPrecision::tf32;
+  else if (text == "bf16")
+    p = MatmulPrecision::bf16;
+  else
+    KTR_REQUIRE(text == "fp32", flag, "must be fp32, tf32 or bf16, got '" + text + "'");
+  std::string const why = matmul_unavailable(p);
+  KTR_REQUIRE(why.empty(), flag, why);
+  return p;
 }
 
 void set_matmul_precision(MatmulPrecision p) {
-  KTR_REQUIRE(p == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::set_matmul_precision",
-              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  std::string const why = matmul_unavailable(p);
+  KTR_REQUIRE(why.empty(), "ktr::set_matmul_precision", why);
   g_precision.store(p);
 }
 
 MatmulPrecision matmul_precision() { return t_precision >= 0 ? MatmulPrecision(t_precision) : g_precision.load(); }
 
 ScopedMatmulPrecision::ScopedMatmulPrecision(MatmulPrecision p) : previous_(t_precision) {
-  KTR_REQUIRE(p == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::ScopedMatmulPrecision",
-              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  if (p != MatmulPrecision::fp32 && p != MatmulPrecision(previous_)) {  // checked once, where a run enters it
+    std::string const why = matmul_unavailable(p);
+    KTR_REQUIRE(why.empty(), "ktr::ScopedMatmulPrecision", why);
+  }
   t_precision = int(p);
 }
 

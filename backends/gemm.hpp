@@ -11,16 +11,26 @@
 // KokkosBlas::gemm, which reaches the host BLAS (OpenBLAS) where Kokkos Kernels was built with it.
 #pragma once
 
+#include "../core/bf16.hpp"
 #include "../core/types.hpp"
 
+#include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace ktr {
 
 /// C = alpha * op(A) * op(B) + beta * C on row-major matrices; op(X) is X or X^T as `trans_*` says.
 /// Shapes: op(A) (M, K), op(B) (K, N), C (M, N).
+/// The arithmetic is the calling thread's matmul_precision(): under bf16 the operands are rounded to bfloat16
+/// (nearest even) and the products accumulated in fp32 (hosts: oneDNN; CUDA: cuBLAS tensor cores).
 void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
           ConstMatrix const& b, float beta, Matrix const& c);
+
+/// gemm in fp32 whatever the precision in force: the sums over rows that layers express as a product with a ones
+/// vector (bias and layernorm gradients) are reductions, which mixed precision keeps in fp32.
+void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
+               ConstMatrix const& b, float beta, Matrix const& c);
 
 /// What gemm calls in this build, e.g. "cuBLAS (per-stream handle, FP32)" or "KokkosBlas -> OpenBLAS ...".
 std::string gemm_backend();
@@ -44,15 +54,32 @@ std::string host_blas();
 
 /// The arithmetic of gemm's multiplications. FP32 is the default and what every reference test checks; TF32
 /// (10-bit mantissa products, FP32 accumulation on NVIDIA tensor cores) is opt-in, for comparisons with
-/// frameworks that use it by default.
-enum class MatmulPrecision { fp32, tf32 };
+/// frameworks that use it by default. BF16 is mixed precision as Flax's `dtype=bfloat16, param_dtype=float32`:
+/// the inputs of every matmul and convolution rounded to bfloat16, products accumulated in fp32; parameters,
+/// gradients, optimiser state, losses and reductions stay fp32 (the layers' own kernels round their inputs too).
+enum class MatmulPrecision { fp32, tf32, bf16 };
+constexpr int matmul_precision_count = 3;
 
-/// Parses "fp32" or "tf32"; throws ktr::Error naming `flag` otherwise, and for tf32 on builds without it.
+/// Parses "fp32", "tf32" or "bf16"; throws ktr::Error naming `flag` otherwise, and for a precision this build or
+/// machine cannot run (the reason named: matmul_unavailable).
 MatmulPrecision parse_matmul_precision(std::string const& text, std::string const& flag = "precision");
-/// "fp32" or "tf32".
+/// "fp32", "tf32" or "bf16".
 char const* matmul_precision_name(MatmulPrecision p);
 /// True where gemm can use TF32 (CUDA builds).
 bool matmul_tf32_available();
+/// True where gemm can run bf16: CUDA builds (tensor cores, compute capability 8.0 and newer), host builds with
+/// oneDNN on a CPU with AVX512-BF16 or AMX-BF16.
+bool matmul_bf16_available();
+/// Why `p` cannot run here (e.g. "bf16 needs a CPU with AVX512-BF16 or AMX-BF16 instructions; this one has
+/// neither (AVX2 only: emulated bf16 would be slower than fp32)"), or "" where it can.
+std::string matmul_unavailable(MatmulPrecision p);
+/// What bf16 runs on here, e.g. "oneDNN 2.6.3, avx512_core_bf16 (AVX512-BF16, no AMX)", or why it cannot run.
+std::string matmul_bf16_backend();
+/// Runs f(std::true_type{}) where the calling thread's precision is bf16, else f(std::false_type{}): for the
+/// layers' own product kernels (narrow dense, direct convolutions), which round their inputs to bf16 when it is.
+template <class F>
+void with_bf16_inputs(F const& f);
+
 /// Sets the process default: the precision of gemm calls made outside any ScopedMatmulPrecision (a run's own
 /// precision, RunConfig::precision, takes precedence inside its dispatches, evaluations and predictions). Throws
 /// ktr::Error for tf32 where matmul_tf32_available() is false. A captured program keeps the precision it was
@@ -89,5 +116,13 @@ std::uint64_t gemm_resources_generation(ExecSpace const& space);
 /// Releases what gemm keeps for `space`'s stream (its cuBLAS handle and workspace); a later gemm on that
 /// stream creates them again. Waits for the stream. No-op elsewhere.
 void release_gemm_resources(ExecSpace const& space);
+
+template <class F>
+void with_bf16_inputs(F const& f) {
+  if (matmul_precision() == MatmulPrecision::bf16)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
 
 }  // namespace ktr

@@ -5,9 +5,10 @@
 ktr_packages() {
   local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev libyaml-cpp-dev gfortran pkgconf"
   case $1 in
-    openmp) echo "$common libopenblas-dev libopenblas-openmp-dev" ;;
+    # libdnnl-dev: oneDNN, host bf16 matmuls (its CMake config finds OpenCL: ocl-icd-opencl-dev, opencl-c-headers)
+    openmp) echo "$common libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers" ;;
     # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun); CMake's FindMPI runs pkg-config
-    openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libopenmpi-dev openmpi-bin pkgconf" ;;
+    openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libopenmpi-dev openmpi-bin pkgconf" ;;
     # no host BLAS: the binaries travel to a GPU machine (scripts/bootstrap.sh)
     cuda) echo "$common" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
@@ -15,7 +16,7 @@ ktr_packages() {
     fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev" ;;
     # scripts/bench-blas.sh: the host BLAS candidates, both OpenMP builds (they share ktr's thread pool)
     blas-compare) echo "libopenblas-openmp-dev libblis-openmp-dev" ;;
-    serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev" ;;
+    serial-debian) echo "$common libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers" ;;
     *) echo "packages.sh: unknown flavour '$1' (openmp|openmp-mpi|serial-debian|cuda|hip|fuzz|blas-compare)" >&2; return 2 ;;
   esac
 }

@@ -1,0 +1,26 @@
+// bf16 matmuls on hosts through oneDNN (host builds configured with ktr_ENABLE_ONEDNN): gemm.cpp's bf16 path.
+#pragma once
+
+#include "../core/types.hpp"
+
+#include <string>
+
+namespace ktr::impl {
+
+/// C = alpha op(A) op(B) + beta C with op(A) and op(B) rounded to bfloat16 (nearest even) and the products
+/// accumulated in fp32, by oneDNN's matmul primitive (AMX where the CPU has it, else AVX512-BF16). Called from the
+/// thread that drives Kokkos, outside any parallel region (oneDNN's OpenMP team is then Kokkos's). The primitive
+/// of each shape is created on its first call and kept; the bf16 copies and oneDNN's scratchpad live in buffers
+/// ktr owns, grown to the largest shape seen, so that later calls allocate nothing.
+void gemm_bf16_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
+                      ConstMatrix const& b, float beta, Matrix const& c);
+
+/// Why this CPU cannot run bf16 matmuls (it lacks AVX512-BF16 and AMX-BF16; KTR_BF16=off makes any CPU say so),
+/// or "".
+std::string onednn_bf16_unavailable();
+
+/// "oneDNN 2.6.3, brg:avx512_core_amx (AMX-BF16)" and the like: the version, the kernel oneDNN picks for a
+/// 256 x 512 x 784 bf16 matmul, and the CPU's bf16 instructions.
+std::string onednn_bf16_backend();
+
+}  // namespace ktr::impl
