@@ -288,12 +288,17 @@ struct Im2colScratch {
 };
 }  // namespace
 
-// Scratch, im2col: Im2colScratch; direct: [partials | dz].
+// Scratch, im2col: Im2colScratch; direct: [partials | dz | the weights rounded to bf16 (9 C F)].
 std::int64_t Conv2D::scratch_size(Shape const& in) const {
   auto g = geometry(in, form_);
   if (!direct(in)) return Im2colScratch(nullptr, g, features_, act_).size;
   auto const d = dims(in, features_, pool_);
-  return impl::conv_direct_chunks(d) * d.partial_size() + g.pixels() * features_;
+  return direct_w16_offset(in) + 9 * d.channels * features_;
+}
+
+std::int64_t Conv2D::direct_w16_offset(Shape const& in) const {
+  auto const d = dims(in, features_, pool_);
+  return impl::conv_direct_chunks(d) * d.partial_size() + geometry(in, form_).pixels() * features_;
 }
 
 void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
@@ -301,7 +306,9 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
     auto const d = dims(x.shape(), features_, pool_);
     KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
                 "output " + y.shape().str() + " does not fit the (pooled) convolution");
-    impl::conv_direct_forward(space, d, x.data(), w_.data(), b_.data(), act_, y.data());
+    float const* const w =
+        impl::conv_direct_weights(space, d, w_.data(), scratch_.data() + direct_w16_offset(x.shape()));
+    impl::conv_direct_forward(space, d, x.data(), w, b_.data(), act_, y.data());
     return;
   }
   auto g = geometry(x.shape(), form_);
@@ -320,9 +327,11 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
     auto const d = dims(x.shape(), features_, pool_);
     float* const partials = scratch_.data();
     float* const dz = dx.size() > 0 ? partials + impl::conv_direct_chunks(d) * d.partial_size() : nullptr;
-    impl::conv_direct_backward(space, d, x.data(), w_.data(), b_.data(), act_, dy.data(), dw_.data(), db_.data(),
-                               partials, dz);
-    if (dz != nullptr) impl::conv_direct_input_grad(space, d, dz, w_.data(), dx.data());
+    float const* const w =
+        impl::conv_direct_weights(space, d, w_.data(), scratch_.data() + direct_w16_offset(x.shape()));
+    impl::conv_direct_backward(space, d, x.data(), w, b_.data(), act_, dy.data(), dw_.data(), db_.data(), partials,
+                               dz);
+    if (dz != nullptr) impl::conv_direct_input_grad(space, d, dz, w, dx.data());
     return;
   }
   auto g = geometry(x.shape(), form_);

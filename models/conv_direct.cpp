@@ -7,6 +7,7 @@
 // independent accumulators, which the host compiler keeps in vector registers.
 #include "conv_direct.hpp"
 
+#include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "pack.hpp"
 
@@ -26,8 +27,8 @@ struct Patch {
 
 // The input under the P x P output pixels at (h0, w0) of image b, with the SAME padding as zeros.
 template <int P, int CC>
-KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
-                                       std::int64_t w0, Patch<P, CC>& p) {
+KOKKOS_INLINE_FUNCTION void load_patch_as_is(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
+                                             std::int64_t w0, Patch<P, CC>& p) {
   std::int64_t const C = CC > 0 ? CC : d.channels;
   if (h0 >= 1 && h0 + P < d.height && w0 >= 1 && w0 + P < d.width) {  // interior: no padding to test for
     float const* src = x + ((b * d.height + h0 - 1) * d.width + w0 - 1) * C;
@@ -47,6 +48,17 @@ KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::i
   }
 }
 
+// The same, rounded to bf16 where the products take bf16 inputs.
+template <int P, int CC>
+KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
+                                       std::int64_t w0, Patch<P, CC>& p) {
+  load_patch_as_is(d, x, b, h0, w0, p);
+  if (!d.bf16) return;
+  std::int64_t const C = CC > 0 ? CC : d.channels;
+  for (int r = 0; r < (P + 2) * (P + 2); ++r)
+    for (std::int64_t c = 0; c < C; ++c) p.v[r][c] = round_to_bf16(p.v[r][c]);
+}
+
 // z[j][q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q of patch j + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for JB
 // patches j side by side (each weight pack loaded once for all of them), their P x P pixels q (row-major) and the
 // NV packs u of W channels from f0.
@@ -64,7 +76,7 @@ KOKKOS_INLINE_FUNCTION void conv_blocks(ConvDims const& d, Patch<P, CC> const* p
       for (std::int64_t c = 0; c < C; ++c) {
         float const* wk = w + ((kh * 3 + kw) * C + c) * d.features + f0;
         Pack<W> wv[NV];
-        for (int u = 0; u < NV; ++u) wv[u] = Pack<W>::load(wk + u * W);
+        for (int u = 0; u < NV; ++u) wv[u] = Pack<W>::load(wk + u * W);  // rounded already under bf16
         for (int j = 0; j < JB; ++j)
           for (int q = 0; q < P * P; ++q) {
             float const xv = p[j].v[(q / P + kh) * (P + 2) + q % P + kw][c];
@@ -174,6 +186,8 @@ void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, fl
                 for (int u = 0; u < NV; ++u) {
                   Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
                   for (int q = 0; q < P * P; ++q) g[jj][q][u] = activation_grad<A>(g[jj][q][u], gu);
+                  if (d.bf16)  // d loss / d z as the products' bf16 input (and so the input gradient's)
+                    for (int q = 0; q < P * P; ++q) g[jj][q][u] = g[jj][q][u].bf16();
                 }
                 if (dz != nullptr)
                   for (int q = 0; q < P * P; ++q)
@@ -298,9 +312,20 @@ struct Backward {
 };
 }  // namespace
 
+float const* conv_direct_weights(ExecSpace const& space, ConvDims const& d, float const* w, float* w16) {
+  if (matmul_precision() != MatmulPrecision::bf16) return w;
+  Kokkos::parallel_for(
+      "ktr::conv2d::direct_weights_bf16",
+      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, 9 * d.channels * d.features),
+      KOKKOS_LAMBDA(std::int64_t i) { w16[i] = round_to_bf16(w[i]); });
+  return w16;
+}
+
 // The kernels are instantiated once per activation, for host builds only (GPU builds take im2col + gemm).
-void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                         Activation act, float* y) {
+void conv_direct_forward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
+                         float const* b, Activation act, float* y) {
+  ConvDims d = dims;
+  d.bf16 = matmul_precision() == MatmulPrecision::bf16;
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
   host_builds_only([&](auto) {
@@ -311,9 +336,11 @@ void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const*
   });
 }
 
-void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
+void conv_direct_backward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
                           float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
+  ConvDims d = dims;
+  d.bf16 = matmul_precision() == MatmulPrecision::bf16;
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   if (dz != nullptr) zero_dropped(space, d, dz);
   // Two packs per pixel as well; backward_impl takes blocks of 2 positions when they are 16-float packs, so a
@@ -355,7 +382,7 @@ void conv_direct_input_grad(ExecSpace const& space, ConvDims const& d, float con
             float const* g = dz + ((n * H + oh) * W + ow) * F;
             for (std::int64_t c = 0; c < C; ++c) {
               float const* wk = w + ((kh * 3 + kw) * C + c) * F;
-              float s = 0.0f;
+              float s = 0.0f;  // under bf16, dz and w are rounded already (backward_impl, conv_direct_weights)
               for (std::int64_t f = 0; f < F; ++f) s += g[f] * wk[f];
               out[c] += s;
             }

@@ -1,6 +1,7 @@
 // Dense layers with few outputs, without BLAS: see dense_narrow.hpp.
 #include "dense_narrow.hpp"
 
+#include "../backends/gemm.hpp"
 #include "pack.hpp"
 
 #include <type_traits>
@@ -14,7 +15,8 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
 // Rows in groups of G; within a group the input runs in chunks of KC columns, each chunk of wt (NB x KC floats)
 // staying in L1 while the group's rows stream past it (per row, wt would stream from L2 at every row).
-template <int NB, class A>
+// R: bf16 inputs (the run's precision): x rounded as it is loaded, wt rounded by the transpose.
+template <int NB, class A, bool R>
 void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
                   float const* wt, float const* b, float* z, float* y) {
   constexpr int G = 4;
@@ -34,7 +36,7 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
             Pack<V> acc[NB];
             for (int n = 0; n < NB; ++n) acc[n] = part[i][n];
             for (std::int64_t k = k0; k < k1; k += V) {
-              Pack<V> const xv = Pack<V>::load(xr + k);
+              Pack<V> const xv = bf16_if<R>(Pack<V>::load(xr + k));
               for (int n = 0; n < NB; ++n) acc[n].fma(xv, Pack<V>::load(wt + n * K + k));
             }
             for (int n = 0; n < NB; ++n) part[i][n] = acc[n];
@@ -45,7 +47,7 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
           float tail[NB];
           for (int n = 0; n < NB; ++n) tail[n] = 0.0f;
           for (std::int64_t k = kv; k < K; ++k)
-            for (int n = 0; n < NB; ++n) tail[n] += x[r * K + k] * wt[n * K + k];
+            for (int n = 0; n < NB; ++n) tail[n] += bf16_if<R>(x[r * K + k]) * wt[n * K + k];
           for (int n = 0; n < NB; ++n)
             if (n < N) {
               float const v = b[n] + (part[i][n].sum() + tail[n]);
@@ -58,7 +60,7 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
 
 // U packs of k per iteration (two where the vector registers hold 2 NB accumulators: AVX-512); the rows run in
 // blocks of RB whose dy is first copied into a zero-padded (RB, NB) tile, so the inner loop has no bounds tests.
-template <int NB>
+template <int NB, bool R>
 void kernel_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
                       float const* dy, float* dw) {
   constexpr int U = V == 16 ? 2 : 1;
@@ -74,16 +76,16 @@ void kernel_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, st
         for (std::int64_t r0 = 0; r0 < B; r0 += RB) {
           int const rows = B - r0 < RB ? int(B - r0) : RB;
           for (int i = 0; i < rows; ++i)
-            for (int n = 0; n < NB; ++n) g[i][n] = n < N ? dy[(r0 + i) * N + n] : 0.0f;
+            for (int n = 0; n < NB; ++n) g[i][n] = n < N ? bf16_if<R>(dy[(r0 + i) * N + n]) : 0.0f;
           for (int i = 0; i < rows; ++i) {
             float const* xr = x + (r0 + i) * K + k0;
             Pack<V> xv[U];
             if (m == U * V) {
-              for (int u = 0; u < U; ++u) xv[u] = Pack<V>::load(xr + u * V);
+              for (int u = 0; u < U; ++u) xv[u] = bf16_if<R>(Pack<V>::load(xr + u * V));
             } else {
               float part[U * V];
               for (int j = 0; j < U * V; ++j) part[j] = j < m ? xr[j] : 0.0f;
-              for (int u = 0; u < U; ++u) xv[u] = Pack<V>::load(part + u * V);
+              for (int u = 0; u < U; ++u) xv[u] = bf16_if<R>(Pack<V>::load(part + u * V));
             }
             for (int n = 0; n < NB; ++n)
               for (int u = 0; u < U; ++u) acc[u][n].fma(g[i][n], xv[u]);
@@ -98,7 +100,7 @@ void kernel_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, st
       });
 }
 
-template <int NB>
+template <int NB, bool R>
 void input_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* dy,
                      float const* wt, float* dx) {
   constexpr int T = 4;  // packs of k per iteration: independent accumulators
@@ -109,7 +111,7 @@ void input_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std
       KOKKOS_LAMBDA(std::int64_t t, std::int64_t r) {
         std::int64_t const k0 = t * T * V;
         float g[NB];
-        for (int n = 0; n < NB; ++n) g[n] = n < N ? dy[r * N + n] : 0.0f;
+        for (int n = 0; n < NB; ++n) g[n] = n < N ? bf16_if<R>(dy[r * N + n]) : 0.0f;
         if (k0 + T * V <= K) {
           Pack<V> acc[T];
           for (int u = 0; u < T; ++u) acc[u] = Pack<V>::zero();
@@ -152,12 +154,15 @@ std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t feature
 void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t N, float const* w, float* wt) {
   constexpr std::int64_t chunk = 64;  // rows of w per iteration, read contiguously
   std::int64_t const NB = padded_rows(N);
+  bool const r16 = matmul_precision() == MatmulPrecision::bf16;  // the copy the kernels read is rounded
   Kokkos::parallel_for(
       "ktr::dense::narrow_transpose", Range(space, 0, (K + chunk - 1) / chunk), KOKKOS_LAMBDA(std::int64_t c) {
         std::int64_t const k1 = (c + 1) * chunk < K ? (c + 1) * chunk : K;
         for (std::int64_t n = 0; n < NB; ++n) {
           float* KOKKOS_RESTRICT const row = wt + n * K;
-          if (n < N)
+          if (n < N && r16)
+            for (std::int64_t k = c * chunk; k < k1; ++k) row[k] = round_to_bf16(w[k * N + n]);
+          else if (n < N)
             for (std::int64_t k = c * chunk; k < k1; ++k) row[k] = w[k * N + n];
           else
             for (std::int64_t k = c * chunk; k < k1; ++k) row[k] = 0.0f;
@@ -170,8 +175,11 @@ void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K
                           float const* wt, float const* b, Activation act, float* z, float* y) {
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
-      with_rows(N,
-                [&](auto nb) { forward_impl<decltype(nb)::value, decltype(a)>(space, B, K, N, x, wt, b, z, y); });
+      with_bf16_inputs([&](auto r) {
+        with_rows(N, [&](auto nb) {
+          forward_impl<decltype(nb)::value, decltype(a), decltype(r)::value>(space, B, K, N, x, wt, b, z, y);
+        });
+      });
     });
   });
 }
@@ -179,14 +187,22 @@ void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K
 void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                               float const* x, float const* dy, float* dw) {
   host_builds_only([&](auto) {
-    with_rows(N, [&](auto nb) { kernel_grad_impl<decltype(nb)::value>(space, B, K, N, x, dy, dw); });
+    with_bf16_inputs([&](auto r) {
+      with_rows(N, [&](auto nb) {
+        kernel_grad_impl<decltype(nb)::value, decltype(r)::value>(space, B, K, N, x, dy, dw);
+      });
+    });
   });
 }
 
 void dense_narrow_input_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                              float const* dy, float const* wt, float* dx) {
   host_builds_only([&](auto) {
-    with_rows(N, [&](auto nb) { input_grad_impl<decltype(nb)::value>(space, B, K, N, dy, wt, dx); });
+    with_bf16_inputs([&](auto r) {
+      with_rows(N, [&](auto nb) {
+        input_grad_impl<decltype(nb)::value, decltype(r)::value>(space, B, K, N, dy, wt, dx);
+      });
+    });
   });
 }
 

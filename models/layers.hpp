@@ -152,6 +152,8 @@ class Conv2D : public KernelBiasLayer {
                 Tensor const& dx) override;
 
  private:
+  std::int64_t direct_w16_offset(Shape const& in) const;  // the direct kernels' bf16 weights in scratch
+
   ConvAlgorithm algorithm_;
   ConvForm form_;
   int pool_ = 1;

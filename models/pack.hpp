@@ -9,8 +9,11 @@
 // build targets AVX-512, Pack<16> is one such vector too (host_pack_width says which is widest).
 #pragma once
 
+#include "../core/bf16.hpp"
+
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
 #include <type_traits>
 
 namespace ktr::impl {
@@ -66,6 +69,12 @@ struct Pack {
     for (int i = 0; i < W; ++i) r.v[i] = z.v[i] > 0.0f ? a.v[i] : 0.0f;
     return r;
   }
+  /// Every element rounded to bfloat16 (round_to_bf16).
+  KOKKOS_INLINE_FUNCTION Pack bf16() const {
+    Pack r;
+    for (int i = 0; i < W; ++i) r.v[i] = round_to_bf16(v[i]);
+    return r;
+  }
 };
 
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
@@ -110,7 +119,37 @@ struct Pack<W, std::enable_if_t<W == 8 || W == 16>> {
   static KOKKOS_INLINE_FUNCTION Pack where_positive(Pack const& z, Pack const& a) {
     return Pack{z.v > 0.0f ? a.v : V{}};
   }
+  /// Every element rounded to bfloat16 (round_to_bf16, as integer vector operations).
+  KOKKOS_INLINE_FUNCTION Pack bf16() const {
+    typedef std::uint32_t U __attribute__((vector_size(4 * W)));
+    typedef std::int32_t M __attribute__((vector_size(4 * W)));
+    U u;
+    __builtin_memcpy(&u, &v, sizeof(V));
+    U const rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    U const quiet = (u | 0x00400000u) & 0xffff0000u;  // NaN stays NaN
+    U const nan = U(M(v != v));
+    U const out = (nan & quiet) | (~nan & rounded);
+    Pack r;
+    __builtin_memcpy(&r.v, &out, sizeof(V));
+    return r;
+  }
 };
 #endif
+
+/// x, or x rounded to bfloat16 where R (a kernel instantiated for bf16 inputs).
+template <bool R, int W>
+KOKKOS_INLINE_FUNCTION Pack<W> bf16_if(Pack<W> const& x) {
+  if constexpr (R)
+    return x.bf16();
+  else
+    return x;
+}
+template <bool R>
+KOKKOS_INLINE_FUNCTION float bf16_if(float x) {
+  if constexpr (R)
+    return round_to_bf16(x);
+  else
+    return x;
+}
 
 }  // namespace ktr::impl
