@@ -436,7 +436,10 @@ int train(int argc, char* argv[]) {
   if (!lead && !std::freopen("/dev/null", "w", stdout))
     throw Error("cannot silence rank " + std::to_string(comm.rank()));
   RunConfig config = config_from_flags(app, f);
-  MatmulPrecision const precision = parse_matmul_precision(f.precision);
+  // --precision, else the --config file's general.precision, else fp32; a resume continues in its checkpoint's
+  // unless --precision says otherwise.
+  bool const precision_given = given(app, "--precision");
+  if (precision_given) (void)parse_matmul_precision(f.precision, "--precision");  // refused before any work
   // Every output is checked before any work: a run never trains for an epoch to fail on its first write.
   if (!f.ckpt_path.empty()) check_checkpoint_output(f.ckpt_path, "--checkpoint");
   if (!f.metrics_path.empty() && lead) MetricsFile::check(f.metrics_path, !f.resume.empty());
@@ -449,7 +452,16 @@ int train(int argc, char* argv[]) {
     if (given(app, "--accumulate"))  // the trajectory does not depend on it
       set_run_setting(config, "accumulate", f.setting["accumulate"]);
   }
-  config.precision = precision;  // the run's own, not the process's
+  if (precision_given) {
+    config.precision = parse_matmul_precision(f.precision, "--precision");
+  } else {
+    std::string const why = matmul_unavailable(config.precision);
+    std::string const from =
+        !f.resume.empty() ? f.resume + ": records precision " : f.config_path + ": general.precision ";
+    KTR_REQUIRE(why.empty(), from + matmul_precision_name(config.precision),
+                why + " (--precision fp32 runs it in fp32)");
+  }
+  MatmulPrecision const precision = config.precision;  // the run's own, not the process's
   auto const t_load = std::chrono::steady_clock::now();
   RunData const data = load_run_data(f.data, !f.no_eval, config.seed);
   bool const evaluate = !f.no_eval && data.test.count > 0;

@@ -337,7 +337,11 @@ ktr_result_t create_model(char const* name, char const* config_file, int device,
     e->config_text = read_config_text(config_file);
     e->cfg = parse_config(e->config_text, config_file);
     if (g_next_seed) e->cfg.run.seed = *g_next_seed;
-    if (options.tf32 && matmul_tf32_available()) e->cfg.run.precision = MatmulPrecision::tf32;
+    // TorchFort's set_cuda_allow_tf32 changes the default only: a file's general.precision is what it says.
+    if (options.tf32 && !e->cfg.has_precision && matmul_tf32_available())
+      e->cfg.run.precision = MatmulPrecision::tf32;
+    std::string const unavailable = matmul_unavailable(e->cfg.run.precision);
+    KTR_REQUIRE(unavailable.empty(), std::string(config_file) + ": general.precision", unavailable);
     e->torchfort = options.torchfort;
     if (options.torchfort && e->cfg.run.optimizer.schedule.kind == Schedule::Kind::cosine)
       e->cfg.run.optimizer.schedule.periodic = true;  // PyTorch's CosineAnnealingLR: on past T_max, periodically

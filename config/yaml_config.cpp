@@ -201,6 +201,11 @@ void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Dr
            }},
           {"buffer_size", r.setting(general_settings(), c.general, "buffer_size")},
           {"seed", r.setting(c.run, "seed")},
+          {"precision",  // the run's: fp32, tf32 or bf16 (whether this build can run it is checked at creation)
+           [&](auto const& v, auto const& key) {
+             r.setting(c.run, "precision")(v, key);
+             c.has_precision = true;
+           }},
           {"normalize", r.setting(general_settings(), c.general, "normalize")},
           {"enable_wandb_hook", r.setting(general_settings(), c.general, "enable_wandb_hook")},
       });

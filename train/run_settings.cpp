@@ -142,12 +142,18 @@ std::vector<RunSetting> make_table() {
   normalize.required = false;  // version 1 did not record it (run_config then says `recorded`)
   t.push_back(normalize);
   RunSetting precision = word(
-      "precision", {"fp32", "tf32"}, "matmul arithmetic: fp32, or tf32 (CUDA tensor cores)",
+      "precision", {"fp32", "tf32", "bf16"},
+      "matmul and convolution arithmetic: fp32, tf32 (CUDA tensor cores), or bf16 (mixed precision: bf16 inputs, "
+      "fp32 accumulation, parameters and optimiser state; oneDNN on AMX / AVX512-BF16 CPUs, CUDA tensor cores)",
       [](RunConfig const& c) { return std::string(matmul_precision_name(c.precision)); },
       [](RunConfig& c, std::string const& v) {
-        c.precision = v == "tf32" ? MatmulPrecision::tf32 : MatmulPrecision::fp32;
+        c.precision = v == "tf32"   ? MatmulPrecision::tf32
+                      : v == "bf16" ? MatmulPrecision::bf16
+                                    : MatmulPrecision::fp32;
       });
-  precision.recorded = false;  // a resumed run chooses its own
+  // Recorded (a resume continues in the run's precision unless told otherwise); fp32 is not written, so fp32
+  // checkpoints are what they were, and older checkpoints read as fp32.
+  precision.omit_default = true, precision.required = false;
   t.push_back(precision);
   return t;
 }

@@ -117,6 +117,11 @@ std::string runtime_info() {
 #endif
   s += "gemm:              " + gemm_backend() + "\n";
   s += "host BLAS:         " + host_blas() + "\n";
+  std::string precisions = "fp32";
+  for (MatmulPrecision p : {MatmulPrecision::tf32, MatmulPrecision::bf16})
+    if (matmul_unavailable(p).empty()) precisions += std::string(", ") + matmul_precision_name(p);
+  s += "precisions:        " + precisions + "\n";
+  s += "bf16 matmuls:      " + matmul_bf16_backend() + "\n";
   s += "GPU architecture:  " + gpu_architecture() + "\n";
   s += "host architecture: " + host_architecture() + "\n";
 #if defined(KTR_ENABLE_MPI)

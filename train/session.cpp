@@ -108,8 +108,7 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
              micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
       state_(space, model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
              Parallelism{comm, config.accumulate, DataLayout::replicated}) {
-  KTR_REQUIRE(config.precision == MatmulPrecision::fp32 || matmul_tf32_available(), "ktr::Session",
-              std::string("tf32 needs a CUDA build (this build runs on ") + ExecSpace::name() + ")");
+  KTR_REQUIRE(matmul_unavailable(config.precision).empty(), "ktr::Session", matmul_unavailable(config.precision));
   state_.precision = config.precision;
   state_.normalize = config.normalize;
   state_.regression = config.loss;

@@ -21,8 +21,9 @@ struct RunConfig {
   Reduction reduction = Reduction::mean;              ///< of the element losses (checkpoints record sum)
   NormalizeMode normalize = NormalizeMode::standard;  ///< how `norm` was chosen (checkpoints record the name)
   Normalization norm;  ///< the input transform the gather applies (kept in checkpoints)
-  /// The arithmetic of the run's matrix products (fp32, or tf32 on CUDA builds); not recorded in checkpoints (a
-  /// resumed run chooses its own, as `ktr train --resume --precision` does).
+  /// The arithmetic of the run's matrix products and convolutions: fp32, tf32 (CUDA builds) or bf16 (mixed
+  /// precision: backends/gemm.hpp). Checkpoints record a precision other than fp32; a resume continues in it
+  /// unless told otherwise (`ktr train --resume --precision`).
   MatmulPrecision precision = MatmulPrecision::fp32;
 };
 
