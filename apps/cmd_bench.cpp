@@ -46,8 +46,10 @@ int bench(int argc, char* argv[]) {
   pipeline->add_option("--json", o.json, "write the results as JSON");
   pipeline->add_option("--plot", o.plot, "write a gnuplot PNG");
   model_options(pipeline, o.models, o.mlp_batch, o.cnn_batch);
-  pipeline->add_option("--precision", o.precision, "fp32, or tf32 (CUDA)")
-      ->check(one_of({"fp32", "tf32"}))
+  pipeline
+      ->add_option("--precision", o.precision,
+                   "fp32, tf32 (CUDA) or bf16 (CUDA; oneDNN on CPUs with AVX512-BF16 or AMX)")
+      ->check(one_of({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   pipeline->add_option("--threads", threads, "host threads")->check(thread_count());
   auto* profile = app.add_subcommand("profile", "where a training step's time goes, kernel by kernel");
@@ -57,6 +59,9 @@ int bench(int argc, char* argv[]) {
       ->capture_default_str();
   profile->add_option("--k", po.k, "steps per dispatch")->check(integer_in(1, 1 << 16))->capture_default_str();
   model_options(profile, po.models, po.mlp_batch, po.cnn_batch);
+  profile->add_option("--precision", po.precision, "fp32, tf32 (CUDA) or bf16")
+      ->check(one_of({"fp32", "tf32", "bf16"}))
+      ->capture_default_str();
   profile->add_option("--threads", threads, "host threads")->check(thread_count());
   std::string const which = argc > 2 ? argv[2] : "";
   if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile")

@@ -42,6 +42,7 @@ struct ProfileOptions {
   std::int64_t steps = 64;  // a multiple of k
   int k = 16;               // steps per dispatch
   std::int64_t mlp_batch = 256, cnn_batch = 32;
+  std::string precision = "fp32";  // the sessions' (refused where the build cannot run it)
 };
 /// Where a training step's time goes, kernel by kernel (KernelTimer), beside the unprofiled step.
 int run_profile(ExecSpace const& space, ProfileOptions const& options);

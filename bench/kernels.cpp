@@ -5,7 +5,10 @@
 //   Adam update over the MLP arena     GB/s   vs  device copy GB/s
 //   model forward + backward           GFLOP/s vs large-sgemm GFLOP/s   (MLP, SimpleCNN and a U-Net on 16x16
 //                                                                        fields, batch 32 and 256)
+//   the same in bf16, where it runs    GFLOP/s vs large bf16 gemm GFLOP/s (the same entry point in bf16:
+//                                                                        oneDNN on hosts, cuBLAS on GPUs)
 //   empty-kernel launch cost
+#include <ktr/backends/gemm.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/data/dataset.hpp>
 #include <ktr/models/loss.hpp>
@@ -108,21 +111,33 @@ int run_kernels(ExecSpace const& space, bool quick) {
   // The field surrogate of the U-Net issue: 16x16 fields, a skip across a max pool, mse over every element.
   std::string const unet =
       "in=16x16x1 conv3x3:16:relu save:a maxpool2 conv3x3:32:relu upsample2 concat:a conv3x3:16:relu conv1x1:1";
-  std::vector<double> samples(6);
+  // bf16 (where this build and machine run it): each model again, beside a bf16 gemm of the same size.
+  bool const bf16 = matmul_bf16_available();
+  auto bf16_gemm = [&space, n, quick] {
+    ScopedMatmulPrecision const p(MatmulPrecision::bf16);
+    return sgemm_gflops(space, n, quick ? 1 : 3, 1);
+  };
+  std::vector<double> samples(12);
   int slot = 0;
-  for (auto const& [name, desc] : {std::pair<char const*, std::string>{"mlp", Model::mlp()},
-                                   std::pair<char const*, std::string>{"cnn", Model::simple_cnn()},
-                                   std::pair<char const*, std::string>{"unet", unet}}) {
-    for (std::int64_t b : {32, 256}) {
-      std::int64_t const batch = quick ? b / 8 : b;  // two distinct rows per model (4 and 32)
-      double* sps = &samples[std::size_t(slot++)];
-      rows.push_back(Row{std::string(name) + " fwd+bwd batch " + std::to_string(batch), "GF/s", "sgemm",
-                         [&space, desc = desc, batch, sps] {
-                           ModelRate const r = model_rate(space, desc, batch);
-                           *sps = r.samples_per_s;
-                           return r.gflops;
-                         },
-                         sgemm});
+  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    if (precision == MatmulPrecision::bf16 && !bf16) continue;
+    std::string const tag = precision == MatmulPrecision::bf16 ? " bf16" : "";
+    for (auto const& [name, desc] : {std::pair<char const*, std::string>{"mlp", Model::mlp()},
+                                     std::pair<char const*, std::string>{"cnn", Model::simple_cnn()},
+                                     std::pair<char const*, std::string>{"unet", unet}}) {
+      for (std::int64_t b : {32, 256}) {
+        std::int64_t const batch = quick ? b / 8 : b;  // two distinct rows per model (4 and 32)
+        double* sps = &samples[std::size_t(slot++)];
+        rows.push_back(Row{std::string(name) + tag + " fwd+bwd batch " + std::to_string(batch), "GF/s",
+                           tag.empty() ? "sgemm" : "bf16mm",
+                           [&space, desc = desc, batch, sps, precision] {
+                             ScopedMatmulPrecision const p(precision);
+                             ModelRate const r = model_rate(space, desc, batch);
+                             *sps = r.samples_per_s;
+                             return r.gflops;
+                           },
+                           tag.empty() ? std::function<double()>(sgemm) : std::function<double()>(bf16_gemm)});
+      }
     }
   }
 
@@ -147,6 +162,12 @@ int run_kernels(ExecSpace const& space, bool quick) {
   std::printf("(samples/s of the last round: mlp %s / %s, cnn %s / %s, unet %s / %s at the two batches)\n",
               num(samples[0], 0).c_str(), num(samples[1], 0).c_str(), num(samples[2], 0).c_str(),
               num(samples[3], 0).c_str(), num(samples[4], 0).c_str(), num(samples[5], 0).c_str());
+  if (bf16)
+    std::printf("(bf16: mlp %s / %s, cnn %s / %s, unet %s / %s; bf16 matmuls: %s)\n", num(samples[6], 0).c_str(),
+                num(samples[7], 0).c_str(), num(samples[8], 0).c_str(), num(samples[9], 0).c_str(),
+                num(samples[10], 0).c_str(), num(samples[11], 0).c_str(), matmul_bf16_backend().c_str());
+  else
+    std::printf("(no bf16 rows: %s)\n", matmul_unavailable(MatmulPrecision::bf16).c_str());
   return 0;
 }
 

@@ -38,10 +38,10 @@ struct Result {
   std::int64_t batch;
   double step_ms, samples_per_s, speedup;
   bool available;
-  std::string note;                   // why not available
-  std::string precision;              // what its gemm calls ran: "fp32", "tf32", or "mixed"
-  std::int64_t gemm_fp32, gemm_tf32;  // its gemm calls per precision (warm-up, capture and timed rounds)
-  int rounds;                         // timed rounds behind the median
+  std::string note;                              // why not available
+  std::string precision;                         // what its gemm calls ran: "fp32", "tf32", "bf16", or "mixed"
+  std::int64_t gemm_fp32, gemm_tf32, gemm_bf16;  // its gemm calls per precision (warm-up, capture, timed rounds)
+  int rounds;                                    // timed rounds behind the median
 };
 
 std::vector<int> parse_ks(std::string const& text) {
@@ -147,11 +147,12 @@ void plot(std::string const& path, std::vector<Result> const& results) {
 
 namespace {
 
-// "fp32" or "tf32", by name only: whether the build can run it is the sessions' to say (ktr::Session refuses tf32
-// where there is none), so a request is passed on to every variant, never changed on the way.
+// "fp32", "tf32" or "bf16", by name only: whether the build can run it is the sessions' to say (ktr::Session
+// refuses one it cannot run), so a request is passed on to every variant, never changed on the way.
 MatmulPrecision precision_named(std::string const& name) {
-  KTR_REQUIRE(name == "fp32" || name == "tf32", "--precision", "must be fp32 or tf32, got '" + name + "'");
-  return name == "tf32" ? MatmulPrecision::tf32 : MatmulPrecision::fp32;
+  KTR_REQUIRE(name == "fp32" || name == "tf32" || name == "bf16", "--precision",
+              "must be fp32, tf32 or bf16, got '" + name + "'");
+  return name == "tf32" ? MatmulPrecision::tf32 : name == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::fp32;
 }
 
 // One variant: its own session (the requested precision), how it runs n steps, its timed rounds and gemm calls.
@@ -161,17 +162,24 @@ struct Variant {
   std::unique_ptr<Session> session;
   std::function<void(std::int64_t)> run;
   std::vector<double> seconds;
-  std::int64_t gemm[2] = {0, 0};  // per MatmulPrecision
+  std::int64_t gemm[matmul_precision_count] = {};  // per MatmulPrecision
 
   void run_counted(std::int64_t steps) {
-    std::int64_t const f0 = gemm_calls(MatmulPrecision::fp32), t0 = gemm_calls(MatmulPrecision::tf32);
+    std::int64_t before[matmul_precision_count];
+    for (int p = 0; p < matmul_precision_count; ++p) before[p] = gemm_calls(MatmulPrecision(p));
     run(steps);
-    gemm[0] += gemm_calls(MatmulPrecision::fp32) - f0;
-    gemm[1] += gemm_calls(MatmulPrecision::tf32) - t0;
+    for (int p = 0; p < matmul_precision_count; ++p) gemm[p] += gemm_calls(MatmulPrecision(p)) - before[p];
   }
 };
 
-char const* ran(std::int64_t fp32, std::int64_t tf32) { return tf32 == 0 ? "fp32" : fp32 == 0 ? "tf32" : "mixed"; }
+// The one precision a variant's gemm calls ran in, or "mixed".
+std::string ran(std::int64_t const (&gemm)[matmul_precision_count]) {
+  std::string only = "fp32";
+  int used = 0;
+  for (int p = 0; p < matmul_precision_count; ++p)
+    if (gemm[p] > 0) ++used, only = matmul_precision_name(MatmulPrecision(p));
+  return used > 1 ? "mixed" : only;
+}
 
 // One model's variants, created before anything is measured.
 struct ModelBench {
@@ -242,8 +250,8 @@ std::vector<Result> medians(ModelBench const& b, std::int64_t steps) {
     double const rate = double(steps * b.config.batch) / median;
     if (v.name == "naive") naive_rate = rate;
     out.push_back(Result{b.model, v.name, v.k, b.config.batch, 1e3 * median / double(steps), rate,
-                         naive_rate > 0 ? rate / naive_rate : 0, true, "", ran(v.gemm[0], v.gemm[1]), v.gemm[0],
-                         v.gemm[1], int(v.seconds.size())});
+                         naive_rate > 0 ? rate / naive_rate : 0, true, "", ran(v.gemm), v.gemm[0], v.gemm[1],
+                         v.gemm[2], int(v.seconds.size())});
   }
   return out;
 }
@@ -267,7 +275,8 @@ std::string json_text(ExecSpace const& space, PipelineOptions const& o, Limits c
     j += "    {\"model\": \"" + r.model + "\", \"variant\": \"" + r.variant + "\", \"k\": " + std::to_string(r.k) +
          ", \"batch\": " + std::to_string(r.batch) + ", \"available\": " + (r.available ? "true" : "false") +
          ", \"precision\": \"" + r.precision + "\", \"gemm_calls_fp32\": " + std::to_string(r.gemm_fp32) +
-         ", \"gemm_calls_tf32\": " + std::to_string(r.gemm_tf32) + ", \"rounds\": " + std::to_string(r.rounds) +
+         ", \"gemm_calls_tf32\": " + std::to_string(r.gemm_tf32) +
+         ", \"gemm_calls_bf16\": " + std::to_string(r.gemm_bf16) + ", \"rounds\": " + std::to_string(r.rounds) +
          ", \"step_ms\": " + num(r.step_ms, 4) + ", \"samples_per_s\": " + num(r.samples_per_s, 1) +
          ", \"speedup_vs_naive\": " + num(r.speedup, 3) +
          (r.note.empty() ? std::string() : ", \"note\": \"" + r.note + "\"") + "}" +
@@ -333,7 +342,7 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
       std::string const& why = it->session->state().capture_error();
       if (it->name.rfind("graph-", 0) == 0 && !why.empty()) {
         failed.push_back(Result{model, it->name, it->k, config.batch, 0, 0, 0, false, "capture failed: " + why,
-                                ran(it->gemm[0], it->gemm[1]), it->gemm[0], it->gemm[1], 0});
+                                ran(it->gemm), it->gemm[0], it->gemm[1], it->gemm[2], 0});
         it = b.variants.erase(it);
       } else {
         ++it;
@@ -345,15 +354,15 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
     }
     for (auto const& r : medians(b, o.steps)) {
       results.push_back(r);
-      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx %s (%lld fp32, %lld tf32)\n", model.c_str(),
+      std::printf("%-4s %-13s %5lld %6lld %12s %12s %9sx %s (%lld fp32, %lld tf32, %lld bf16)\n", model.c_str(),
                   r.variant.c_str(), (long long)r.batch, (long long)(o.steps * o.rounds),
                   num(r.step_ms, 3).c_str(), num(r.samples_per_s, 0).c_str(), num(r.speedup, 2).c_str(),
-                  r.precision.c_str(), (long long)r.gemm_fp32, (long long)r.gemm_tf32);
+                  r.precision.c_str(), (long long)r.gemm_fp32, (long long)r.gemm_tf32, (long long)r.gemm_bf16);
     }
     if (!CapturedProgram::supported()) {
       for (int k : ks)
         results.push_back(Result{model, "graph-" + std::to_string(k), k, config.batch, 0, 0, 0, false,
-                                 CapturedProgram::unsupported_reason(), "", 0, 0, 0});
+                                 CapturedProgram::unsupported_reason(), "", 0, 0, 0, 0});
       std::printf("%-4s %-13s (%s: the plain loop above is the same kernels)\n", model.c_str(), "graph-K",
                   CapturedProgram::unsupported_reason().c_str());
     }

@@ -39,8 +39,10 @@ int run_profile(ExecSpace const& space, ProfileOptions const& o) {
       (long long)o.steps, o.k);
 
   for (std::string const& model : model_names(o.models)) {
-    RunConfig const config = model_config(model, o.mlp_batch, o.cnn_batch);
+    RunConfig config = model_config(model, o.mlp_batch, o.cnn_batch);
+    config.precision = parse_matmul_precision(o.precision, "--precision");
     Session s(config, o.k);
+    ScopedMatmulPrecision const precision(config.precision);  // train_steps runs in the caller's
     auto const run = [&] {  // o.steps steps in dispatches of K, one read-back each
       for (std::int64_t i = 0; i < o.steps / o.k; ++i) {
         train_steps(space, s.state(), s.model(), data, o.k);
