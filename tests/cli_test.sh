@@ -2,7 +2,7 @@
 # End-to-end checks of the `ktr` command line, one case per CTest test:
 #   cli_test.sh KTR_BINARY CASE
 # Cases: flags, data-errors, resume, corrupt-checkpoint, interrupt, validation, divergence, checkpoint-safety,
-# metrics, arrays, interop, hostile, roundtrip, accumulate; with an MPI build mpi-equal, mpi-resume, mpi-failure (KTR_MPIEXEC: mpirun).
+# metrics, arrays, interop, hostile, roundtrip, accumulate, config, bf16; with an MPI build mpi-equal, mpi-resume, mpi-failure (KTR_MPIEXEC: mpirun).
 # accumulate and mpi-* compare checkpoints with KTR_CKPT_COMPARE (tests/ckpt_compare.cpp). Each works in its own
 # temporary directory on a small synthetic dataset written by `ktr synth`.
 set -uo pipefail
@@ -392,6 +392,10 @@ concat:a conv3x3:16:relu conv1x1:1" --epochs 3 --batch 32 2>&1) || fail "U-Net t
     # ktr bench kernels --quick prints each row once.
     rows=$("$ktr" bench kernels --quick | grep -E "^(mlp|cnn|unet) fwd\+bwd" | cut -c1-40)
     [[ $(wc -l <<<"$rows") -eq 6 && -z $(sort <<<"$rows" | uniq -d) ]] || fail "bench kernels --quick rows: $rows"
+    if "$ktr" info | grep -qE "^precisions: .*bf16"; then  # and each again in bf16, beside the bf16 matmul
+      rows=$("$ktr" bench kernels --quick | grep -E "^(mlp|cnn|unet) bf16 fwd\+bwd .* bf16mm " | cut -c1-40)
+      [[ $(wc -l <<<"$rows") -eq 6 ]] || fail "bench kernels --quick bf16 rows: $rows"
+    fi
     ;;
   roundtrip)
     # export -> import -> eval gives the same figures as the checkpoint itself, for every kind of checkpoint ktr
@@ -561,6 +565,48 @@ YAML
       grep -qE "no such directory|not expected: .*--bogus|--batch: 32 is not a multiple of ranks x accumulate = 2 x 5" <<<"$out" || fail "'$bad': the rank's message is missing: $out"
       echo "'$bad' on rank 1: exit $rc after ${elapsed}s"
     done
+    ;;
+  bf16)
+    # --precision bf16: trains to fp32's accuracy, records its precision, resumes in it (bit for bit), and where
+    # bf16 cannot run (KTR_BF16=off stands in for a CPU without AVX512-BF16 / AMX) says why and how to go on.
+    synth
+    if ! "$ktr" info | grep -qE "^precisions: .*bf16"; then
+      expect 1 "--precision: .*bf16" -- train --epochs 1 --precision bf16
+      echo "SKIP [bf16]: bf16 cannot run here ($("$ktr" info | sed -n 's/^bf16 matmuls: *//p')); its refusal checked"
+      exit 0
+    fi
+    accuracy() { sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p' "$1" | tail -n1; }
+    train --epochs 3 --seed 5 --checkpoint "$work/f.ckpt" >"$work/f.log" 2>&1 || fail "fp32 run: $(cat "$work/f.log")"
+    train --epochs 3 --seed 5 --precision bf16 --checkpoint "$work/b.ckpt" >"$work/b.log" 2>&1 ||
+      fail "bf16 run: $(cat "$work/b.log")"
+    grep -q "matmul bf16" "$work/b.log" || fail "the bf16 run does not say so: $(cat "$work/b.log")"
+    fa=$(accuracy "$work/f.log") ba=$(accuracy "$work/b.log")
+    awk -v f="$fa" -v b="$ba" 'BEGIN { exit !(f != "" && b != "" && b >= f - 3) }' ||
+      fail "bf16 accuracy $ba% is more than 3 points below fp32's $fa%"
+    cmp -s "$work/f.ckpt" "$work/b.ckpt" && fail "the bf16 run computed what the fp32 run did"
+    # Resumed without --precision: continues in bf16 and ends where the uninterrupted run did.
+    train --epochs 1 --seed 5 --precision bf16 --checkpoint "$work/half.ckpt" >/dev/null 2>&1 || fail "half run"
+    "$ktr" train --data "$work/data" --epochs 3 --resume "$work/half.ckpt" --checkpoint "$work/r.ckpt" \
+      >"$work/r.log" 2>&1 || fail "resume: $(cat "$work/r.log")"
+    grep -q "matmul bf16" "$work/r.log" || fail "the resume left bf16: $(cat "$work/r.log")"
+    cmp -s "$work/b.ckpt" "$work/r.ckpt" || fail "the resumed bf16 run differs from the uninterrupted one"
+    expect 1 "half.ckpt: records precision bf16: bf16 is switched off.*--precision fp32" -- \
+      env KTR_BF16=off "$ktr" train --data "$work/data" --epochs 2 --resume "$work/half.ckpt"
+    expect 0 "matmul fp32" -- env KTR_BF16=off "$ktr" train --data "$work/data" --epochs 2 --resume \
+      "$work/half.ckpt" --precision fp32 --checkpoint "$work/r32.ckpt"
+    expect 1 "--precision: bf16 is switched off" -- env KTR_BF16=off "$ktr" train --data "$work/data" --precision bf16
+    expect 2 "--precision" -- train --precision bf17
+    # The YAML's general.precision, and the flag over it.
+    cat >"$work/b.yaml" <<'YAML'
+general: {batch_size: 32, seed: 5, precision: bf16}
+model: {type: ktr, description: "in=28x28x1 flatten dense:32:relu dense:10"}
+loss: {type: cross_entropy}
+optimizer: {type: adam, parameters: {learning_rate: 0.001}}
+YAML
+    expect 0 "matmul bf16" -- "$ktr" train --data "$work/data" --config "$work/b.yaml" --epochs 1
+    expect 0 "matmul fp32" -- "$ktr" train --data "$work/data" --config "$work/b.yaml" --epochs 1 --precision fp32
+    expect 1 "b.yaml: general.precision bf16: bf16 is switched off" -- \
+      env KTR_BF16=off "$ktr" train --data "$work/data" --config "$work/b.yaml" --epochs 1
     ;;
   *) fail "unknown case" ;;
 esac

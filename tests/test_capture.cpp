@@ -305,7 +305,7 @@ TEST(Capture, TwoHostThreadsOnTwoStreams) {
 TEST(Capture, Tf32IsOptInAndCloseToFp32) {
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the default
   EXPECT_EQ(ktr::parse_matmul_precision("fp32"), ktr::MatmulPrecision::fp32);
-  EXPECT_THROW(ktr::parse_matmul_precision("bf16"), ktr::Error);
+  EXPECT_THROW(ktr::parse_matmul_precision("fp16"), ktr::Error);
   RunConfig tf32_config = config(kMlp);
   tf32_config.precision = ktr::MatmulPrecision::tf32;
   if (!ktr::matmul_tf32_available()) {
@@ -336,6 +336,71 @@ TEST(Capture, Tf32IsOptInAndCloseToFp32) {
     any_different |= mtf.loss[std::size_t(i)] != m32.loss[std::size_t(i)];
   }
   EXPECT_TRUE(any_different) << "the TF32 run's losses equal the FP32 run's bit for bit: it ran FP32";
+}
+
+// bf16 mixed precision as a run's setting: every gemm of its dispatches (plain, or captured where the backend
+// captures) runs bf16, none of an fp32 run's does, and the trajectory stays near fp32's.
+TEST(Capture, Bf16IsARunsOwnPrecisionAndStaysCloseToFp32) {
+  RunConfig bf16_config = config(kMlp);
+  bf16_config.precision = ktr::MatmulPrecision::bf16;
+  if (!ktr::matmul_bf16_available()) {
+    EXPECT_THROW(Session(bf16_config, 1), ktr::Error);
+    GTEST_SKIP() << "bf16 cannot run here (refusal checked): "
+                 << ktr::matmul_unavailable(ktr::MatmulPrecision::bf16);
+  }
+  constexpr int K = 8;
+  auto data = small_dataset(200, 6);
+  ktr::DeviceStream stream;
+  Session fp32(config(kMlp), K), bf16(bf16_config, K);
+  std::int64_t const b0 = ktr::gemm_calls(ktr::MatmulPrecision::bf16);
+  ktr::StepMetrics m32, m16;
+  for (int d = 0; d < 2; ++d) {  // on a capturing backend: the capture, then a replay
+    ktr::dispatch(stream.space(), fp32.state(), fp32.model(), data, K);
+    m32 = ktr::read_metrics(stream.space(), fp32.state(), K);
+  }
+  EXPECT_EQ(ktr::gemm_calls(ktr::MatmulPrecision::bf16), b0);  // none of the fp32 run's
+  std::int64_t const f1 = ktr::gemm_calls(ktr::MatmulPrecision::fp32);
+  for (int d = 0; d < 2; ++d) {
+    ktr::dispatch(stream.space(), bf16.state(), bf16.model(), data, K);
+    m16 = ktr::read_metrics(stream.space(), bf16.state(), K);
+  }
+  EXPECT_GT(ktr::gemm_calls(ktr::MatmulPrecision::bf16), b0);
+  EXPECT_EQ(ktr::gemm_calls(ktr::MatmulPrecision::fp32), f1);  // none of the bf16 run's
+  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
+  bool any_different = false;
+  for (int i = 0; i < K; ++i) {
+    EXPECT_NEAR(m16.loss[std::size_t(i)], m32.loss[std::size_t(i)], 5e-2) << i;
+    any_different |= m16.loss[std::size_t(i)] != m32.loss[std::size_t(i)];
+  }
+  EXPECT_TRUE(any_different) << "the bf16 run's losses equal the fp32 run's bit for bit: it ran fp32";
+}
+
+TEST(Capture, CapturedBf16ProgramEqualsThePlainLoop) {
+  KTR_SKIP_UNLESS_CAPTURE();
+  if (!ktr::matmul_bf16_available())
+    GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(ktr::MatmulPrecision::bf16);
+  constexpr int K = 8;
+  auto data = small_dataset(300, 2);
+  for (auto const& model : {kMlp, kCnn}) {
+    SCOPED_TRACE(model);
+    RunConfig c = config(model);
+    c.precision = ktr::MatmulPrecision::bf16;
+    ktr::DeviceStream stream;
+    ktr::ExecSpace const& space = stream.space();
+    Session captured(c, K), plain(c, K);
+    for (int d = 0; d < 3; ++d) {
+      DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
+      EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
+          << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
+      auto const mc = ktr::read_metrics(space, captured.state(), K);
+      ktr::train_steps(space, plain.state(), plain.model(), data, K);
+      plain.state().count_steps(K);
+      auto const mp = ktr::read_metrics(space, plain.state(), K);
+      EXPECT_TRUE(same_bits(mc.loss, mp.loss)) << "dispatch " << d << ": bf16 losses differ from the plain loop";
+    }
+    space.fence();
+    expect_same_state(captured, plain, "bf16 captured vs plain loop");
+  }
 }
 
 }  // namespace

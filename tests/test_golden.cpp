@@ -29,8 +29,9 @@ std::uint64_t fnv1a(void const* data, std::size_t bytes, std::uint64_t h = 14695
   return h;
 }
 
-// What the build computes with: backend, host architecture, Kokkos, compiler, optimisation, sanitizer, threads.
-std::string flavour() {
+// What the build computes with: backend, host architecture, Kokkos, compiler, optimisation, sanitizer, the host
+// BLAS's kernels (fp32) or the bf16 matmul's (bf16), threads.
+std::string flavour(bool bf16 = false) {
   std::string f = std::string(ktr::ExecSpace::name()) + "/" + ktr::host_architecture().substr(0, 3) + "/kokkos-" +
                   ktr::compat::kokkos_version_string();
 #if defined(__clang__)
@@ -44,6 +45,12 @@ std::string flavour() {
 #if defined(__OPTIMIZE__)
   f += "/opt";
 #endif
+  if (bf16) {  // oneDNN's kernel (AMX and AVX512-BF16 round differently), or cuBLAS
+    std::string const backend = ktr::matmul_bf16_backend();
+    std::size_t const at = backend.find("kernel ");
+    f += "/bf16-" + (at != std::string::npos ? backend.substr(at + 7) : backend.substr(0, backend.find(' ')));
+    return f + "/threads-" + std::to_string(ktr::ExecSpace().concurrency());
+  }
   // The host BLAS's kernels (OpenBLAS picks them by CPU: SkylakeX, Haswell, Zen, ...; OPENBLAS_CORETYPE too).
   std::string const blas = ktr::host_blas();
   std::size_t const max_threads = blas.find(" MAX_THREADS");
@@ -207,9 +214,44 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
      }},
 };
 
-TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
-  std::string const f = flavour();
-  std::map<std::string, Golden> const got = run_all();
+// The MLP and the SimpleCNN of run_all in bf16 mixed precision.
+std::map<std::string, Golden> run_bf16() {
+  std::map<std::string, Golden> out;
+  RunConfig mlp;
+  mlp.model = ktr::Model::mlp();
+  mlp.batch = 32;
+  mlp.seed = 11;
+  mlp.precision = ktr::MatmulPrecision::bf16;
+  out["mlp"] = train(mlp, images(256, 1));
+  RunConfig cnn;
+  cnn.model = ktr::Model::simple_cnn();
+  cnn.batch = 16;
+  cnn.seed = 12;
+  cnn.optimizer.kind = ktr::OptimizerConfig::Kind::adamw;
+  cnn.precision = ktr::MatmulPrecision::bf16;
+  out["cnn"] = train(cnn, images(128, 2));
+  return out;
+}
+
+// bf16 goldens, per flavour(true): recorded from issue 33's work on an AMD Zen 5 (AVX512-BF16, no AMX).
+// oneDNN's AVX512-BF16 kernel gives the same bits at 1 and 2 threads.
+std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const bf16_goldens_ = {
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/bf16-brg:avx512_core_bf16/threads-1",
+     {
+         {"cnn", {0x6adb1dd34d454a44ull, 0x25a29a9f07156329ull}},  // last loss 1.90787
+         {"mlp", {0xd2fdf5c1364b996bull, 0xa2aa0ee883df7ab4ull}},  // last loss 0.194603
+     }},
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/bf16-brg:avx512_core_bf16/threads-2",
+     {
+         {"cnn", {0x6adb1dd34d454a44ull, 0x25a29a9f07156329ull}},  // last loss 1.90787
+         {"mlp", {0xd2fdf5c1364b996bull, 0xa2aa0ee883df7ab4ull}},  // last loss 0.194603
+     }},
+};
+
+void check_goldens(
+    std::string const& f, std::map<std::string, Golden> const& got,
+    std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const& table,
+    char const* table_name) {
   bool const print = std::getenv("KTR_GOLDEN_PRINT") != nullptr;
   std::string lines;
   for (auto const& [model, g] : got) {
@@ -219,10 +261,10 @@ TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
     lines += buf;
   }
   if (print) std::printf("  {\"%s\", {\n%s  }},\n", f.c_str(), lines.c_str());
-  auto it = goldens_.find(f);
-  if (it == goldens_.end())
-    GTEST_SKIP() << "no goldens recorded for the flavour " << f << "; to record them, add to goldens_:\n  {\"" << f
-                 << "\", {\n"
+  auto it = table.find(f);
+  if (it == table.end())
+    GTEST_SKIP() << "no goldens recorded for the flavour " << f << "; to record them, add to " << table_name
+                 << ":\n  {\"" << f << "\", {\n"
                  << lines << "  }},";
   for (auto const& [model, g] : got) {
     SCOPED_TRACE(model);
@@ -231,6 +273,16 @@ TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
     EXPECT_EQ(g.checkpoint, it->second.at(model).second) << "checkpoint bytes changed";
     EXPECT_TRUE(std::isfinite(g.last_loss));
   }
+}
+
+TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
+  check_goldens(flavour(), run_all(), goldens_, "goldens_");
+}
+
+TEST(Golden, Bf16TrainingReproducesRecordedChecksumsBitForBit) {
+  if (!ktr::matmul_bf16_available())
+    GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(ktr::MatmulPrecision::bf16);
+  check_goldens(flavour(true), run_bf16(), bf16_goldens_, "bf16_goldens_");
 }
 
 }  // namespace

@@ -22,6 +22,12 @@
    residual MLP (ACCEPTANCE_RESIDUAL), each trained on .npy arrays and exported, score in Flax, with the exported
    input transform, the held-out MSE `ktr eval` prints (1e-4 relative); ACCEPTANCE_CNN (conv5x5 gelu, maxpool2,
    avgpool2) goes through check 2 on Fashion-MNIST.
+5. bf16 (where `ktr info` lists it): ktr's --precision bf16 against Flax's mixed precision (dtype=jnp.bfloat16,
+   param_dtype=jnp.float32, the loss in fp32) for BF16_MODELS (the MLP, the SimpleCNN, a layernorm/gelu model), same
+   weights and batch: every output and gradient passes when max |ktr - flax_bf16| <= 2 max |flax_bf16 - flax_fp32|
+   + 1e-6 (per tensor: Flax rounds every layer's output to bf16, ktr only the inputs of its products; the mean
+   loss, whose bf16 errors may cancel by chance, may also take the logits' budget through |d loss| <= 2 max
+   |d logits|), and ktr's bf16 must differ from its fp32 (the precision took effect).
 Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
 
     crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck
@@ -71,6 +77,11 @@ LAYER_MODELS = {
 }
 # Field-to-field models (they end in a convolution): float targets of the output's shape, the mean squared error
 # over every element; the same logits, loss, gradients and optimiser steps are checked.
+BF16_MODELS = {
+    "mlp": MODELS["mlp"],
+    "cnn": MODELS["cnn"],
+    "layernorm_gelu": "in=28x28x1 flatten dense:128:gelu layernorm dense:64:gelu_tanh layernorm dense:10",
+}
 FIELD_MODELS = {
     "field_conv": "in=8x8x2 conv3x3:6:tanh conv3x3:3",
     "field_pool_conv": "in=9x9x2 conv5x5:4:gelu maxpool2 conv1x1:6:s2 layernorm conv3x3:2",
@@ -130,9 +141,11 @@ class FromDescription(nn.Module):
     LayerNorm_0, ...), from the token definitions: save:NAME remembers x, add:NAME is x + saved, concat:NAME is
     jnp.concatenate([x, saved], -1), convT2x2:N is nn.ConvTranspose(N, (2, 2), strides=(2, 2))."""
     description: str
+    dtype: object = None  # jnp.bfloat16: Flax's mixed precision (float32 parameters, bf16 computation)
 
     @nn.compact
     def __call__(self, x):
+        dt = {"dtype": self.dtype} if self.dtype is not None else {}
         tokens = self.description.split()
         if not tokens or not tokens[0].startswith("in="):
             raise ValueError(f"description must start with in=HxWxC or in=D: '{self.description}'")
@@ -141,15 +154,15 @@ class FromDescription(nn.Module):
             parts = token.split(":")
             conv = re.fullmatch(r"conv([1357])x\1", parts[0])
             if parts[0] == "dense" and len(parts) in (2, 3):
-                x = nn.Dense(int(parts[1]))(x.reshape((x.shape[0], -1)))
+                x = nn.Dense(int(parts[1]), **dt)(x.reshape((x.shape[0], -1)))
                 x = activation(parts[2], x) if len(parts) == 3 else x
             elif conv and len(parts) >= 2:
                 k = int(conv.group(1))
                 act, strides, padding = conv_options(token, parts)
-                x = nn.Conv(int(parts[1]), (k, k), strides=strides, padding=padding)(x)
+                x = nn.Conv(int(parts[1]), (k, k), strides=strides, padding=padding, **dt)(x)
                 x = activation(act, x) if act else x
             elif parts[0] == "convT2x2" and len(parts) in (2, 3):
-                x = nn.ConvTranspose(int(parts[1]), (2, 2), strides=(2, 2))(x)
+                x = nn.ConvTranspose(int(parts[1]), (2, 2), strides=(2, 2), **dt)(x)
                 x = activation(parts[2], x) if len(parts) == 3 else x
             elif parts[0] == "save" and len(parts) == 2:
                 saved[parts[1]] = x
@@ -160,7 +173,7 @@ class FromDescription(nn.Module):
             elif token in ACTIVATIONS:
                 x = activation(token, x)
             elif token == "layernorm":
-                x = nn.LayerNorm(epsilon=1e-6)(x)
+                x = nn.LayerNorm(epsilon=1e-6, **dt)(x)
             elif parts[0] == "dropout" and len(parts) == 2:
                 x = nn.Dropout(rate=float(parts[1]), deterministic=True)(x)
             elif token == "maxpool2":
@@ -197,7 +210,7 @@ def tree(flat_params):
 
 
 def loss_fn(model, params, x, y):
-    logits = model.apply(params, x)
+    logits = model.apply(params, x).astype(jnp.float32)  # a bf16 model's loss in fp32
     if y.dtype == np.float32:  # a field model's targets: the mean squared error over every element
         return optax.squared_error(logits, y).mean(), logits
     return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean(), logits
@@ -247,6 +260,54 @@ def same_weights_same_batch(args, work, failures):
             for k, v in stepped.items():
                 # Compare the step itself (new - old): the parameters are ~1e3 times larger than the update.
                 close(f"{opt_name} step {k}", ktr[f"{opt_name}.{k}"] - before[k], v - before[k], failures)
+
+
+def bf16_mixed_precision(args, work, failures):
+    info = subprocess.run([args.ktr, "info"], check=True, capture_output=True, text=True).stdout
+    line = next((l for l in info.splitlines() if l.startswith("precisions:")), "")
+    if "bf16" not in line:
+        why = next((l for l in info.splitlines() if l.startswith("bf16 matmuls:")), "bf16 matmuls: ?")
+        print(f"bf16: SKIPPED, this build or CPU cannot run it ({why.split(':', 1)[1].strip()})")
+        return
+    rng = np.random.default_rng(3)
+    for name, desc in BF16_MODELS.items():
+        f32, b16 = FromDescription(desc), FromDescription(desc, dtype=jnp.bfloat16)
+        x = rng.uniform(-1.5, 1.5, (16, *input_shape(desc))).astype(np.float32)
+        y = rng.integers(0, classes(desc), 16).astype(np.int32)
+        params = f32.init(jax.random.PRNGKey(2), x)
+        weights = os.path.join(work, f"bf16-{name}.safetensors")
+        save_file(flat(params), weights)
+        np.save(os.path.join(work, "x.npy"), x)
+        np.save(os.path.join(work, "y.npy"), y)
+        outs = {}
+        for precision in ("fp32", "bf16"):
+            outs[precision] = os.path.join(work, f"bf16-{name}-ktr-{precision}.safetensors")
+            subprocess.run([args.tool, desc, weights, os.path.join(work, "x.npy"), os.path.join(work, "y.npy"),
+                            outs[precision], precision], check=True)
+        ktr, ktr32 = load_file(outs["bf16"]), load_file(outs["fp32"])
+        flax = {}
+        for tag, model in (("fp32", f32), ("bf16", b16)):
+            (loss, logits), grads = jax.value_and_grad(lambda p: loss_fn(model, p, x, y), has_aux=True)(params)
+            flax[tag] = {"logits": logits, "loss": loss, **{f"grad.{k}": v for k, v in flat(grads).items()}}
+        print(f"bf16 {name}: {desc}")
+        moved = 0.0
+        budgets = {}
+        for key in flax["bf16"]:
+            want, ref = (np.asarray(flax[t][key], np.float64) for t in ("bf16", "fp32"))
+            got = np.asarray(ktr[key], np.float64).reshape(want.shape)
+            err, budget = np.abs(got - want).max(), 2 * np.abs(want - ref).max() + 1e-6
+            if key == "loss":  # a mean of B terms, whose bf16 errors may cancel by chance: also the logits'
+                budget = max(budget, 2 * budgets["logits"])  # budget through |d loss| <= 2 max |d logits|
+            budgets[key] = budget
+            moved = max(moved, np.abs(got - np.asarray(ktr32[key], np.float64).reshape(want.shape)).max())
+            status = "ok" if err <= budget else "FAIL"
+            if status == "FAIL":
+                failures.append(f"bf16 {name} {key}")
+            print(f"  {key:28s} max |ktr - flax_bf16| = {err:.2e} <= 2 max |flax_bf16 - flax_fp32| + 1e-6 = "
+                  f"{budget:.2e} {status}")
+        if moved == 0.0:
+            failures.append(f"bf16 {name}: ktr's bf16 run equals its fp32 run")
+            print("  FAIL: ktr's bf16 run computed exactly what its fp32 run did")
 
 
 def read_idx(path):
@@ -448,6 +509,7 @@ def main():
         ktr_to_flax(args, data, work, failures)
         flax_to_ktr(args, data, work, failures)
         acceptance(args, data, work, failures)
+        bf16_mixed_precision(args, work, failures)
     print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
     return 1 if failures else 0
 

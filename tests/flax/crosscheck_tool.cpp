@@ -3,7 +3,8 @@
 //   logits (B, C) (or a field model's output (B, H, W, C)), loss (1,), grad.<param>, adam.<param> and
 //   adamw.<param> (the parameters after one Optax-default Adam / AdamW step at lr 1e-3 from those gradients).
 //   Integer Y: class labels and softmax cross-entropy; float Y: targets of the output's shape and the mean squared
-//   error. ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors
+//   error. ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors [PRECISION]
+//   PRECISION (fp32 unless given): the forward and backward's matmul precision, e.g. bf16.
 #include <ktr/data/npy.hpp>
 #include <ktr/ktr.hpp>
 #include <ktr/train/interop.hpp>
@@ -11,8 +12,9 @@
 #include <cstdio>
 
 int main(int argc, char* argv[]) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors\n");
+  if (argc != 6 && argc != 7) {
+    std::fprintf(stderr,
+                 "usage: ktr_crosscheck DESC WEIGHTS.safetensors X.npy Y.npy OUT.safetensors [PRECISION]\n");
     return 2;
   }
   ktr::Runtime runtime;
@@ -27,6 +29,8 @@ int main(int argc, char* argv[]) {
     ktr::from_host(x, std::vector<float>(xa.values.begin(), xa.values.end()));
     ktr::DeviceView<float*> loss("crosscheck::loss", 1);
     ktr::DeviceView<std::int32_t*> correct("crosscheck::correct", 1);
+    ktr::ScopedMatmulPrecision const precision(argc == 7 ? ktr::parse_matmul_precision(argv[6], "PRECISION")
+                                                         : ktr::MatmulPrecision::fp32);
     ktr::Tensor const logits = model.forward(space, x);
     if (ya.is_integer()) {
       ktr::DeviceView<std::int32_t*> y("crosscheck::y", std::size_t(B));

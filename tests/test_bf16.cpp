@@ -1,0 +1,293 @@
+// bf16 mixed precision: the rounding every kernel applies, gemm in bf16 against a reference on rounded inputs,
+// each kind of layer whose products have kernels of their own (narrow dense, direct convolution) or go through
+// gemm (wide dense, im2col convolution, transposed convolution), and the refusals where bf16 cannot run.
+//
+// The reference path is portable: inputs rounded to bf16 (nearest even) on the host, products summed in double.
+// It checks the rounding on every CPU; the device kernels need bf16 (oneDNN on AMX / AVX512-BF16, or CUDA), and
+// the tests that run them say why they are skipped where it is absent.
+#include <ktr/backends/gemm.hpp>
+#include <ktr/core/error.hpp>
+#include <ktr/core/tensor.hpp>
+#include <ktr/models/layers.hpp>
+#include <ktr/models/pack.hpp>
+#include <ktr/models/registry.hpp>
+#include "layer_check.hpp"
+#include "reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+
+namespace {
+
+using ktr::MatmulPrecision;
+using ktr::Shape;
+using ktr::Tensor;
+using ktr::test::Vec;
+// y = f(x, kernel, bias) in double: a layer without activation.
+using RefLinear = std::function<Vec(Vec const&, Vec const&, Vec const&)>;
+
+float from_bits(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+Vec rounded(Vec v) {
+  for (auto& x : v) x = ktr::round_to_bf16(float(x));
+  return v;
+}
+
+#define SKIP_WITHOUT_BF16()          \
+  if (!ktr::matmul_bf16_available()) \
+  GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(MatmulPrecision::bf16)
+
+TEST(Bf16Rounding, RoundsToNearestEvenKeepsNaNAndOverflowsToInfinity) {
+  float const ulp = std::ldexp(1.0f, -7);                                             // bf16's spacing at 1
+  EXPECT_EQ(ktr::round_to_bf16(1.0f + ulp / 2), 1.0f);                                // a tie: to even (down)
+  EXPECT_EQ(ktr::round_to_bf16(1.0f + 3 * ulp / 2), 1.0f + 2 * ulp);                  // a tie: to even (up)
+  EXPECT_EQ(ktr::round_to_bf16(1.0f + ulp / 2 + std::ldexp(1.0f, -20)), 1.0f + ulp);  // past the tie
+  EXPECT_EQ(ktr::round_to_bf16(-1.0f - ulp / 4), -1.0f);
+  EXPECT_EQ(ktr::round_to_bf16(1.5f), 1.5f);  // representable: unchanged
+  EXPECT_TRUE(std::isnan(ktr::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(ktr::round_to_bf16(from_bits(0x7f800001u))));  // a NaN whose payload is all low bits
+  EXPECT_TRUE(std::isnan(ktr::round_to_bf16(from_bits(0x7fffffffu))));  // would carry into the sign
+  EXPECT_EQ(ktr::round_to_bf16(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(ktr::round_to_bf16(std::numeric_limits<float>::max()), std::numeric_limits<float>::infinity());
+  std::uint32_t bits;
+  float const r = ktr::round_to_bf16(0.1f);
+  std::memcpy(&bits, &r, sizeof bits);
+  EXPECT_EQ(bits & 0xffffu, 0u);
+  EXPECT_EQ(bits, 0x3dcd0000u);  // 0.1 is 0x3dcccccd: rounds up
+}
+
+TEST(Bf16Rounding, PacksRoundAsTheScalarDoes) {
+  constexpr int W = ktr::impl::host_pack_width;
+  auto v = ktr::test::random_floats(W * 64, 5, -1e3f, 1e3f);
+  v[3] = std::numeric_limits<float>::quiet_NaN(), v[4] = from_bits(0x7fffffffu),
+  v[5] = 1.0f + std::ldexp(1.0f, -8);
+  for (std::size_t i = 0; i < v.size(); i += W) {
+    float out[W];
+    ktr::impl::Pack<W>::load(v.data() + i).bf16().store(out);
+    for (int j = 0; j < W; ++j) {
+      float const want = ktr::round_to_bf16(v[i + j]);
+      if (std::isnan(want))
+        EXPECT_TRUE(std::isnan(out[j])) << i + j;
+      else
+        EXPECT_EQ(out[j], want) << i + j;
+    }
+  }
+}
+
+TEST(Bf16Precision, ParsesNamesAndRefusesWhereUnavailableNamingTheFlagAndWhy) {
+  EXPECT_STREQ(ktr::matmul_precision_name(MatmulPrecision::bf16), "bf16");
+  EXPECT_THROW(ktr::parse_matmul_precision("bf17", "--precision"), ktr::Error);
+  std::string const why = ktr::matmul_unavailable(MatmulPrecision::bf16);
+  EXPECT_EQ(ktr::matmul_bf16_available(), why.empty());
+  if (why.empty()) EXPECT_EQ(ktr::parse_matmul_precision("bf16", "--precision"), MatmulPrecision::bf16);
+  if (!ktr::device_is_host) return;
+  // The refusal a CPU without bf16 instructions gives, forced (KTR_BF16=off) on any host.
+  char const* const old = std::getenv("KTR_BF16");
+  std::string const saved = old ? old : "";
+  ::setenv("KTR_BF16", "off", 1);
+  std::string message;
+  try {
+    (void)ktr::parse_matmul_precision("bf16", "--precision");
+  } catch (ktr::Error const& e) {
+    message = e.what();
+  }
+  EXPECT_THROW(ktr::ScopedMatmulPrecision(MatmulPrecision::bf16), ktr::Error);
+  if (old)
+    ::setenv("KTR_BF16", saved.c_str(), 1);
+  else
+    ::unsetenv("KTR_BF16");
+  EXPECT_NE(message.find("--precision"), std::string::npos) << message;
+  EXPECT_NE(message.find("bf16"), std::string::npos) << message;
+}
+
+// C = alpha op(A) op(B) + beta C, in double, from inputs as given.
+Vec gemm_ref(bool ta, bool tb, double alpha, Vec const& a, Vec const& b, double beta, Vec c, int m, int n, int k) {
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int p = 0; p < k; ++p)
+        s += (ta ? a[std::size_t(p) * m + i] : a[std::size_t(i) * k + p]) *
+             (tb ? b[std::size_t(j) * k + p] : b[std::size_t(p) * n + j]);
+      c[std::size_t(i) * n + j] = alpha * s + beta * c[std::size_t(i) * n + j];
+    }
+  return c;
+}
+
+TEST(Bf16Gemm, MatchesTheRoundedReferenceForEveryTransposeAlphaAndBeta) {
+  SKIP_WITHOUT_BF16();
+  ktr::ExecSpace space;
+  int const m = 37, n = 29, k = 300;  // odd extents: no kernel's tile divides them
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (auto [alpha, beta] : {std::pair<float, float>{1.0f, 0.0f}, {0.5f, 1.0f}}) {
+        SCOPED_TRACE(std::string(ta ? "T" : "N") + (tb ? "T" : "N") + " alpha " + std::to_string(alpha));
+        auto ha = ktr::test::random_floats(std::size_t(m) * k, 1),
+             hb = ktr::test::random_floats(std::size_t(k) * n, 2),
+             hc = ktr::test::random_floats(std::size_t(m) * n, 3);
+        Tensor a("a", ta ? Shape{k, m} : Shape{m, k}), b("b", tb ? Shape{n, k} : Shape{k, n}), c("c", Shape{m, n});
+        ktr::from_host(a, ha), ktr::from_host(b, hb), ktr::from_host(c, hc);
+        {
+          ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
+          ktr::gemm(space, ta, tb, alpha, a.matrix(), b.matrix(), beta, c.matrix());
+        }
+        auto const got = ktr::to_host(c);
+        Vec const want = gemm_ref(ta, tb, alpha, rounded(ktr::test::to_double(ha)),
+                                  rounded(ktr::test::to_double(hb)), beta, ktr::test::to_double(hc), m, n, k);
+        Vec const fp32 = gemm_ref(ta, tb, alpha, ktr::test::to_double(ha), ktr::test::to_double(hb), beta,
+                                  ktr::test::to_double(hc), m, n, k);
+        double worst = 0, moved = 0;
+        for (std::size_t i = 0; i < got.size(); ++i) {
+          worst = std::max(worst, std::abs(got[i] - want[i]));
+          moved = std::max(moved, std::abs(want[i] - fp32[i]));
+        }
+        EXPECT_LT(worst, 2e-5 * std::sqrt(double(k)));  // fp32 accumulation of exact products
+        EXPECT_GT(moved, 20 * worst);                   // and the rounding is what it computed
+      }
+}
+
+TEST(Bf16Gemm, Fp32GemmIgnoresTheBf16Scope) {
+  SKIP_WITHOUT_BF16();
+  ktr::ExecSpace space;
+  auto ha = ktr::test::random_floats(64, 7), hb = ktr::test::random_floats(64, 8);
+  Tensor a("a", Shape{8, 8}), b("b", Shape{8, 8}), c("c", Shape{8, 8});
+  ktr::from_host(a, ha), ktr::from_host(b, hb);
+  std::int64_t const calls = ktr::gemm_calls(MatmulPrecision::bf16);
+  {
+    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
+    ktr::gemm_fp32(space, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix());
+  }
+  EXPECT_EQ(ktr::gemm_calls(MatmulPrecision::bf16), calls);
+  auto const got = ktr::to_host(c);
+  Vec const want =
+      gemm_ref(false, false, 1, ktr::test::to_double(ha), ktr::test::to_double(hb), 0, Vec(64), 8, 8, 8);
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
+}
+
+// A layer without activation in bf16: its forward against the reference on rounded inputs and parameters; its
+// input and kernel gradients against the exact gradients of that linear map with the incoming gradient rounded
+// (what the backward's products take); the bias gradient, a sum in fp32, within bf16's error of the sum.
+void check_linear_layer_bf16(ktr::Layer& layer, Shape in, RefLinear const& ref, std::uint32_t seed) {
+  ktr::ExecSpace space;
+  ktr::StandaloneLayer standalone(layer, in);
+  ktr::Arena const& arena = standalone.arena;
+  ASSERT_EQ(arena.count(), 2u);
+  std::vector<Vec> params;
+  for (std::size_t i = 0; i < 2; ++i) {
+    auto v = ktr::test::random_floats(arena.param(i).size(), seed + 10 + std::uint32_t(i), -0.5f, 0.5f);
+    ktr::from_host(arena.param(i), v);
+    params.push_back(ktr::test::to_double(v));
+  }
+  Shape const out = layer.output_shape(in);
+  auto hx = ktr::test::random_floats(in.size(), seed);
+  auto hr = ktr::test::random_floats(out.size(), seed + 99);
+  Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
+  ktr::from_host(x, hx), ktr::from_host(dy, hr);
+  {
+    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
+    layer.forward(space, x, y);
+    layer.backward(space, x, y, dy, dx);
+  }
+  Vec const xd = ktr::test::to_double(hx), rd = ktr::test::to_double(hr);
+  Vec const xr = rounded(xd), rr = rounded(rd), wr = rounded(params[0]);
+  ktr::test::expect_close(ktr::to_host(y), ref(xr, wr, params[1]), 1e-5, "forward");
+  Vec const fp32 = ref(xd, params[0], params[1]);
+  Vec const y16 = ref(xr, wr, params[1]);
+  double moved = 0;
+  for (std::size_t i = 0; i < fp32.size(); ++i) moved = std::max(moved, std::abs(fp32[i] - y16[i]));
+  EXPECT_GT(moved, 1e-4) << "the bf16 reference should differ from fp32's";
+  // A linear map's finite differences are exact: the gradients of sum(rr * ref(., .)).
+  Vec const zero_bias(params[1].size(), 0.0);
+  auto const dxd = ktr::test::finite_difference(
+      [&](Vec const& v) { return ktr::test::dot(rr, ref(v, wr, zero_bias)); }, xd, 1e-2);
+  ktr::test::expect_close(ktr::to_host(dx), dxd, 1e-5, "d/dx");
+  auto const dwd = ktr::test::finite_difference(
+      [&](Vec const& v) { return ktr::test::dot(rr, ref(xr, v, zero_bias)); }, params[0], 1e-2);
+  ktr::test::expect_close(ktr::to_host(arena.grad(0)), dwd, 1e-5, "d/dkernel");
+  auto const dbd = ktr::test::finite_difference(
+      [&](Vec const& v) { return ktr::test::dot(rd, ref(Vec(xd.size(), 0.0), params[0], v)); }, params[1], 1e-2);
+  ktr::test::expect_close(ktr::to_host(arena.grad(1)), dbd, 1e-2, "d/dbias");
+}
+
+TEST(Bf16Layers, NarrowAndWideDenseRoundTheirProductsInputs) {
+  SKIP_WITHOUT_BF16();
+  for (int features : {5, 20}) {  // a host's narrow kernels, the gemm path
+    SCOPED_TRACE(features);
+    ktr::Dense layer(features, ktr::Activation::identity);
+    check_linear_layer_bf16(
+        layer, Shape{6, 33},
+        [=](Vec const& x, Vec const& w, Vec const& b) {
+          return ktr::test::dense_ref(x, w, b, 6, 33, features, false);
+        },
+        41);
+  }
+}
+
+TEST(Bf16Layers, DirectAndIm2colConvolutionsRoundTheirProductsInputs) {
+  SKIP_WITHOUT_BF16();
+  for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::direct}) {
+    if (algorithm == ktr::ConvAlgorithm::direct && !ktr::device_is_host) continue;  // host builds only
+    for (int channels : {1, 3}) {
+      SCOPED_TRACE(std::string(algorithm == ktr::ConvAlgorithm::direct ? "direct" : "im2col") + " C " +
+                   std::to_string(channels));
+      ktr::Conv2D layer(16, ktr::Activation::identity, algorithm);
+      check_linear_layer_bf16(
+          layer, Shape{2, 6, 5, channels},
+          [=](Vec const& x, Vec const& w, Vec const& b) {
+            return ktr::test::conv_ref(x, w, b, 2, 6, 5, channels, 16, 3, 1, "same", "identity");
+          },
+          42);
+    }
+  }
+}
+
+TEST(Bf16Layers, StridedFlippedAndTransposedConvolutionsRoundTheirProductsInputs) {
+  SKIP_WITHOUT_BF16();
+  struct Case {
+    char const* token;
+    int C, F, S;
+  };
+  // conv5x5 with fewer outputs than inputs takes the flipped-kernel input gradient; s2 the dcols + col2im one.
+  for (Case c : {Case{"conv5x5:2", 6, 2, 1}, Case{"conv3x3:4:s2", 3, 4, 2}}) {
+    SCOPED_TRACE(c.token);
+    auto layer = ktr::make_layer(c.token);
+    int const K = std::string(c.token).rfind("conv5x5", 0) == 0 ? 5 : 3;
+    check_linear_layer_bf16(
+        *layer, Shape{2, 7, 6, c.C},
+        [=](Vec const& x, Vec const& w, Vec const& b) {
+          return ktr::test::conv_ref(x, w, b, 2, 7, 6, c.C, c.F, K, c.S, "same", "identity");
+        },
+        43);
+  }
+  auto layer = ktr::make_layer("convT2x2:3");
+  int const B = 2, H = 3, W = 2, C = 4, N = 3;
+  check_linear_layer_bf16(
+      *layer, Shape{B, H, W, C},
+      [=](Vec const& x, Vec const& p0, Vec const& p1) {
+        Vec y(std::size_t(B) * 4 * H * W * N);
+        for (int b = 0; b < B; ++b)
+          for (int h = 0; h < 2 * H; ++h)
+            for (int w = 0; w < 2 * W; ++w)
+              for (int n = 0; n < N; ++n) {
+                double s = p1[std::size_t(n)];
+                int const kh = 1 - h % 2, kw = 1 - w % 2;
+                for (int k = 0; k < C; ++k)
+                  s += x[((std::size_t(b) * H + h / 2) * W + w / 2) * C + k] *
+                       p0[((std::size_t(kh) * 2 + kw) * C + k) * N + n];
+                y[((std::size_t(b) * 2 * H + h) * 2 * W + w) * N + n] = s;
+              }
+        return y;
+      },
+      44);
+}
+
+}  // namespace
