@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarises scripts/gpu-run.sh's logs folder as Markdown, from whatever stages have run so far: each stage's
 outcome and time, the GPU, the test outcomes, ktr's pipeline figures in FP32 and TF32, the JAX peer's, the ktr/JAX
-ratios at equal precision (ktr fp32 vs JAX 'highest', ktr tf32 vs JAX 'default'), and the training runs' last lines.
+ratios at equal precision (ktr fp32 vs JAX 'highest', ktr tf32 vs JAX 'default', ktr bf16 vs the bf16 peer), ktr's
+bf16 against its fp32, and the training runs' last lines.
 Standard library only.   Usage: gpu-results.py LOGS_DIR"""
 import json
 import os
@@ -29,7 +30,7 @@ def jax_rows():
     rows = []
     for line in read("jax.txt").splitlines():
         kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
-        if kv.get("peer") == "jax":
+        if kv.get("peer") in ("jax", "jax-bf16"):
             rows.append(kv)
     return rows
 
@@ -124,6 +125,25 @@ for precision in ("fp32", "tf32"):
             checks.append(("graph-16 >= 2x naive (MLP, batch 256, fp32)", False,
                            "graph-16 not measured: " + (g[0].get("note", "") if g else "no row")))
 
+# bf16: ktr train --precision bf16 (bf16.log) beside the train stage's fp32 runs and the bf16 JAX peer.
+def done_rates(name):
+    return [float(m) for m in re.findall(r"^done: .* ([0-9.]+) samples/s", read(name), re.M)]
+
+
+bf16_lines = [l for l in read("bf16.log").splitlines() if l.startswith(("done", "dispatch"))]
+if bf16_lines:
+    print("## bf16 (ktr train --precision bf16)\n\n```\n" + "\n".join(bf16_lines) + "\n```\n")
+f32_rates, b16_rates = done_rates("train.log"), done_rates("bf16.log")
+for i, model in enumerate(("mlp", "cnn")):
+    if i < len(b16_rates) and i < len(f32_rates):
+        checks.append((f"ktr bf16 vs ktr fp32 ({model}, ktr train, 1 epoch)", None if b16_rates[i] else False,
+                       f"{b16_rates[i]:.0f} vs {f32_rates[i]:.0f} samples/s: {b16_rates[i] / f32_rates[i]:.2f}x"))
+    j = best([r for r in jax if r.get("precision") == "bf16"], model, lambda r: float(r["samples_per_s"]))
+    if i < len(b16_rates) and j:
+        checks.append((f"ktr bf16 vs JAX bf16 ({model})", None,
+                       f"ktr train {b16_rates[i]:.0f} samples/s (whole epoch) vs JAX bf16 best {j['variant']} "
+                       f"{float(j['samples_per_s']):.0f}: ratio {b16_rates[i] / float(j['samples_per_s']):.2f}"))
+
 print("## JAX peer\n")
 if jax:
     print("| model | variant | batch | precision | samples/s |\n|---|---|---|---|---|")
@@ -134,6 +154,6 @@ else:
     print("not run: " + (logs[-1] if logs else "the JAX stages have not run"))
 print("\n## Acceptance\n")
 for name, ok, detail in checks:
-    print(f"- {'PASS' if ok else ('n/a' if ok is None else 'FAIL')}: {name}: {detail}")
+    print(f"- {'PASS' if ok else ('measured' if ok is None else 'FAIL')}: {name}: {detail}")
 if not checks:
     print("- none yet: the pipeline stages have not run")

@@ -3,7 +3,7 @@
 # 8 files back from $OUT). Runs the binaries scripts/gpu-prepare.sh put in .device/ (it compiles nothing) and, after
 # every stage, rewrites exactly two files in $OUT: results.md (every figure so far, the ktr/JAX ratios at equal
 # precision, each stage's outcome and time) and logs.tgz (everything else, under 16 MiB). A run killed at any point
-# still returns what it measured. The whole run stops itself at its deadline (KTR_GPU_DEADLINE_S, 340 s).
+# still returns what it measured. The whole run stops itself at its deadline (KTR_GPU_DEADLINE_S, 400 s).
 #
 #   stage         limit  what
 #   libs           10 s  find libcublas.so.13 (ldconfig, $CUDA_HOME, every Python's wheels), set LD_LIBRARY_PATH;
@@ -15,6 +15,8 @@
 #   jax-highest    60 s  the JAX peer (MLP, CNN) at --precision highest (FP32 matmuls), if jax runs on the GPU
 #   pipeline-tf32  35 s  the same as pipeline-fp32, every session TF32
 #   jax-default    45 s  the JAX peer at --precision default (TF32)
+#   bf16           60 s  ktr train --precision bf16 (MLP, SimpleCNN: 1 epoch each; the train stage's fp32 beside it)
+#                        and ktr's own bf16 JAX peer (bench/peers/jax_bf16_peer.py: Flax mixed precision)
 #   tests          50 s  every other ktr_tests test, one process (the CLI, install and example tests need a build)
 # The limits add up to the deadline (the run refuses to start otherwise, the dry run included). Each stage gets its
 # limit or what is left before the deadline, whichever is less; a stage with under 5 s left is skipped and says
@@ -31,16 +33,17 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 repo=$PWD
 t0=$(date +%s)
-deadline=$((t0 + ${KTR_GPU_DEADLINE_S:-340}))
+deadline=$((t0 + ${KTR_GPU_DEADLINE_S:-400}))
 dry=${KTR_GPU_DRY_RUN:-0}
 # The stages in order, name:limit:function; libs and info come first (a failure there stops the run).
 stages=(libs:10:run_libs info:15:run_info capture:40:run_capture train:35:run_train pipeline-fp32:50:pipeline_fp32
-        jax-highest:60:jax_highest pipeline-tf32:35:pipeline_tf32 jax-default:45:jax_default tests:50:run_tests)
+        jax-highest:60:jax_highest pipeline-tf32:35:pipeline_tf32 jax-default:45:jax_default bf16:60:run_bf16
+        tests:50:run_tests)
 limit_of() { local e; for e in "${stages[@]}"; do [[ ${e%%:*} == "$1" ]] && cut -d: -f2 <<<"$e"; done; }
 total=0
 for entry in "${stages[@]}"; do total=$((total + $(cut -d: -f2 <<<"$entry"))); done
-if ((total > ${KTR_GPU_DEADLINE_S:-340})); then
-  echo "gpu-run: the stage limits add up to ${total} s, over the ${KTR_GPU_DEADLINE_S:-340} s deadline" >&2
+if ((total > ${KTR_GPU_DEADLINE_S:-400})); then
+  echo "gpu-run: the stage limits add up to ${total} s, over the ${KTR_GPU_DEADLINE_S:-400} s deadline" >&2
   exit 1
 fi
 mkdir -p "${OUT:-gpu-out}" && out=$(cd "${OUT:-gpu-out}" && pwd)
@@ -167,17 +170,22 @@ jax_peer() {
   jax_env "$py" -c "import jax, flax, optax; b = jax.default_backend(); print('jax', jax.__version__, 'backend', b, \
 jax.devices()); assert b == 'gpu', 'JAX runs on ' + b + ', not the GPU: no peer figures'" || exit 1
   echo "python: $py"
-  [[ -f $KTR_PEER ]] || { echo "no JAX peer ($KTR_PEER): not carried"; exit 1; }
-  local precision=$1 model batch
+  local precision=$1 peer=${2:-$KTR_PEER} model batch
+  [[ -f $peer ]] || { echo "no JAX peer ($peer): not carried"; exit 1; }
   for model in mlp cnn; do
     batch=$([[ $model == mlp ]] && echo 256 || echo 32)
-    jax_env "$py" "$KTR_PEER" --data "$KTR_DATA" --model "$model" --batch "$batch" --steps 640 --k 4,16,64 \
+    jax_env "$py" "$peer" --data "$KTR_DATA" --model "$model" --batch "$batch" --steps 640 --k 4,16,64 \
       --precision "$precision" | grep '^peer=' | tee -a "$KTR_LOGS/jax.txt"
   done
 }
 jax_highest() { jax_peer highest; }
 jax_default() { jax_peer default; }
 run_tests() { "$KTR_BIN/ktr_tests" --gtest_filter='-Capture.*'; }
+run_bf16() {
+  "$KTR_BIN/ktr" train --data "$KTR_DATA" --model mlp --epochs 1 --batch 256 --precision bf16 &&
+    "$KTR_BIN/ktr" train --data "$KTR_DATA" --model cnn --epochs 1 --batch 32 --precision bf16 || exit 1
+  jax_peer bf16 "$KTR_DEVICE/jax_bf16_peer.py"
+}
 run_train() {
   "$KTR_BIN/ktr" train --data "$KTR_DATA" --model mlp --epochs 1 --batch 256 &&
     "$KTR_BIN/ktr" train --data "$KTR_DATA" --model cnn --epochs 1 --batch 32
@@ -200,11 +208,11 @@ build_from_source() {
 }
 
 export -f pythons site_dirs run_libs run_info run_capture pipeline pipeline_fp32 pipeline_tf32 jax_peer jax_highest \
-  jax_default run_tests run_train build_from_source
+  jax_default run_tests run_train run_bf16 build_from_source
 export KTR_BIN=$bin KTR_DATA=$data KTR_DEVICE=$dev KTR_PEER=$dev/jax_peer.py CUDA_HOME
 
 : >"$logs/stages.txt"
-echo "$(date -u +%FT%TZ) deadline ${KTR_GPU_DEADLINE_S:-340} s, dry run: $dry" >"$logs/run.txt"
+echo "$(date -u +%FT%TZ) deadline ${KTR_GPU_DEADLINE_S:-400} s, dry run: $dry" >"$logs/run.txt"
 cat "$dev/MANIFEST" >>"$logs/run.txt" 2>/dev/null || echo "no .device/MANIFEST" >>"$logs/run.txt"
 if [[ $dry != 1 && ! -x $bin/ktr && ${KTR_GPU_BUILD_FROM_SOURCE:-0} != 1 ]]; then
   echo "no $bin/ktr" >"$logs/libs.log"
