@@ -43,7 +43,6 @@ nlohmann::json run(std::string const& precision) {
 // Every measured variant made gemm calls, all of them in `precision`; naive, resident and each multistep-K are
 // there.
 void expect_all_ran(nlohmann::json const& j, std::string const& precision) {
-  std::string const other = precision == "fp32" ? "tf32" : "fp32";
   EXPECT_EQ(j.at("precision"), precision);
   EXPECT_EQ(j.at("complete"), true);
   std::set<std::string> measured;
@@ -53,7 +52,9 @@ void expect_all_ran(nlohmann::json const& j, std::string const& precision) {
     measured.insert(name);
     EXPECT_EQ(r.at("precision"), precision) << name;
     EXPECT_GT(r.at("gemm_calls_" + precision).get<long long>(), 0) << name;
-    EXPECT_EQ(r.at("gemm_calls_" + other).get<long long>(), 0) << name << " ran gemm calls in " << other;
+    for (std::string const other : {"fp32", "tf32", "bf16"})
+      if (other != precision)
+        EXPECT_EQ(r.at("gemm_calls_" + other).get<long long>(), 0) << name << " ran gemm calls in " << other;
     EXPECT_EQ(r.at("rounds").get<int>(), 2) << name;
     EXPECT_GT(r.at("samples_per_s").get<double>(), 0) << name;
   }
@@ -80,6 +81,12 @@ TEST(PipelineBench, EveryVariantRunsTheRequestedPrecision) {
                  << ktr::ExecSpace::name();
   }
   expect_all_ran(run("tf32"), "tf32");
+}
+
+TEST(PipelineBench, Bf16VariantsRunEveryGemmInBf16) {
+  if (!ktr::matmul_bf16_available())
+    GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(ktr::MatmulPrecision::bf16);
+  expect_all_ran(run("bf16"), "bf16");
 }
 
 TEST(PipelineBench, RefusesAPrecisionItDoesNotKnowNamingTheFlag) {

@@ -2,6 +2,7 @@
 // device-readable data, the replay buffer's single read-back, datatype conversions, strided arrays, and a
 // checkpoint that continues bit for bit.
 #include <ktr/ktr_c.h>
+#include <ktr/backends/gemm.hpp>
 #include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/types.hpp>
 
@@ -83,6 +84,42 @@ TEST(CApi, TrainsASurrogateOnCallerBatchesAndBeatsTheMean) {
   auto const [model, mean] = errors("online", test);
   EXPECT_LT(model * 5, mean) << "surrogate RMS " << model << " vs the mean's " << mean;
   EXPECT_EQ(ktr_destroy_model("online"), KTR_RESULT_SUCCESS);
+}
+
+// general.precision: bf16 trains a surrogate in mixed precision where the machine runs it, and is refused at
+// creation naming the file's key and why where it does not (KTR_BF16=off stands in for such a CPU).
+TEST(CApi, Bf16PrecisionFromTheFileTrainsOrIsRefusedNamingTheKey) {
+  std::string const cfg = write_file("capi_bf16.yaml", config("  precision: bf16\n"));
+  if (ktr::matmul_bf16_available()) {
+    ASSERT_EQ(ktr_create_model("bf16", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+    Surface const train(2048, 1), test(512, 2);
+    std::int64_t const calls = ktr::gemm_calls(ktr::MatmulPrecision::bf16);
+    for (int step = 0; step < 400; ++step) {
+      int64_t const b = 64, at = (step * b) % 2048;
+      int64_t const xs[2] = {b, 3}, ys[2] = {b, 1};
+      ASSERT_EQ(ktr_train("bf16", const_cast<float*>(&train.x[std::size_t(3 * at)]), 2, xs, KTR_FLOAT,
+                          const_cast<float*>(&train.y[std::size_t(at)]), 2, ys, KTR_FLOAT, nullptr, nullptr),
+                KTR_RESULT_SUCCESS)
+          << last_error();
+    }
+    EXPECT_GT(ktr::gemm_calls(ktr::MatmulPrecision::bf16), calls);
+    auto const [model, mean] = errors("bf16", test);
+    EXPECT_LT(model * 5, mean) << "bf16 surrogate RMS " << model << " vs the mean's " << mean;
+    EXPECT_EQ(ktr_destroy_model("bf16"), KTR_RESULT_SUCCESS);
+  }
+  char const* const old = std::getenv("KTR_BF16");
+  std::string const saved = old ? old : "";
+  ::setenv("KTR_BF16", "off", 1);
+  ktr_result_t const refused = ktr_create_model("bf16_off", cfg.c_str(), KTR_DEVICE_CPU);
+  std::string const why = last_error();
+  if (old)
+    ::setenv("KTR_BF16", saved.c_str(), 1);
+  else
+    ::unsetenv("KTR_BF16");
+  EXPECT_NE(refused, KTR_RESULT_SUCCESS);
+  EXPECT_NE(why.find("general.precision"), std::string::npos) << why;
+  EXPECT_NE(why.find("capi_bf16.yaml"), std::string::npos) << why;
+  ktr_destroy_model("bf16_off");
 }
 
 TEST(CApi, BadArgumentsAreRefusedNamingTheProblemAndTheModelGoesOn) {

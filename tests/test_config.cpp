@@ -166,6 +166,20 @@ TEST(Config, ActivationsDropoutBceAndSumReductionAreRead) {
   }
 }
 
+TEST(Config, GeneralPrecisionIsTheRunsAndMarkedGiven) {
+  FileConfig const plain = parse_config("model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n", "p.yaml");
+  EXPECT_EQ(plain.run.precision, ktr::MatmulPrecision::fp32);
+  EXPECT_FALSE(plain.has_precision);
+  FileConfig const b = parse_config(
+      "general: {precision: bf16}\nmodel: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n", "p.yaml");
+  EXPECT_EQ(b.run.precision, ktr::MatmulPrecision::bf16);  // parsed by name; whether it runs: at creation
+  EXPECT_TRUE(b.has_precision);
+  auto const [why, not_supported] =
+      refusal("general: {precision: fp8}\nmodel: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n");
+  EXPECT_NE(why.find("general.precision"), std::string::npos) << why;
+  EXPECT_NE(why.find("fp8"), std::string::npos) << why;
+}
+
 TEST(Config, RefusalsNameTheFileTheLineAndTheKey) {
   struct Case {
     std::string yaml, expected;

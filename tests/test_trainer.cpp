@@ -540,16 +540,19 @@ TEST(Trainer, TheGemmPrecisionIsPartOfTheRunAndOfTheProgramKey) {
 }
 
 TEST(Trainer, ScopedPrecisionsNestAndRestore) {
-  if (!ktr::matmul_tf32_available())
-    GTEST_SKIP() << "tf32 needs a CUDA build (this one runs on " << ktr::ExecSpace::name() << ")";
+  // The lower precision this build and machine run: tf32 (CUDA), else bf16 (oneDNN on a bf16 CPU).
+  ktr::MatmulPrecision const low =
+      ktr::matmul_tf32_available() ? ktr::MatmulPrecision::tf32 : ktr::MatmulPrecision::bf16;
+  if (!ktr::matmul_unavailable(low).empty())
+    GTEST_SKIP() << "neither tf32 nor bf16 runs here: " << ktr::matmul_unavailable(low);
   {
-    ktr::ScopedMatmulPrecision const outer(ktr::MatmulPrecision::tf32);
-    EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::tf32);
+    ktr::ScopedMatmulPrecision const outer(low);
+    EXPECT_EQ(ktr::matmul_precision(), low);
     {
       ktr::ScopedMatmulPrecision const inner(ktr::MatmulPrecision::fp32);
       EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
     }
-    EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::tf32);
+    EXPECT_EQ(ktr::matmul_precision(), low);
   }
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
 }
