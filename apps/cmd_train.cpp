@@ -512,10 +512,15 @@ int eval(int argc, char* argv[]) {
       "Evaluates a checkpoint on the held-out split (IDX t10k; arrays: --test-* or --test-fraction) or, "
       "with --split train, on the training split.",
       "ktr eval"};
-  std::string ckpt, split = "t10k";
+  std::string ckpt, split = "t10k", precision = "fp32";
   std::int64_t batch = 1000;
   int threads = -1;
   app.add_option("--checkpoint", ckpt, "the checkpoint to evaluate")->required();
+  app.add_option("--precision", precision,
+                 "matmul arithmetic of the evaluation: fp32 (the parameters as stored, whatever the run trained "
+                 "in), tf32 or bf16")
+      ->check(setting_validator(setting_named(run_settings(), "precision")))
+      ->capture_default_str();
   app.add_option("--split", split, "t10k (held out) or train")
       ->check(one_of({"t10k", "train"}))
       ->capture_default_str();
@@ -538,6 +543,7 @@ int eval(int argc, char* argv[]) {
   if (config.task == Task::regression) check_target_shape(loaded, Model::plan(config.model, 1).output, ckpt);
   validate_run(config, data, nullptr, ckpt);
   ExecSpace const space;
+  ScopedMatmulPrecision const scope(parse_matmul_precision(precision, "--precision"));
   TrainedModel m = load_trained_model(space, c, ckpt, config.batch);
   EvalResult const r = evaluator_for(space, m, config.batch).run(space, *m.model, data);
   std::string const result = config.task == Task::regression

@@ -596,6 +596,11 @@ YAML
       "$work/half.ckpt" --precision fp32 --checkpoint "$work/r32.ckpt"
     expect 1 "--precision: bf16 is switched off" -- env KTR_BF16=off "$ktr" train --data "$work/data" --precision bf16
     expect 2 "--precision" -- train --precision bf17
+    # ktr eval: fp32 unless told (any CPU evaluates a bf16 run's checkpoint), bf16 on request.
+    expect 0 "accuracy" -- env KTR_BF16=off "$ktr" eval --checkpoint "$work/b.ckpt" --data "$work/data"
+    expect 0 "accuracy" -- "$ktr" eval --checkpoint "$work/b.ckpt" --data "$work/data" --precision bf16
+    expect 1 "--precision: bf16 is switched off" -- env KTR_BF16=off "$ktr" eval --checkpoint "$work/b.ckpt" \
+      --data "$work/data" --precision bf16
     # The YAML's general.precision, and the flag over it.
     cat >"$work/b.yaml" <<'YAML'
 general: {batch_size: 32, seed: 5, precision: bf16}
