@@ -210,7 +210,7 @@ std::int64_t gemm_calls(MatmulPrecision p) { return g_gemm_calls[int(p)].load();
 namespace {
 
 #if defined(KOKKOS_ENABLE_CUDA)
-// The operands of a bf16 gemm rounded into the stream's buffer: A's at [0, |A|), B's after.
+// An operand of a bf16 gemm rounded into the stream's buffer (A's copy first, B's at the next 256 bytes).
 void cuda_to_bf16(ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
   Kokkos::parallel_for(
       "ktr::gemm::to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
@@ -239,9 +239,9 @@ void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bo
   int const ldb = static_cast<int>(b.extent(1)), lda = static_cast<int>(a.extent(1));
   cublasStatus_t status;
   if (precision == MatmulPrecision::bf16) {  // tensor cores: bf16 operands, fp32 accumulation and output
-    std::size_t const na = a.size(), nb = b.size();
-    std::uint16_t* const a16 = CublasRegistry::get().bf16_buffer(stream, na + nb);
-    std::uint16_t* const b16 = a16 + na;
+    std::size_t const na = a.size(), nb = b.size(), at = (na + 127) / 128 * 128;  // B's copy 256-byte aligned
+    std::uint16_t* const a16 = CublasRegistry::get().bf16_buffer(stream, at + nb);
+    std::uint16_t* const b16 = a16 + at;
     cuda_to_bf16(space, a.data(), std::int64_t(na), a16);
     cuda_to_bf16(space, b.data(), std::int64_t(nb), b16);
     status = cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b16, CUDA_R_16BF, ldb, a16, CUDA_R_16BF, lda, &beta,
@@ -403,9 +403,8 @@ std::string matmul_unavailable(MatmulPrecision p) {
 #elif defined(KTR_ENABLE_ONEDNN)
       return impl::onednn_bf16_unavailable();
 #else
-      return "bf16 needs oneDNN on hosts, and this build has none (install libdnnl-dev: scripts/bootstrap.sh, "
-             "then "
-             "configure again)";
+      return "bf16 needs oneDNN on hosts, and this build has none (install libdnnl-dev, as scripts/bootstrap.sh "
+             "does, and configure again)";
 #endif
   }
   return "unknown precision";

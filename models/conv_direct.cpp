@@ -54,9 +54,15 @@ KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::i
                                        std::int64_t w0, Patch<P, CC>& p) {
   load_patch_as_is(d, x, b, h0, w0, p);
   if (!d.bf16) return;
-  std::int64_t const C = CC > 0 ? CC : d.channels;
-  for (int r = 0; r < (P + 2) * (P + 2); ++r)
-    for (std::int64_t c = 0; c < C; ++c) p.v[r][c] = round_to_bf16(p.v[r][c]);
+  if constexpr (CC > 0) {  // the channel count known: the patch is one run of floats, rounded in packs of 8
+    constexpr int n = (P + 2) * (P + 2) * CC;
+    float* const v = &p.v[0][0];
+    for (int i = 0; i + 8 <= n; i += 8) Pack<8>::load(v + i).bf16().store(v + i);
+    for (int i = n / 8 * 8; i < n; ++i) v[i] = round_to_bf16(v[i]);
+  } else {
+    for (int r = 0; r < (P + 2) * (P + 2); ++r)
+      for (std::int64_t c = 0; c < d.channels; ++c) p.v[r][c] = round_to_bf16(p.v[r][c]);
+  }
 }
 
 // z[j][q][u] = b[f0 + .] + sum_{kh, kw, c} x[pixel q of patch j + (kh - 1, kw - 1), c] w[kh, kw, c, f0 + .] for JB
