@@ -101,7 +101,7 @@ TEST(Bf16Precision, ParsesNamesAndRefusesWhereUnavailableNamingTheFlagAndWhy) {
   } catch (ktr::Error const& e) {
     message = e.what();
   }
-  EXPECT_THROW(ktr::ScopedMatmulPrecision(MatmulPrecision::bf16), ktr::Error);
+  EXPECT_THROW({ ktr::ScopedMatmulPrecision const scope(MatmulPrecision::bf16); }, ktr::Error);
   if (old)
     ::setenv("KTR_BF16", saved.c_str(), 1);
   else
