@@ -302,6 +302,19 @@ TEST(Capture, TwoHostThreadsOnTwoStreams) {
   expect_same_state(b, b_alone, "CNN, concurrent vs alone");
 }
 
+// A lower precision's losses: each within `tol` of fp32's, and not all of them equal to fp32's bit for bit (else
+// the run computed in fp32).
+void expect_close_but_not_equal(std::vector<float> const& low, std::vector<float> const& fp32, float tol,
+                                char const* name) {
+  ASSERT_EQ(low.size(), fp32.size());
+  bool any_different = false;
+  for (std::size_t i = 0; i < low.size(); ++i) {
+    EXPECT_NEAR(low[i], fp32[i], tol) << name << " step " << i;
+    any_different |= low[i] != fp32[i];
+  }
+  EXPECT_TRUE(any_different) << "the " << name << " run's losses equal the fp32 run's bit for bit: it ran fp32";
+}
+
 TEST(Capture, Tf32IsOptInAndCloseToFp32) {
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the default
   EXPECT_EQ(ktr::parse_matmul_precision("fp32"), ktr::MatmulPrecision::fp32);
@@ -330,12 +343,7 @@ TEST(Capture, Tf32IsOptInAndCloseToFp32) {
   EXPECT_EQ(ktr::gemm_calls(ktr::MatmulPrecision::fp32), f1);  // none of the tf32 run's did
   EXPECT_GT(ktr::gemm_calls(ktr::MatmulPrecision::tf32), t1);
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the process default is untouched
-  bool any_different = false;
-  for (int i = 0; i < K; ++i) {
-    EXPECT_NEAR(mtf.loss[std::size_t(i)], m32.loss[std::size_t(i)], 2e-2) << i;
-    any_different |= mtf.loss[std::size_t(i)] != m32.loss[std::size_t(i)];
-  }
-  EXPECT_TRUE(any_different) << "the TF32 run's losses equal the FP32 run's bit for bit: it ran FP32";
+  expect_close_but_not_equal(mtf.loss, m32.loss, 2e-2, "TF32");
 }
 
 // bf16 mixed precision as a run's setting: every gemm of its dispatches (plain, or captured where the backend
@@ -367,12 +375,7 @@ TEST(Capture, Bf16IsARunsOwnPrecisionAndStaysCloseToFp32) {
   EXPECT_GT(ktr::gemm_calls(ktr::MatmulPrecision::bf16), b0);
   EXPECT_EQ(ktr::gemm_calls(ktr::MatmulPrecision::fp32), f1);  // none of the bf16 run's
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
-  bool any_different = false;
-  for (int i = 0; i < K; ++i) {
-    EXPECT_NEAR(m16.loss[std::size_t(i)], m32.loss[std::size_t(i)], 5e-2) << i;
-    any_different |= m16.loss[std::size_t(i)] != m32.loss[std::size_t(i)];
-  }
-  EXPECT_TRUE(any_different) << "the bf16 run's losses equal the fp32 run's bit for bit: it ran fp32";
+  expect_close_but_not_equal(m16.loss, m32.loss, 5e-2, "bf16");
 }
 
 TEST(Capture, CapturedBf16ProgramEqualsThePlainLoop) {
