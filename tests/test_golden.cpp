@@ -224,6 +224,14 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
          {"mlp", {0xba14c0a0b7eb41a3ull, 0x4825d5e055ab9eefull}},         // last loss 0.199515
          {"regression", {0xdf11829c6e00222eull, 0xdf5edab7d62b43f5ull}},  // last loss 34.6325
      }},
+    // The same with OpenBLAS's Haswell kernels (the environment's OPENBLAS_CORETYPE on an AMD Zen 5): the CNN,
+    // ktr's own kernels, bit for bit as above. Recorded from issue 33's work.
+    {"Serial/gen/kokkos-3.4.01/gcc-12/opt/blas-Haswell/threads-1",
+     {
+         {"cnn", {0x61b9f9893ef409a9ull, 0xd2330c25fd7eead0ull}},         // last loss 1.85506
+         {"mlp", {0x3f0644978ec58413ull, 0xa933269db967a48aull}},         // last loss 0.199515
+         {"regression", {0x6cec68104d660117ull, 0xc0f3743f2d22afb6ull}},  // last loss 34.6325
+     }},
 };
 
 // The MLP and the SimpleCNN of run_all in bf16 mixed precision.
@@ -244,6 +252,13 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
      {
          {"cnn", {0x2ae49c3914084fdfull, 0x8fd8e33dbd6c35d3ull}},  // last loss 1.85426
          {"mlp", {0xdf354e8ab7c96a24ull, 0x41554b22e0e0b042ull}},  // last loss 0.194603
+     }},
+    // Debian's binary Serial Kokkos (generic x86-64: the narrow head and the direct convolution's fp32 arithmetic
+    // round differently from the SKX build's, the oneDNN kernel is the same).
+    {"Serial/gen/kokkos-3.4.01/gcc-12/opt/bf16-brg:avx512_core_bf16/threads-1",
+     {
+         {"cnn", {0x38c2ce93ceca5a77ull, 0x3417c6db90ada437ull}},  // last loss 1.85425
+         {"mlp", {0x16d67852517620e2ull, 0xee3e0a029cc2a28full}},  // last loss 0.194601
      }},
 };
 
