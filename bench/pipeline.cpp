@@ -172,9 +172,10 @@ struct Variant {
   }
 };
 
-// The one precision a variant's gemm calls ran in, or "mixed".
-std::string ran(std::int64_t const (&gemm)[matmul_precision_count]) {
-  std::string only = "fp32";
+// The one precision a variant's gemm calls ran in, or "mixed"; a model without gemm calls (the SimpleCNN on a
+// host: ktr's own kernels) ran in its session's precision.
+std::string ran(std::int64_t const (&gemm)[matmul_precision_count], MatmulPrecision session) {
+  std::string only = matmul_precision_name(session);
   int used = 0;
   for (int p = 0; p < matmul_precision_count; ++p)
     if (gemm[p] > 0) ++used, only = matmul_precision_name(MatmulPrecision(p));
@@ -250,8 +251,9 @@ std::vector<Result> medians(ModelBench const& b, std::int64_t steps) {
     double const rate = double(steps * b.config.batch) / median;
     if (v.name == "naive") naive_rate = rate;
     out.push_back(Result{b.model, v.name, v.k, b.config.batch, 1e3 * median / double(steps), rate,
-                         naive_rate > 0 ? rate / naive_rate : 0, true, "", ran(v.gemm), v.gemm[0], v.gemm[1],
-                         v.gemm[2], int(v.seconds.size())});
+                         naive_rate > 0 ? rate / naive_rate : 0, true, "",
+                         ran(v.gemm, v.session->config().precision), v.gemm[0], v.gemm[1], v.gemm[2],
+                         int(v.seconds.size())});
   }
   return out;
 }
@@ -342,7 +344,8 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
       std::string const& why = it->session->state().capture_error();
       if (it->name.rfind("graph-", 0) == 0 && !why.empty()) {
         failed.push_back(Result{model, it->name, it->k, config.batch, 0, 0, 0, false, "capture failed: " + why,
-                                ran(it->gemm), it->gemm[0], it->gemm[1], it->gemm[2], 0});
+                                ran(it->gemm, it->session->config().precision), it->gemm[0], it->gemm[1],
+                                it->gemm[2], 0});
         it = b.variants.erase(it);
       } else {
         ++it;

@@ -29,10 +29,12 @@ double gemm_flops(std::string const& label) {
 
 int run_profile(ExecSpace const& space, ProfileOptions const& o) {
   KTR_REQUIRE(o.k > 0 && o.steps % o.k == 0, "--steps", "must be a multiple of --k (" + std::to_string(o.k) + ")");
+  MatmulPrecision const precision = parse_matmul_precision(o.precision, "--precision");  // refused before any work
   DeviceDataset const data = random_dataset(8192, 7);
   double const sgemm = sgemm_gflops(space, 2048);
   std::printf("%s\n", version_line().c_str());
-  std::printf("gemm: %s; large sgemm %s GFLOP/s (same run)\n", gemm_backend().c_str(), num(sgemm).c_str());
+  std::printf("gemm: %s; large sgemm %s GFLOP/s (same run); precision %s\n", gemm_backend().c_str(),
+              num(sgemm).c_str(), matmul_precision_name(precision));
   std::printf(
       "each model: %lld steps in dispatches of K = %d, unprofiled (median of 3) then with every kernel and "
       "gemm fenced and timed\n",
@@ -40,9 +42,9 @@ int run_profile(ExecSpace const& space, ProfileOptions const& o) {
 
   for (std::string const& model : model_names(o.models)) {
     RunConfig config = model_config(model, o.mlp_batch, o.cnn_batch);
-    config.precision = parse_matmul_precision(o.precision, "--precision");
+    config.precision = precision;
     Session s(config, o.k);
-    ScopedMatmulPrecision const precision(config.precision);  // train_steps runs in the caller's
+    ScopedMatmulPrecision const scope(precision);
     auto const run = [&] {  // o.steps steps in dispatches of K, one read-back each
       for (std::int64_t i = 0; i < o.steps / o.k; ++i) {
         train_steps(space, s.state(), s.model(), data, o.k);
