@@ -702,7 +702,8 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     KTR_REQUIRE(directory != nullptr, "directory", "is a null pointer");
     RunDirectory const saved = read_run_directory(directory);
     std::string const& path = saved.checkpoint_path;
-    RunConfig const config = run_config(saved.checkpoint, path);
+    RunConfig config = run_config(saved.checkpoint, path);
+    config.precision = e.cfg.run.precision;  // the model's (its file's, checked at creation), not the saved run's
     ModelPlan const plan = Model::plan(config.model, 1);
     KTR_REQUIRE(plan.description == Model::plan(e.cfg.run.model, 1).description, path,
                 "holds the model '" + config.model + "', the configuration of '" + std::string(name) + "' says '" +

@@ -64,9 +64,8 @@ struct FileConfig {
   GeneralConfig general;
   LossChoice loss;                               ///< the loss section's (by_targets without one)
   bool has_loss = false, has_optimizer = false;  ///< the file has the section (TorchFort requires both)
-  bool has_precision =
-      false;         ///< general.precision is given (TorchFort's set_cuda_allow_tf32 then changes nothing)
-  std::string path;  ///< the file it came from
+  bool has_precision = false;  ///< general.precision given (set_cuda_allow_tf32 then changes nothing)
+  std::string path;            ///< the file it came from
 };
 
 /// The checks that need the number of ranks a model runs on (at model creation): general.batch_size splits into

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -120,6 +121,36 @@ TEST(CApi, Bf16PrecisionFromTheFileTrainsOrIsRefusedNamingTheKey) {
   EXPECT_NE(why.find("general.precision"), std::string::npos) << why;
   EXPECT_NE(why.find("capi_bf16.yaml"), std::string::npos) << why;
   ktr_destroy_model("bf16_off");
+}
+
+// A checkpoint restores the saved run's state into the model its file describes, in that file's precision: a bf16
+// run's checkpoint loaded into an fp32 model trains in fp32 (and so on a CPU without bf16).
+TEST(CApi, ACheckpointLoadsInTheLoadingModelsPrecision) {
+  if (!ktr::matmul_bf16_available())
+    GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(ktr::MatmulPrecision::bf16);
+  std::string const b16 = write_file("capi_ckpt_bf16.yaml", config("  precision: bf16\n"));
+  std::string const f32 = write_file("capi_ckpt_fp32.yaml", config());
+  std::string const dir = ::testing::TempDir() + "capi_ckpt_bf16_dir";
+  std::filesystem::remove_all(dir);
+  Surface const s(256, 4);
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1};
+  auto train = [&](char const* name) {
+    return ktr_train(name, const_cast<float*>(s.x.data()), 2, xs, KTR_FLOAT, const_cast<float*>(s.y.data()), 2, ys,
+                     KTR_FLOAT, nullptr, nullptr);
+  };
+  ASSERT_EQ(ktr_create_model("ckpt16", b16.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(train("ckpt16"), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_save_checkpoint("ckpt16", dir.c_str()), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_create_model("ckpt32", f32.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_load_checkpoint("ckpt32", dir.c_str(), nullptr, nullptr), KTR_RESULT_SUCCESS) << last_error();
+  std::int64_t const bf16_calls = ktr::gemm_calls(ktr::MatmulPrecision::bf16);
+  ASSERT_EQ(train("ckpt32"), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_EQ(ktr::gemm_calls(ktr::MatmulPrecision::bf16), bf16_calls) << "the fp32 model trained in bf16";
+  ASSERT_EQ(train("ckpt16"), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_GT(ktr::gemm_calls(ktr::MatmulPrecision::bf16), bf16_calls);
+  EXPECT_EQ(ktr_destroy_model("ckpt16"), KTR_RESULT_SUCCESS);
+  EXPECT_EQ(ktr_destroy_model("ckpt32"), KTR_RESULT_SUCCESS);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CApi, BadArgumentsAreRefusedNamingTheProblemAndTheModelGoesOn) {
