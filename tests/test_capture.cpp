@@ -185,6 +185,29 @@ TEST(Capture, ProgramsAreKeyedByModelDataAndK) {
 // A regression run with the features a captured program must carry whole: gradient clipping (the global-norm
 // reduction inside the program), two micro-batches per update, mean squared error and a cosine schedule with
 // warm-up (the rate computed on the device from the step). Captured and replayed dispatches equal the plain loop.
+// `dispatches` dispatches of K steps of `c`, captured (then replayed) on a stream of its own, against the plain
+// loop: the same losses bit for bit, all finite, and the same parameters and optimiser state.
+void expect_captured_equals_plain(RunConfig const& c, ktr::DeviceDataset const& data, int K, int dispatches,
+                                  char const* what) {
+  ktr::DeviceStream stream;
+  ktr::ExecSpace const& space = stream.space();
+  Session captured(c, K), plain(c, K);
+  for (int d = 0; d < dispatches; ++d) {
+    DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
+    EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
+        << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
+    auto const mc = ktr::read_metrics(space, captured.state(), K);
+    ktr::train_steps(space, plain.state(), plain.model(), data, K);
+    plain.state().count_steps(K);
+    auto const mp = ktr::read_metrics(space, plain.state(), K);
+    EXPECT_TRUE(same_bits(mc.loss, mp.loss))
+        << what << ", dispatch " << d << ": losses differ from the plain loop";
+    for (float l : mc.loss) EXPECT_TRUE(std::isfinite(l));
+  }
+  space.fence();
+  expect_same_state(captured, plain, (std::string(what) + ", captured vs plain").c_str());
+}
+
 TEST(Capture, ClippingAccumulationRegressionAndCosineScheduleReplayBitForBit) {
   KTR_SKIP_UNLESS_CAPTURE();
   constexpr int K = 6, dispatches = 4;
@@ -211,22 +234,7 @@ TEST(Capture, ClippingAccumulationRegressionAndCosineScheduleReplayBitForBit) {
   c.optimizer.schedule.kind = ktr::Schedule::Kind::cosine;
   c.optimizer.schedule.warmup_steps = 4;
   c.optimizer.schedule.decay_steps = 16;
-  ktr::DeviceStream stream;
-  ktr::ExecSpace const& space = stream.space();
-  Session captured(c, K), plain(c, K);
-  for (int d = 0; d < dispatches; ++d) {
-    DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
-    EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
-        << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
-    auto const mc = ktr::read_metrics(space, captured.state(), K);
-    ktr::train_steps(space, plain.state(), plain.model(), data, K);
-    plain.state().count_steps(K);
-    auto const mp = ktr::read_metrics(space, plain.state(), K);
-    EXPECT_TRUE(same_bits(mc.loss, mp.loss)) << "dispatch " << d << ": losses differ from the plain loop";
-    for (float l : mc.loss) EXPECT_TRUE(std::isfinite(l));
-  }
-  space.fence();
-  expect_same_state(captured, plain, "clipping + accumulation + regression + cosine, captured vs plain");
+  expect_captured_equals_plain(c, data, K, dispatches, "clipping + accumulation + regression + cosine");
 }
 
 // A program recorded on one stream is never replayed on another: each stream gets its own, and a stream
@@ -388,21 +396,7 @@ TEST(Capture, CapturedBf16ProgramEqualsThePlainLoop) {
     SCOPED_TRACE(model);
     RunConfig c = config(model);
     c.precision = ktr::MatmulPrecision::bf16;
-    ktr::DeviceStream stream;
-    ktr::ExecSpace const& space = stream.space();
-    Session captured(c, K), plain(c, K);
-    for (int d = 0; d < 3; ++d) {
-      DispatchPath const path = ktr::dispatch(space, captured.state(), captured.model(), data, K);
-      EXPECT_EQ(path, d == 0 ? DispatchPath::captured : DispatchPath::replayed)
-          << ktr::dispatch_path_name(path) << ": " << captured.state().capture_error();
-      auto const mc = ktr::read_metrics(space, captured.state(), K);
-      ktr::train_steps(space, plain.state(), plain.model(), data, K);
-      plain.state().count_steps(K);
-      auto const mp = ktr::read_metrics(space, plain.state(), K);
-      EXPECT_TRUE(same_bits(mc.loss, mp.loss)) << "dispatch " << d << ": bf16 losses differ from the plain loop";
-    }
-    space.fence();
-    expect_same_state(captured, plain, "bf16 captured vs plain loop");
+    expect_captured_equals_plain(c, data, K, 3, "bf16");
   }
 }
 
