@@ -11,6 +11,9 @@
 #include <ktr/models/layers.hpp>
 #include <ktr/models/pack.hpp>
 #include <ktr/models/registry.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/run_settings.hpp>
+#include <ktr/train/session.hpp>
 #include "layer_check.hpp"
 #include "reference.hpp"
 
@@ -288,6 +291,45 @@ TEST(Bf16Layers, StridedFlippedAndTransposedConvolutionsRoundTheirProductsInputs
         return y;
       },
       44);
+}
+
+// A checkpoint records bf16; restoring it where bf16 cannot run (KTR_BF16=off stands in for such a CPU) is refused
+// naming the file and the way on, and with fp32 asked for it restores.
+TEST(Bf16Checkpoint, ARestoreThatCannotRunBf16NamesTheFileAndTheWayOn) {
+  if (!ktr::device_is_host) GTEST_SKIP() << "KTR_BF16=off is a host switch";
+  if (!ktr::matmul_bf16_available())
+    GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(MatmulPrecision::bf16);
+  ktr::RunConfig config;
+  config.model = "in=4 dense:8:relu dense:3";
+  config.batch = 4;
+  config.precision = MatmulPrecision::bf16;
+  std::string const path = ::testing::TempDir() + "ktr_bf16_restore.ckpt";
+  std::remove(path.c_str());
+  ktr::ExecSpace const space;
+  ktr::Session(space, config, 1).save(space, path);
+  ktr::Checkpoint const c = ktr::read_checkpoint(path);
+  ASSERT_TRUE(c.has("precision"));
+  EXPECT_EQ(c.get("precision"), "bf16");
+  EXPECT_EQ(ktr::run_config(c, path).precision, MatmulPrecision::bf16);
+  char const* const old = std::getenv("KTR_BF16");
+  std::string const saved = old ? old : "";
+  ::setenv("KTR_BF16", "off", 1);
+  std::string message;
+  try {
+    (void)ktr::Session::restore(c, path, 1);
+  } catch (ktr::Error const& e) {
+    message = e.what();
+  }
+  ktr::RunConfig fp32 = ktr::run_config(c, path);
+  fp32.precision = MatmulPrecision::fp32;
+  EXPECT_NO_THROW((void)ktr::Session::restore(c, path, 1, ktr::Communicator(), &fp32));
+  if (old)
+    ::setenv("KTR_BF16", saved.c_str(), 1);
+  else
+    ::unsetenv("KTR_BF16");
+  EXPECT_NE(message.find(path + ": records precision bf16"), std::string::npos) << message;
+  EXPECT_NE(message.find("fp32"), std::string::npos) << message;
+  std::remove(path.c_str());
 }
 
 }  // namespace

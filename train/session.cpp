@@ -2,6 +2,7 @@
 #include "session.hpp"
 
 #include "../backends/device_info.hpp"
+#include "../backends/gemm.hpp"
 #include "../backends/region.hpp"
 #include "../core/checked.hpp"
 #include "../core/error.hpp"
@@ -221,7 +222,13 @@ std::unique_ptr<Session> Session::restore(Checkpoint const& c, std::string const
 std::unique_ptr<Session> Session::restore(ExecSpace const& space, Checkpoint const& c, std::string const& path,
                                           int max_k, Communicator const& comm, RunConfig const* config) {
   Region const region("ktr::Session::restore");
-  auto session = std::make_unique<Session>(space, config ? *config : run_config(c, path, space), max_k, comm);
+  RunConfig const chosen = config ? *config : run_config(c, path, space);
+  std::string const why = matmul_unavailable(chosen.precision);
+  KTR_REQUIRE(why.empty(), path,
+              std::string(config ? "resumes in precision " : "records precision ") +
+                  matmul_precision_name(chosen.precision) + ": " + why +
+                  " (RunConfig::precision = fp32 continues it in fp32)");
+  auto session = std::make_unique<Session>(space, chosen, max_k, comm);
   auto& model = session->model_;
   auto state = session->state_.optimizer.state();
   std::size_t const transform = session->config_.norm.per_feature() ? 2 : 0;
