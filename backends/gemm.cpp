@@ -214,12 +214,7 @@ namespace {
 void cuda_to_bf16(ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
   Kokkos::parallel_for(
       "ktr::gemm::to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(std::int64_t i) {
-        float const r = round_to_bf16(in[i]);
-        std::uint32_t u;
-        __builtin_memcpy(&u, &r, sizeof u);
-        out[i] = std::uint16_t(u >> 16);
-      });
+      KOKKOS_LAMBDA(std::int64_t i) { out[i] = bf16_bits(in[i]); });
 }
 #endif
 

@@ -44,14 +44,6 @@ std::string cpu_bf16_words(CpuBf16 const& f) {
   return "no bf16 instructions";
 }
 
-// A bf16 value's bits: the float rounded to nearest even (round_to_bf16), its upper half.
-KOKKOS_INLINE_FUNCTION std::uint16_t bf16_bits(float x) {
-  float const r = round_to_bf16(x);
-  std::uint32_t u;
-  std::memcpy(&u, &r, sizeof u);
-  return std::uint16_t(u >> 16);
-}
-
 void to_bf16(ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
   constexpr std::int64_t chunk = 4096;  // a contiguous run per iteration: the loop vectorises
   Kokkos::parallel_for(

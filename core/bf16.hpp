@@ -20,4 +20,13 @@ KOKKOS_INLINE_FUNCTION float round_to_bf16(float x) {
   return y;
 }
 
+/// The bfloat16 bits of x rounded as round_to_bf16 does (the upper half of the rounded float): what a bf16
+/// gemm's operand copies hold.
+KOKKOS_INLINE_FUNCTION std::uint16_t bf16_bits(float x) {
+  float const r = round_to_bf16(x);
+  std::uint32_t u;
+  __builtin_memcpy(&u, &r, sizeof u);
+  return std::uint16_t(u >> 16);
+}
+
 }  // namespace ktr

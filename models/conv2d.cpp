@@ -327,8 +327,9 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
     auto const d = dims(x.shape(), features_, pool_);
     float* const partials = scratch_.data();
     float* const dz = dx.size() > 0 ? partials + impl::conv_direct_chunks(d) * d.partial_size() : nullptr;
+    // Under bf16 the forward left the rounded weights in scratch (the weights do not change in between).
     float const* const w =
-        impl::conv_direct_weights(space, d, w_.data(), scratch_.data() + direct_w16_offset(x.shape()));
+        matmul_precision() == MatmulPrecision::bf16 ? scratch_.data() + direct_w16_offset(x.shape()) : w_.data();
     impl::conv_direct_backward(space, d, x.data(), w, b_.data(), act_, dy.data(), dw_.data(), db_.data(), partials,
                                dz);
     if (dz != nullptr) impl::conv_direct_input_grad(space, d, dz, w, dx.data());
