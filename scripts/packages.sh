@@ -9,8 +9,10 @@ ktr_packages() {
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers" ;;
     # data parallelism: the OpenMP flavour with OpenMPI (headers, libraries, mpirun); CMake's FindMPI runs pkg-config
     openmp-mpi) echo "$common libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libopenmpi-dev openmpi-bin pkgconf" ;;
-    # no host BLAS: the binaries travel to a GPU machine (scripts/bootstrap.sh)
-    cuda) echo "$common" ;;
+    # no host BLAS: the binaries travel to a GPU machine (scripts/bootstrap.sh). CMake's FindCUDAToolkit looks for
+    # an OpenCL library beside cuBLAS; the toolkit ships none, so it records the system's libOpenCL.so (nothing links
+    # it: scripts/check-travel.sh) wherever ocl-icd-opencl-dev is installed, as the host flavours install it
+    cuda) echo "$common ocl-icd-opencl-dev" ;;
     # hipcc is clang: CMake picks LLVM's binutils (llvm, lld) beside it
     hip) echo "$common libopenblas-dev libopenblas-pthread-dev hipcc libamdhip64-dev rocm-device-libs llvm lld" ;;
     fuzz) echo "clang libclang-rt-14-dev zlib1g-dev nlohmann-json3-dev libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libopenblas-dev" ;;
