@@ -288,12 +288,12 @@ struct Im2colScratch {
 };
 }  // namespace
 
-// Scratch, im2col: Im2colScratch; direct: [partials | dz | the weights rounded to bf16 (9 C F)].
+// Scratch, im2col: Im2colScratch; direct: [partials | dz | the weights rounded to bf16 (conv_direct_operands)].
 std::int64_t Conv2D::scratch_size(Shape const& in) const {
   auto g = geometry(in, form_);
   if (!direct(in)) return Im2colScratch(nullptr, g, features_, act_).size;
   auto const d = dims(in, features_, pool_);
-  return direct_w16_offset(in) + 9 * d.channels * features_;
+  return direct_w16_offset(in) + impl::conv_direct_operands_size(d);
 }
 
 std::int64_t Conv2D::direct_w16_offset(Shape const& in) const {
@@ -306,8 +306,8 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
     auto const d = dims(x.shape(), features_, pool_);
     KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
                 "output " + y.shape().str() + " does not fit the (pooled) convolution");
-    float const* const w =
-        impl::conv_direct_weights(space, d, w_.data(), scratch_.data() + direct_w16_offset(x.shape()));
+    float const* const w = impl::conv_direct_operands(space, d, act_, x.data(), w_.data(),
+                                                      scratch_.data() + direct_w16_offset(x.shape()));
     impl::conv_direct_forward(space, d, x.data(), w, b_.data(), act_, y.data());
     return;
   }

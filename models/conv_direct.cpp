@@ -9,6 +9,7 @@
 
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "conv_direct_dpbf16.hpp"
 #include "pack.hpp"
 
 #include <type_traits>
@@ -48,12 +49,12 @@ KOKKOS_INLINE_FUNCTION void load_patch_as_is(ConvDims const& d, float const* x, 
   }
 }
 
-// The same, rounded to bf16 where the products take bf16 inputs.
-template <int P, int CC>
+// The same, rounded to bf16 where the products take bf16 inputs (R).
+template <int P, int CC, bool R>
 KOKKOS_INLINE_FUNCTION void load_patch(ConvDims const& d, float const* x, std::int64_t b, std::int64_t h0,
                                        std::int64_t w0, Patch<P, CC>& p) {
   load_patch_as_is(d, x, b, h0, w0, p);
-  if (!d.bf16) return;
+  if constexpr (!R) return;
   if constexpr (CC > 0) {  // the channel count known: the patch is one run of floats, rounded in packs of 8
     constexpr int n = (P + 2) * (P + 2) * CC;
     float* const v = &p.v[0][0];
@@ -122,7 +123,7 @@ KOKKOS_INLINE_FUNCTION Pack<W> activation_grad(Pack<W> const& z, Pack<W> const& 
   }
 }
 
-template <int P, int W, int NV, int CC, class A>
+template <int P, int W, int NV, int CC, class A, bool R>
 void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                   float* y) {
   // Two outputs side by side where the registers hold both's accumulators (2 P^2 NV packs of 16 floats).
@@ -137,7 +138,8 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
         for (std::int64_t j0 = 0; j0 < Wo; j0 += JB) {
           int const nj = j0 + JB <= Wo ? JB : int(Wo - j0);
           Patch<P, CC> p[JB];
-          for (int jj = 0; jj < JB; ++jj) load_patch(d, x, n, i * P, (jj < nj ? j0 + jj : j0) * P, p[jj]);
+          for (int jj = 0; jj < JB; ++jj)
+            load_patch<P, CC, R>(d, x, n, i * P, (jj < nj ? j0 + jj : j0) * P, p[jj]);
           for (std::int64_t f0 = 0; f0 < F; f0 += W * NV) {
             Pack<W> z[JB][P * P][NV];
             conv_blocks<P, W, NV, CC, JB>(d, p, w, b, f0, z);
@@ -157,7 +159,7 @@ void forward_impl(ExecSpace const& space, ConvDims const& d, float const* x, flo
 // Per chunk of rows and tile of NV * W channels, in blocks of `block` output positions: first d loss / d z of the
 // block's pixels (recomputing z: P^2 x NV accumulators), then, one pack at a time, the 9 taps' kernel-gradient
 // accumulators over the block (9 packs in registers), so neither phase runs out of vector registers.
-template <int P, int W, int NV, int CC, class A>
+template <int P, int W, int NV, int CC, class A, bool R>
 void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
                    float const* dy, float* partials, float* dz) {
   constexpr int block = NV * W > 16 ? 2 : 4;  // block * P^2 * NV accumulator packs in registers
@@ -186,13 +188,13 @@ void backward_impl(ExecSpace const& space, ConvDims const& d, float const* x, fl
               Pack<W> g[block][P * P][NV];  // z, then d loss / d z
               for (int jj = 0; jj < nj; ++jj) {
                 std::int64_t const j = j0 + jj;
-                load_patch(d, x, n, i * P, j * P, p[jj]);
+                load_patch<P, CC, R>(d, x, n, i * P, j * P, p[jj]);
                 conv_blocks<P, W, NV, CC, 1>(d, &p[jj], w, b, f0, &g[jj]);
                 float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
                 for (int u = 0; u < NV; ++u) {
                   Pack<W> const gu = Pack<W>::load(up + u * W).scaled(scale);
                   for (int q = 0; q < P * P; ++q) g[jj][q][u] = activation_grad<A>(g[jj][q][u], gu);
-                  if (d.bf16)  // d loss / d z as the products' bf16 input (and so the input gradient's)
+                  if constexpr (R)  // d loss / d z as the products' bf16 input (and so the input gradient's)
                     for (int q = 0; q < P * P; ++q) g[jj][q][u] = g[jj][q][u].bf16();
                 }
                 if (dz != nullptr)
@@ -293,7 +295,7 @@ constexpr bool full_forms() {
   return std::is_same<A, Act<Activation::relu>>::value || std::is_same<A, Act<Activation::identity>>::value;
 }
 
-template <class A>
+template <class A, bool R>
 struct Forward {
   ExecSpace const& space;
   ConvDims const& d;
@@ -301,10 +303,10 @@ struct Forward {
   float* y;
   template <int P, int W, int NV, int CC>
   void operator()() const {
-    forward_impl<P, W, NV, CC, A>(space, d, x, w, b, y);
+    forward_impl<P, W, NV, CC, A, R>(space, d, x, w, b, y);
   }
 };
-template <class A>
+template <class A, bool R>
 struct Backward {
   ExecSpace const& space;
   ConvDims const& d;
@@ -313,31 +315,49 @@ struct Backward {
   float *partials, *dz;
   template <int P, int W, int NV, int CC>
   void operator()() const {
-    backward_impl<P, W, NV, CC, A>(space, d, x, w, b, dy, partials, dz);
+    backward_impl<P, W, NV, CC, A, R>(space, d, x, w, b, dy, partials, dz);
   }
 };
+// Under bf16, the AVX512-BF16 kernels' operands follow the rounded weights in conv_direct_operands' buffer.
+template <class T>
+auto dpbf16_operands(ConvDims const& d, T* w16) {
+  using U = std::conditional_t<std::is_const<T>::value, std::uint32_t const, std::uint32_t>;
+  return reinterpret_cast<U*>(w16 + 9 * d.channels * d.features);
+}
 }  // namespace
 
-float const* conv_direct_weights(ExecSpace const& space, ConvDims const& d, float const* w, float* w16) {
+std::int64_t conv_direct_operands_size(ConvDims const& d) {
+  // Whatever the precision and CPU now (a scope may change the first, tests switch the AVX512-BF16 kernels off):
+  // a single input channel may take the AVX512-BF16 kernels.
+  return 9 * d.channels * d.features + (d.channels == 1 ? conv_dpbf16_scratch_size(d) : 0);
+}
+
+float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Activation act, float const* x,
+                                  float const* w, float* w16) {
   if (matmul_precision() != MatmulPrecision::bf16) return w;
   Kokkos::parallel_for(
       "ktr::conv2d::direct_weights_bf16",
       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, 9 * d.channels * d.features),
       KOKKOS_LAMBDA(std::int64_t i) { w16[i] = round_to_bf16(w[i]); });
+  if (conv_dpbf16_takes(d, act)) conv_dpbf16_prepare(space, d, x, w, dpbf16_operands(d, w16));
   return w16;
 }
 
 // The kernels are instantiated once per activation, for host builds only (GPU builds take im2col + gemm).
 void conv_direct_forward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
                          float const* b, Activation act, float* y) {
-  ConvDims d = dims;
-  d.bf16 = matmul_precision() == MatmulPrecision::bf16;
+  ConvDims const& d = dims;
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
+  bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
+  if (bf16 && conv_dpbf16_takes(d, act)) return conv_dpbf16_forward(space, d, dpbf16_operands(d, w), b, act, y);
   // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
       using A = decltype(a);
-      dispatch<2 * host_pack_width, full_forms<A>()>(d, Forward<A>{space, d, x, w, b, y});
+      if (bf16)
+        dispatch<2 * host_pack_width, full_forms<A>()>(d, Forward<A, true>{space, d, x, w, b, y});
+      else
+        dispatch<2 * host_pack_width, full_forms<A>()>(d, Forward<A, false>{space, d, x, w, b, y});
     });
   });
 }
@@ -345,18 +365,27 @@ void conv_direct_forward(ExecSpace const& space, ConvDims const& dims, float con
 void conv_direct_backward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
                           float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
-  ConvDims d = dims;
-  d.bf16 = matmul_precision() == MatmulPrecision::bf16;
+  ConvDims const& d = dims;
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   if (dz != nullptr) zero_dropped(space, d, dz);
-  // Two packs per pixel as well; backward_impl takes blocks of 2 positions when they are 16-float packs, so a
-  // block's d loss / d z (block x P^2 x 2 packs) stays in registers.
-  host_builds_only([&](auto) {
-    with_activation(act, [&](auto a) {
-      using A = decltype(a);
-      dispatch<2 * host_pack_width, full_forms<A>()>(d, Backward<A>{space, d, x, w, b, dy, partials, dz});
+  bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
+  if (bf16 && conv_dpbf16_takes(d, act)) {
+    conv_dpbf16_backward(space, d, dpbf16_operands(d, w), b, act, dy, partials, dz);
+  } else {
+    // Two packs per pixel as well; backward_impl takes blocks of 2 positions when they are 16-float packs, so a
+    // block's d loss / d z (block x P^2 x 2 packs) stays in registers.
+    host_builds_only([&](auto) {
+      with_activation(act, [&](auto a) {
+        using A = decltype(a);
+        if (bf16)
+          dispatch<2 * host_pack_width, full_forms<A>()>(d,
+                                                         Backward<A, true>{space, d, x, w, b, dy, partials, dz});
+        else
+          dispatch<2 * host_pack_width, full_forms<A>()>(d,
+                                                         Backward<A, false>{space, d, x, w, b, dy, partials, dz});
+      });
     });
-  });
+  }
   // dw, db = the chunks' partials summed in chunk order: deterministic, whatever ran where.
   std::int64_t const chunks = conv_direct_chunks(d), ps = d.partial_size(), nw = 9 * d.channels * d.features;
   Kokkos::parallel_for(
@@ -388,7 +417,7 @@ void conv_direct_input_grad(ExecSpace const& space, ConvDims const& d, float con
             float const* g = dz + ((n * H + oh) * W + ow) * F;
             for (std::int64_t c = 0; c < C; ++c) {
               float const* wk = w + ((kh * 3 + kw) * C + c) * F;
-              float s = 0.0f;  // under bf16, dz and w are rounded already (backward_impl, conv_direct_weights)
+              float s = 0.0f;  // under bf16, dz and w are rounded already (backward_impl, conv_direct_operands)
               for (std::int64_t f = 0; f < F; ++f) s += g[f] * wk[f];
               out[c] += s;
             }

@@ -26,8 +26,7 @@ constexpr std::int64_t conv_direct_max_channels = 8;
 
 struct ConvDims {
   std::int64_t batch, height, width, channels, features;
-  int pool;           // 1: plain convolution; 2: followed by a fused 2x2 stride-2 VALID average pool
-  bool bf16 = false;  // the products' inputs rounded to bf16 (set by the kernels from the run's precision)
+  int pool;  // 1: plain convolution; 2: followed by a fused 2x2 stride-2 VALID average pool
   KOKKOS_INLINE_FUNCTION std::int64_t out_height() const { return height / pool; }
   KOKKOS_INLINE_FUNCTION std::int64_t out_width() const { return width / pool; }
   /// Floats of one chunk's partial gradient: dw (9 C F) then db (F).
@@ -44,9 +43,16 @@ std::int64_t conv_direct_rows_per_chunk(ConvDims const& d);
 /// Number of backward chunks, i.e. rows of the partials buffer.
 std::int64_t conv_direct_chunks(ConvDims const& d);
 
-/// The weights the kernels should read: w itself, or under bf16 precision w rounded to bf16 into w16 (9 C F
-/// floats of scratch; one small kernel), so that the kernels round no weight as they load it.
-float const* conv_direct_weights(ExecSpace const& space, ConvDims const& d, float const* w, float* w16);
+/// Floats of scratch conv_direct_operands needs: the rounded weights (9 C F) and, for a single input channel, the
+/// operands of the AVX512-BF16 kernels (conv_direct_dpbf16.hpp), which may take such a layer.
+std::int64_t conv_direct_operands_size(ConvDims const& d);
+
+/// The weights the kernels should read: w itself, or under bf16 precision w rounded to bf16 into w16 (one small
+/// kernel), so that the kernels round no weight as they load it, followed there by the AVX512-BF16 kernels'
+/// operands (from w and x) where they take the layer. Under bf16 the forward and the backward of this input must
+/// be given this pointer.
+float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Activation act, float const* x,
+                                  float const* w, float* w16);
 
 /// y = avgpool_P(act(conv(x, w) + b)).  x (B, H, W, C), w (3, 3, C, F), b (F), y (B, H/P, W/P, F).
 void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,

@@ -8,6 +8,7 @@
 #include <ktr/backends/gemm.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/core/tensor.hpp>
+#include <ktr/models/conv_direct_dpbf16.hpp>
 #include <ktr/models/layers.hpp>
 #include <ktr/models/pack.hpp>
 #include <ktr/models/registry.hpp>
@@ -250,6 +251,50 @@ TEST(Bf16Layers, DirectAndIm2colConvolutionsRoundTheirProductsInputs) {
           },
           42);
     }
+  }
+}
+
+// The AVX512-BF16 dot-product kernels of a first convolution (one channel, ReLU or identity, the average pool
+// fused in) against the portable bf16 kernels, which the references above check: the same products, summed in
+// another order. Odd extents (the pool drops a row and a column), one, two and three vectors of output channels.
+TEST(Bf16Layers, DotProductConvolutionMatchesThePortableBf16Kernels) {
+  SKIP_WITHOUT_BF16();
+  if (!ktr::device_is_host) GTEST_SKIP() << "the direct kernels run on host builds only";
+  struct Case {
+    int F;
+    ktr::Activation act;
+    Shape in;
+  };
+  for (auto const& c : {Case{32, ktr::Activation::relu, Shape{3, 9, 11, 1}},
+                        Case{16, ktr::Activation::identity, Shape{2, 6, 5, 1}},
+                        Case{48, ktr::Activation::relu, Shape{2, 28, 28, 1}}}) {
+    SCOPED_TRACE(c.F);
+    ktr::impl::ConvDims const dims{c.in[0], c.in[1], c.in[2], 1, c.F, 2};
+    if (!ktr::impl::conv_dpbf16_takes(dims, c.act)) GTEST_SKIP() << "this CPU has no AVX512-BF16 instructions";
+    ktr::ExecSpace space;
+    ktr::Conv2D layer(c.F, c.act, ktr::ConvAlgorithm::direct);
+    ASSERT_TRUE(layer.fuse_next(ktr::AvgPool2(), c.in));
+    ktr::StandaloneLayer standalone(layer, c.in);
+    for (std::size_t i = 0; i < 2; ++i)
+      ktr::from_host(standalone.arena.param(i), ktr::test::random_floats(standalone.arena.param(i).size(),
+                                                                         50 + std::uint32_t(i), -0.5f, 0.5f));
+    Shape const out{c.in[0], c.in[1] / 2, c.in[2] / 2, c.F};
+    Tensor x("x", c.in), y("y", out), dy("dy", out), dx("dx", c.in);
+    ktr::from_host(x, ktr::test::random_floats(c.in.size(), 52));
+    ktr::from_host(dy, ktr::test::random_floats(out.size(), 53));
+    auto run = [&](bool dot_products) {
+      ktr::impl::conv_dpbf16_allow(dot_products);
+      ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
+      layer.forward(space, x, y);
+      layer.backward(space, x, y, dy, dx);
+      ktr::impl::conv_dpbf16_allow(true);
+      return std::vector<std::vector<float>>{ktr::to_host(y), ktr::to_host(standalone.arena.grad(0)),
+                                             ktr::to_host(standalone.arena.grad(1)), ktr::to_host(dx)};
+    };
+    auto const fast = run(true), portable = run(false);
+    char const* what[] = {"forward", "d/dkernel", "d/dbias", "d/dx"};
+    for (std::size_t k = 0; k < fast.size(); ++k)
+      ktr::test::expect_close(fast[k], ktr::test::to_double(portable[k]), 1e-5, what[k]);
   }
 }
 
