@@ -1,54 +1,32 @@
 // The direct convolution's AVX512-BF16 kernels: see conv_direct_dpbf16.hpp.
 //
-// Per pooled output (2x2 pixels q), the 4x4 input patch is loaded into one vector, rounded to bf16 in one
-// instruction, and a word permutation lays out the pairs the dot products broadcast: for the forward the five tap
-// pairs of each pixel (20 words), for the kernel gradient each tap of two pixels side by side (18 words). With 32
-// output channels the forward keeps the 10 weight vectors and 8 accumulators in registers and issues 40 vdpbf16ps
-// where the fp32 kernel issues 72 multiply-adds; the backward's kernel gradient 36 against 72.
+// Per pooled output (2x2 pixels q) and 32 output channels, the forward issues 48 vdpbf16ps (6 pairs x 4 pixels x
+// 2 vectors) where the fp32 kernel issues 72 multiply-adds, its pairs broadcast from the padded bf16 copy of the
+// input; the backward recomputes z the same way and accumulates the kernel gradient with 36 against 72.
 #include "conv_direct_dpbf16.hpp"
 
 #include "../core/bf16.hpp"
 #include "../core/error.hpp"
+#include "dpbf16.hpp"
 
-#include <atomic>
 #include <type_traits>
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(KOKKOS_ENABLE_CUDA) && \
-    !defined(KOKKOS_ENABLE_HIP)
-#define KTR_DPBF16_KERNELS 1
-#include <immintrin.h>
-#endif
 
 namespace ktr::impl {
 
 namespace {
 
-std::atomic<bool> allowed{true};
-
 // Row stride of the padded bf16 image: a zero column each side and one more, so that the pair read at the last
 // column stays inside the row.
 KOKKOS_INLINE_FUNCTION std::int64_t padded_width(ConvDims const& d) { return d.width + 3; }
-
-bool cpu_has_avx512_bf16() {
-#if defined(KTR_DPBF16_KERNELS)
-  static bool const has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512bf16");
-  return has;
-#else
-  return false;
-#endif
-}
 
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
 }  // namespace
 
 bool conv_dpbf16_takes(ConvDims const& d, Activation act) {
-  return device_is_host && allowed.load(std::memory_order_relaxed) && cpu_has_avx512_bf16() && d.channels == 1 &&
-         d.pool == 2 && d.features % 16 == 0 && (act == Activation::relu || act == Activation::identity);
+  return dpbf16_available() && d.channels == 1 && d.pool == 2 && d.features % 16 == 0 &&
+         (act == Activation::relu || act == Activation::identity);
 }
-
-void conv_dpbf16_allow(bool a) { allowed.store(a, std::memory_order_relaxed); }
 
 std::int64_t conv_dpbf16_scratch_size(ConvDims const& d) {
   return 6 * d.features + (d.batch * (d.height + 2) * padded_width(d) + 1) / 2;
@@ -101,24 +79,9 @@ void conv_dpbf16_prepare(ExecSpace const& space, ConvDims const& d, float const*
 
 #if defined(KTR_DPBF16_KERNELS)
 
-#define KTR_DPBF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-
 namespace {
 
-// The zero-masked forms with every lane on: GCC 12 warns that the plain forms' undefined pass-through may be
-// used uninitialised when they are inlined into a function of another target.
-constexpr __mmask16 all = 0xffffu;
-
-// Two bf16 at p (a pair of neighbours in a row of the padded image), broadcast to every lane.
-KTR_DPBF16 inline __m512i pair_at(std::uint16_t const* p) {
-  std::int32_t v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return _mm512_set1_epi32(v);
-}
-
-KTR_DPBF16 inline __m512 dot2(__m512 acc, __m512i a, __m512i b) {
-  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
-}
+constexpr __mmask16 all = dpbf16_all;
 
 // z[q][u] = bias + the 3x3 window of pixel q (row-major in the 2x2 block whose top-left pixel is at `at` in the
 // padded image: row stride S) times the weights' pairs: 6 x 4 x NV dot products, the pairs broadcast from memory.
@@ -132,7 +95,7 @@ KTR_DPBF16 inline void convolve(std::uint16_t const* at, std::int64_t S, std::ui
       __m512i wv[NV];
       for (int u = 0; u < NV; ++u) wv[u] = _mm512_loadu_si512(wp + (2 * kh + half) * F + f0 + 16 * u);
       for (int q = 0; q < 4; ++q) {
-        __m512i const xb = pair_at(at + (q / 2 + kh) * S + q % 2 + 2 * half);
+        __m512i const xb = broadcast_pair(at + (q / 2 + kh) * S + q % 2 + 2 * half);
         for (int u = 0; u < NV; ++u) z[q][u] = dot2(z[q][u], xb, wv[u]);
       }
     }
@@ -175,11 +138,6 @@ KTR_DPBF16 __attribute__((noinline)) void backward_chunk(ConvDims d, std::uint16
   std::int64_t const rows = conv_direct_rows_per_chunk(d), per_image = (Ho + rows - 1) / rows;
   std::int64_t const n = chunk / per_image, i0 = chunk % per_image * rows, i1 = i0 + rows < Ho ? i0 + rows : Ho;
   float* part = partials + chunk * d.partial_size();
-  // Word 2l and 2l + 1 of a pair vector: lane l of the left and of the right pixel (cvtne2ps puts them 16 apart).
-  alignas(64) static constexpr std::uint16_t interleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
-                                                               21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
-                                                               11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  __m512i const order = _mm512_load_si512(interleave);
   __m512i const ones = _mm512_set1_epi32(0x3f803f80);  // (1, 1) in bf16: the bias gradient as a dot product
   for (std::int64_t f0 = 0; f0 < F; f0 += 16 * NV) {
     __m512 bias[NV], gw[9][NV], gb[NV];
@@ -206,7 +164,7 @@ KTR_DPBF16 __attribute__((noinline)) void backward_chunk(ConvDims d, std::uint16
               gq[s] = Relu ? _mm512_maskz_mov_ps(
                                  _mm512_cmp_ps_mask(z[2 * a + s][u], _mm512_setzero_ps(), _CMP_GT_OQ), g)
                            : g;
-            pair[a][u] = _mm512_permutexvar_epi16(order, (__m512i)_mm512_cvtne2ps_pbh(gq[1], gq[0]));
+            pair[a][u] = interleave_bf16(gq[0], gq[1]);
             gb[u] = dot2(gb[u], pair[a][u], ones);
             if (dz != nullptr) {
               float* out = dz + ((n * H + 2 * i + a) * W + 2 * j) * F + f0 + 16 * u;
@@ -222,7 +180,7 @@ KTR_DPBF16 __attribute__((noinline)) void backward_chunk(ConvDims d, std::uint16
           for (int kw = 0; kw < 3; ++kw)
 #pragma GCC unroll 2
             for (int a = 0; a < 2; ++a) {
-              __m512i const xb = pair_at(at + (a + kh) * S + kw);
+              __m512i const xb = broadcast_pair(at + (a + kh) * S + kw);
 #pragma GCC unroll 4
               for (int u = 0; u < NV; ++u) gw[kh * 3 + kw][u] = dot2(gw[kh * 3 + kw][u], pair[a][u], xb);
             }

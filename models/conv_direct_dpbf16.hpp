@@ -1,7 +1,5 @@
-// The direct convolution's bf16 form on CPUs with AVX512-BF16: products as bf16 dot products (vdpbf16ps: two
-// bf16 products summed into each fp32 lane) instead of fp32 multiply-adds on rounded inputs. Host builds on x86-64
-// only; the Kokkos build need not target the instructions (the kernels carry per-function target attributes and
-// run only where the CPU reports AVX512-BF16 at run time).
+// The direct convolution's bf16 form on CPUs with AVX512-BF16 (dpbf16.hpp): products as bf16 dot products
+// (vdpbf16ps: two bf16 products summed into each fp32 lane) instead of fp32 multiply-adds on rounded inputs.
 //
 // It takes the first layer of an image model as the SimpleCNN has it: one input channel, 3x3 SAME, the 2x2
 // average pool fused in, a multiple of 16 output channels, ReLU or identity. Each row of the 3x3 window runs as

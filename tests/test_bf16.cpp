@@ -9,6 +9,7 @@
 #include <ktr/core/error.hpp>
 #include <ktr/core/tensor.hpp>
 #include <ktr/models/conv_direct_dpbf16.hpp>
+#include <ktr/models/dpbf16.hpp>
 #include <ktr/models/layers.hpp>
 #include <ktr/models/pack.hpp>
 #include <ktr/models/registry.hpp>
@@ -283,11 +284,11 @@ TEST(Bf16Layers, DotProductConvolutionMatchesThePortableBf16Kernels) {
     ktr::from_host(x, ktr::test::random_floats(c.in.size(), 52));
     ktr::from_host(dy, ktr::test::random_floats(out.size(), 53));
     auto run = [&](bool dot_products) {
-      ktr::impl::conv_dpbf16_allow(dot_products);
+      ktr::impl::dpbf16_allow(dot_products);
       ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
       layer.forward(space, x, y);
       layer.backward(space, x, y, dy, dx);
-      ktr::impl::conv_dpbf16_allow(true);
+      ktr::impl::dpbf16_allow(true);
       return std::vector<std::vector<float>>{ktr::to_host(y), ktr::to_host(standalone.arena.grad(0)),
                                              ktr::to_host(standalone.arena.grad(1)), ktr::to_host(dx)};
     };
