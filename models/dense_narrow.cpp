@@ -2,7 +2,10 @@
 #include "dense_narrow.hpp"
 
 #include "../backends/gemm.hpp"
+#include "dense_narrow_dpbf16.hpp"
 #include "pack.hpp"
+
+#include <algorithm>
 
 #include <type_traits>
 
@@ -147,11 +150,18 @@ std::int64_t padded_rows(std::int64_t n) { return (n + 3) / 4 * 4; }
 
 bool dense_narrow(std::int64_t features) { return device_is_host && features <= dense_narrow_max_features; }
 
+// The fp32 transposed kernel, or under bf16 the dot-product kernels' layouts (whichever precision a run takes).
 std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t features) {
-  return padded_rows(features) * in_features;
+  return std::max(padded_rows(features) * in_features, dense_dpbf16_scratch(in_features, features));
 }
 
+namespace {
+// Under bf16 on a CPU with AVX512-BF16 the products run as dot products (dense_narrow_dpbf16.hpp).
+bool dot_products() { return matmul_precision() == MatmulPrecision::bf16 && dense_dpbf16_takes(); }
+}  // namespace
+
 void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t N, float const* w, float* wt) {
+  if (dot_products()) return dense_dpbf16_transpose(space, K, N, w, wt);
   constexpr std::int64_t chunk = 64;  // rows of w per iteration, read contiguously
   std::int64_t const NB = padded_rows(N);
   bool const r16 = matmul_precision() == MatmulPrecision::bf16;  // the copy the kernels read is rounded
@@ -173,6 +183,7 @@ void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t
 // The kernels are instantiated for host builds only (GPU builds never take them: dense_narrow() is false there).
 void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
                           float const* wt, float const* b, Activation act, float* z, float* y) {
+  if (dot_products()) return dense_dpbf16_forward(space, B, K, N, x, wt, b, act, z, y);
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
       with_bf16_inputs([&](auto r) {
@@ -186,6 +197,7 @@ void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K
 
 void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                               float const* x, float const* dy, float* dw) {
+  if (dot_products()) return dense_dpbf16_kernel_grad(space, B, K, N, x, dy, dw);
   host_builds_only([&](auto) {
     with_bf16_inputs([&](auto r) {
       with_rows(N, [&](auto nb) {
@@ -197,6 +209,7 @@ void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64
 
 void dense_narrow_input_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                              float const* dy, float const* wt, float* dx) {
+  if (dot_products()) return dense_dpbf16_input_grad(space, B, K, N, dy, wt, dx);
   host_builds_only([&](auto) {
     with_bf16_inputs([&](auto r) {
       with_rows(N, [&](auto nb) {

@@ -255,9 +255,35 @@ TEST(Bf16Layers, DirectAndIm2colConvolutionsRoundTheirProductsInputs) {
   }
 }
 
-// The AVX512-BF16 dot-product kernels of a first convolution (one channel, ReLU or identity, the average pool
-// fused in) against the portable bf16 kernels, which the references above check: the same products, summed in
-// another order. Odd extents (the pool drops a row and a column), one, two and three vectors of output channels.
+// A layer's forward and backward in bf16 with the AVX512-BF16 dot-product kernels and again with the portable
+// kernels (which the references above check): the same products summed in another order, so the outputs and
+// every gradient agree to fp32 rounding. `out` is the layer's output shape (a fused pool's, if any).
+void expect_dot_products_match_portable(ktr::Layer& layer, Shape in, Shape out, std::uint32_t seed) {
+  ktr::ExecSpace space;
+  ktr::StandaloneLayer standalone(layer, in);
+  for (std::size_t i = 0; i < 2; ++i)
+    ktr::from_host(standalone.arena.param(i), ktr::test::random_floats(standalone.arena.param(i).size(),
+                                                                       seed + std::uint32_t(i), -0.5f, 0.5f));
+  Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
+  ktr::from_host(x, ktr::test::random_floats(in.size(), seed + 2));
+  auto run = [&](bool dot_products) {
+    ktr::from_host(dy, ktr::test::random_floats(out.size(), seed + 3));  // a backward may overwrite it
+    ktr::impl::dpbf16_allow(dot_products);
+    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
+    layer.forward(space, x, y);
+    layer.backward(space, x, y, dy, dx);
+    ktr::impl::dpbf16_allow(true);
+    return std::vector<std::vector<float>>{ktr::to_host(y), ktr::to_host(standalone.arena.grad(0)),
+                                           ktr::to_host(standalone.arena.grad(1)), ktr::to_host(dx)};
+  };
+  auto const fast = run(true), portable = run(false);
+  char const* what[] = {"forward", "d/dkernel", "d/dbias", "d/dx"};
+  for (std::size_t k = 0; k < fast.size(); ++k)
+    ktr::test::expect_close(fast[k], ktr::test::to_double(portable[k]), 1e-5, what[k]);
+}
+
+// A first convolution (one channel, ReLU or identity, the average pool fused in): odd extents (the pool drops a
+// row and a column), one, two and three vectors of output channels.
 TEST(Bf16Layers, DotProductConvolutionMatchesThePortableBf16Kernels) {
   SKIP_WITHOUT_BF16();
   if (!ktr::device_is_host) GTEST_SKIP() << "the direct kernels run on host builds only";
@@ -272,30 +298,24 @@ TEST(Bf16Layers, DotProductConvolutionMatchesThePortableBf16Kernels) {
     SCOPED_TRACE(c.F);
     ktr::impl::ConvDims const dims{c.in[0], c.in[1], c.in[2], 1, c.F, 2};
     if (!ktr::impl::conv_dpbf16_takes(dims, c.act)) GTEST_SKIP() << "this CPU has no AVX512-BF16 instructions";
-    ktr::ExecSpace space;
     ktr::Conv2D layer(c.F, c.act, ktr::ConvAlgorithm::direct);
     ASSERT_TRUE(layer.fuse_next(ktr::AvgPool2(), c.in));
-    ktr::StandaloneLayer standalone(layer, c.in);
-    for (std::size_t i = 0; i < 2; ++i)
-      ktr::from_host(standalone.arena.param(i), ktr::test::random_floats(standalone.arena.param(i).size(),
-                                                                         50 + std::uint32_t(i), -0.5f, 0.5f));
-    Shape const out{c.in[0], c.in[1] / 2, c.in[2] / 2, c.F};
-    Tensor x("x", c.in), y("y", out), dy("dy", out), dx("dx", c.in);
-    ktr::from_host(x, ktr::test::random_floats(c.in.size(), 52));
-    ktr::from_host(dy, ktr::test::random_floats(out.size(), 53));
-    auto run = [&](bool dot_products) {
-      ktr::impl::dpbf16_allow(dot_products);
-      ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
-      layer.forward(space, x, y);
-      layer.backward(space, x, y, dy, dx);
-      ktr::impl::dpbf16_allow(true);
-      return std::vector<std::vector<float>>{ktr::to_host(y), ktr::to_host(standalone.arena.grad(0)),
-                                             ktr::to_host(standalone.arena.grad(1)), ktr::to_host(dx)};
-    };
-    auto const fast = run(true), portable = run(false);
-    char const* what[] = {"forward", "d/dkernel", "d/dbias", "d/dx"};
-    for (std::size_t k = 0; k < fast.size(); ++k)
-      ktr::test::expect_close(fast[k], ktr::test::to_double(portable[k]), 1e-5, what[k]);
+    expect_dot_products_match_portable(layer, c.in, Shape{c.in[0], c.in[1] / 2, c.in[2] / 2, c.F}, 50);
+  }
+}
+
+// The narrow dense head: outputs in one, two and four pairs (N = 3, 10, 16), an activation that keeps z (gelu),
+// inputs longer than one chunk of the forward and not a multiple of 32, an odd batch over more than one block
+// of row pairs of the kernel gradient.
+TEST(Bf16Layers, DotProductNarrowDenseMatchesThePortableBf16Kernels) {
+  SKIP_WITHOUT_BF16();
+  if (!ktr::impl::dpbf16_available()) GTEST_SKIP() << "this CPU has no AVX512-BF16 instructions";
+  for (auto [features_, act_] : {std::pair{10, ktr::Activation::identity}, std::pair{16, ktr::Activation::gelu},
+                                 std::pair{3, ktr::Activation::relu}}) {
+    int const features = features_;
+    SCOPED_TRACE(features);
+    ktr::Dense layer(features, act_);
+    expect_dot_products_match_portable(layer, Shape{67, 700}, Shape{67, features}, 60);
   }
 }
 
