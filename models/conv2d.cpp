@@ -306,9 +306,9 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
     auto const d = dims(x.shape(), features_, pool_);
     KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
                 "output " + y.shape().str() + " does not fit the (pooled) convolution");
-    float const* const w = impl::conv_direct_operands(space, d, act_, x.data(), w_.data(),
-                                                      scratch_.data() + direct_w16_offset(x.shape()));
-    impl::conv_direct_forward(space, d, x.data(), w, b_.data(), act_, y.data());
+    float* const w16 = scratch_.data() + direct_w16_offset(x.shape());
+    float const* const w = impl::conv_direct_operands(space, d, act_, x.data(), w_.data(), w16);
+    impl::conv_direct_forward(space, d, x.data(), w, b_.data(), act_, y.data(), w16);
     return;
   }
   auto g = geometry(x.shape(), form_);

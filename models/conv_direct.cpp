@@ -345,11 +345,11 @@ float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Act
 
 // The kernels are instantiated once per activation, for host builds only (GPU builds take im2col + gemm).
 void conv_direct_forward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
-                         float const* b, Activation act, float* y) {
+                         float const* b, Activation act, float* y, float* w16) {
   ConvDims const& d = dims;
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
-  if (bf16 && conv_dpbf16_takes(d, act)) return conv_dpbf16_forward(space, d, dpbf16_operands(d, w), b, act, y);
+  if (bf16 && conv_dpbf16_takes(d, act)) return conv_dpbf16_forward(space, d, dpbf16_operands(d, w16), b, act, y);
   // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
@@ -370,7 +370,7 @@ void conv_direct_backward(ExecSpace const& space, ConvDims const& dims, float co
   if (dz != nullptr) zero_dropped(space, d, dz);
   bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
   if (bf16 && conv_dpbf16_takes(d, act)) {
-    conv_dpbf16_backward(space, d, dpbf16_operands(d, w), b, act, dy, partials, dz);
+    conv_dpbf16_backward(space, d, dpbf16_operands(d, w), act, dy, partials, dz);
   } else {
     // Two packs per pixel as well; backward_impl takes blocks of 2 positions when they are 16-float packs, so a
     // block's d loss / d z (block x P^2 x 2 packs) stays in registers.

@@ -54,9 +54,10 @@ std::int64_t conv_direct_operands_size(ConvDims const& d);
 float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Activation act, float const* x,
                                   float const* w, float* w16);
 
-/// y = avgpool_P(act(conv(x, w) + b)).  x (B, H, W, C), w (3, 3, C, F), b (F), y (B, H/P, W/P, F).
+/// y = avgpool_P(act(conv(x, w) + b)).  x (B, H, W, C), w (3, 3, C, F), b (F), y (B, H/P, W/P, F); w16 is the
+/// buffer given to conv_direct_operands, where the AVX512-BF16 kernels leave what their backward reads.
 void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                         Activation act, float* y);
+                         Activation act, float* y, float* w16);
 
 /// dw (3, 3, C, F), db (F) from dy (B, H/P, W/P, F); `partials` holds conv_direct_chunks(d) * partial_size()
 /// floats. If dz is not null it receives d loss / d z (B, H, W, F) (zero where the pool drops pixels).

@@ -19,6 +19,12 @@ namespace {
 // column stays inside the row.
 KOKKOS_INLINE_FUNCTION std::int64_t padded_width(ConvDims const& d) { return d.width + 3; }
 
+// 32-bit words of the padded image, and of the ReLU masks (16 bits per pixel and vector of 16 output channels).
+std::int64_t image_words(ConvDims const& d) { return (d.batch * (d.height + 2) * padded_width(d) + 1) / 2; }
+std::int64_t mask_words(ConvDims const& d) {
+  return d.batch * d.out_height() * d.out_width() * (d.features / 16) * 4 / 2;
+}
+
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
 }  // namespace
@@ -29,7 +35,7 @@ bool conv_dpbf16_takes(ConvDims const& d, Activation act) {
 }
 
 std::int64_t conv_dpbf16_scratch_size(ConvDims const& d) {
-  return 6 * d.features + (d.batch * (d.height + 2) * padded_width(d) + 1) / 2;
+  return 6 * d.features + image_words(d) + mask_words(d);
 }
 
 namespace {
@@ -69,6 +75,14 @@ auto image_of(ConvDims const& d, T* ops) {
   return reinterpret_cast<U*>(ops + 6 * d.features);
 }
 
+// Where the forward leaves which pixels' z were positive (ReLU's derivative) for the backward: 4 masks (the
+// block's pixels) per pooled output and vector of 16 channels.
+template <class T>
+auto masks_of(ConvDims const& d, T* ops) {
+  using U = std::conditional_t<std::is_const<T>::value, std::uint16_t const, std::uint16_t>;
+  return reinterpret_cast<U*>(ops + 6 * d.features + image_words(d));
+}
+
 }  // namespace
 
 void conv_dpbf16_prepare(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
@@ -101,15 +115,10 @@ KTR_DPBF16 inline void convolve(std::uint16_t const* at, std::int64_t S, std::ui
     }
 }
 
-template <bool Relu>
-KTR_DPBF16 inline __m512 activate(__m512 z) {
-  return Relu ? _mm512_maskz_max_ps(all, z, _mm512_setzero_ps()) : z;
-}
-
 template <int NV, bool Relu>
 KTR_DPBF16 __attribute__((noinline)) void forward_row(ConvDims d, std::uint16_t const* image,
                                                       std::uint32_t const* wp, float const* b, std::int64_t row,
-                                                      float* y) {
+                                                      float* y, std::uint16_t* masks) {
   std::int64_t const Ho = d.out_height(), Wo = d.out_width(), F = d.features, S = padded_width(d);
   std::int64_t const n = row / Ho, i = row % Ho;
   std::uint16_t const* top = image + (n * (d.height + 2) + 2 * i) * S;
@@ -120,9 +129,18 @@ KTR_DPBF16 __attribute__((noinline)) void forward_row(ConvDims d, std::uint16_t 
       __m512 z[4][NV];
       convolve<NV>(top + 2 * j, S, wp, F, f0, bias, z);
       float* out = y + (row * Wo + j) * F + f0;
+      std::uint16_t* positive = masks + ((row * Wo + j) * (F / 16) + f0 / 16) * 4;
       for (int u = 0; u < NV; ++u) {
         __m512 s = _mm512_setzero_ps();
-        for (int q = 0; q < 4; ++q) s = _mm512_add_ps(s, activate<Relu>(z[q][u]));
+        for (int q = 0; q < 4; ++q) {
+          if (Relu) {
+            __mmask16 const p = _mm512_cmp_ps_mask(z[q][u], _mm512_setzero_ps(), _CMP_GT_OQ);
+            positive[4 * u + q] = p;
+            s = _mm512_add_ps(s, _mm512_maskz_mov_ps(p, z[q][u]));
+          } else {
+            s = _mm512_add_ps(s, z[q][u]);
+          }
+        }
         _mm512_storeu_ps(out + 16 * u, _mm512_mul_ps(_mm512_set1_ps(0.25f), s));
       }
     }
@@ -131,7 +149,7 @@ KTR_DPBF16 __attribute__((noinline)) void forward_row(ConvDims d, std::uint16_t 
 
 template <int NV, bool Relu>
 KTR_DPBF16 __attribute__((noinline)) void backward_chunk(ConvDims d, std::uint16_t const* image,
-                                                         std::uint32_t const* wp, float const* b, float const* dy,
+                                                         std::uint16_t const* masks, float const* dy,
                                                          std::int64_t chunk, float* partials, float* dz) {
   std::int64_t const H = d.height, W = d.width, F = d.features, Ho = d.out_height(), Wo = d.out_width();
   std::int64_t const S = padded_width(d);
@@ -140,17 +158,15 @@ KTR_DPBF16 __attribute__((noinline)) void backward_chunk(ConvDims d, std::uint16
   float* part = partials + chunk * d.partial_size();
   __m512i const ones = _mm512_set1_epi32(0x3f803f80);  // (1, 1) in bf16: the bias gradient as a dot product
   for (std::int64_t f0 = 0; f0 < F; f0 += 16 * NV) {
-    __m512 bias[NV], gw[9][NV], gb[NV];
+    __m512 gw[9][NV], gb[NV];
     for (int u = 0; u < NV; ++u) {
-      bias[u] = _mm512_loadu_ps(b + f0 + 16 * u);
       gb[u] = _mm512_setzero_ps();
       for (int t = 0; t < 9; ++t) gw[t][u] = _mm512_setzero_ps();
     }
     for (std::int64_t i = i0; i < i1; ++i)
       for (std::int64_t j = 0; j < Wo; ++j) {
         std::uint16_t const* at = image + (n * (H + 2) + 2 * i) * S + 2 * j;
-        __m512 z[4][NV];
-        convolve<NV>(at, S, wp, F, f0, bias, z);
+        std::uint16_t const* positive = masks + (((n * Ho + i) * Wo + j) * (F / 16) + f0 / 16) * 4;
         float const* up = dy + ((n * Ho + i) * Wo + j) * F + f0;
         __m512i pair[2][NV];  // row a of the block: d loss / d z of pixels 2a and 2a + 1, lanes interleaved
 #pragma GCC unroll 4
@@ -160,10 +176,7 @@ KTR_DPBF16 __attribute__((noinline)) void backward_chunk(ConvDims d, std::uint16
           for (int a = 0; a < 2; ++a) {
             __m512 gq[2];
 #pragma GCC unroll 2
-            for (int s = 0; s < 2; ++s)
-              gq[s] = Relu ? _mm512_maskz_mov_ps(
-                                 _mm512_cmp_ps_mask(z[2 * a + s][u], _mm512_setzero_ps(), _CMP_GT_OQ), g)
-                           : g;
+            for (int s = 0; s < 2; ++s) gq[s] = Relu ? _mm512_maskz_mov_ps(positive[4 * u + 2 * a + s], g) : g;
             pair[a][u] = interleave_bf16(gq[0], gq[1]);
             gb[u] = dot2(gb[u], pair[a][u], ones);
             if (dz != nullptr) {
@@ -210,37 +223,38 @@ void dispatch(ConvDims const& d, Activation act, Body const& body) {
 
 }  // namespace
 
-void conv_dpbf16_forward(ExecSpace const& space, ConvDims const& d, std::uint32_t const* ops, float const* b,
+void conv_dpbf16_forward(ExecSpace const& space, ConvDims const& d, std::uint32_t* ops, float const* b,
                          Activation act, float* y) {
   std::uint16_t const* image = image_of(d, ops);
+  std::uint16_t* masks = masks_of(d, ops);
   dispatch(d, act, [&](auto nv, auto relu) {
     Kokkos::parallel_for(
         "ktr::conv2d::dpbf16_forward", Range(space, 0, d.batch * d.out_height()), KOKKOS_LAMBDA(std::int64_t row) {
-          forward_row<decltype(nv)::value, decltype(relu)::value>(d, image, ops, b, row, y);
+          forward_row<decltype(nv)::value, decltype(relu)::value>(d, image, ops, b, row, y, masks);
         });
   });
 }
 
-void conv_dpbf16_backward(ExecSpace const& space, ConvDims const& d, std::uint32_t const* ops, float const* b,
-                          Activation act, float const* dy, float* partials, float* dz) {
+void conv_dpbf16_backward(ExecSpace const& space, ConvDims const& d, std::uint32_t const* ops, Activation act,
+                          float const* dy, float* partials, float* dz) {
   std::uint16_t const* image = image_of(d, ops);
+  std::uint16_t const* masks = masks_of(d, ops);
   dispatch(d, act, [&](auto nv, auto relu) {
     Kokkos::parallel_for(
         "ktr::conv2d::dpbf16_backward", Range(space, 0, conv_direct_chunks(d)), KOKKOS_LAMBDA(std::int64_t chunk) {
-          backward_chunk<decltype(nv)::value, decltype(relu)::value>(d, image, ops, b, dy, chunk, partials, dz);
+          backward_chunk<decltype(nv)::value, decltype(relu)::value>(d, image, masks, dy, chunk, partials, dz);
         });
   });
 }
 
 #else  // no AVX512-BF16 kernels in this build: conv_dpbf16_takes is false, so these are never called
 
-void conv_dpbf16_forward(ExecSpace const&, ConvDims const&, std::uint32_t const*, float const*, Activation,
-                         float*) {
+void conv_dpbf16_forward(ExecSpace const&, ConvDims const&, std::uint32_t*, float const*, Activation, float*) {
   KTR_REQUIRE(false, "ktr::conv2d::dpbf16", "this build has no AVX512-BF16 kernels");
 }
 
-void conv_dpbf16_backward(ExecSpace const&, ConvDims const&, std::uint32_t const*, float const*, Activation,
-                          float const*, float*, float*) {
+void conv_dpbf16_backward(ExecSpace const&, ConvDims const&, std::uint32_t const*, Activation, float const*,
+                          float*, float*) {
   KTR_REQUIRE(false, "ktr::conv2d::dpbf16", "this build has no AVX512-BF16 kernels");
 }
 

@@ -7,15 +7,12 @@
 //
 //   forward   z[q, f] = b[f] + sum_kh dot2((x[q + (kh, 0)], x[q + (kh, 1)]), (w[kh, 0, f], w[kh, 1, f]))
 //                            + dot2((x[q + (kh, 2)], x[q + (kh, 3)]), (w[kh, 2, f], 0))        q: the 2x2 pixels
-//   backward  recomputes z, forms dz = act'(z) dy / 4 rounded to bf16, and accumulates the kernel gradient over
-//             the block's rows of two pixels: dw[t, f] += dot2((x[q0 + t], x[q1 + t]), (dz[q0, f], dz[q1, f]))
+//   backward  forms dz = act'(z) dy / 4 rounded to bf16 (ReLU's derivative from the forward's masks of z > 0) and
+//             accumulates the kernel gradient over the block's rows of two pixels:
+//             dw[t, f] += dot2((x[q0 + t], x[q1 + t]), (dz[q0, f], dz[q1, f]))
 //
 // Every pair is two neighbours in a row of the input: the input is rounded once into a bf16 copy with a border of
 // zeros, and the dot products broadcast their pairs straight from it (no shuffles, no edge tests).
-//
-// Every product is exact in fp32 (bf16 x bf16), as on the portable path; the sums run in another order and
-// vdpbf16ps treats subnormal inputs and results as zero, so results agree with it to fp32 rounding, not bit for
-// bit.
 #pragma once
 
 #include "../core/types.hpp"
@@ -33,20 +30,24 @@ bool conv_dpbf16_takes(ConvDims const& d, Activation act);
 void conv_dpbf16_allow(bool allowed);
 
 /// 32-bit words of the kernels' operands: the weights as pairs of taps (6 F: per kernel row (w[kh, 0], w[kh, 1])
-/// and (w[kh, 2], 0)), then the input rounded to bf16 with a border of zeros (B, H + 2, W + 3 halves).
+/// and (w[kh, 2], 0)), the input rounded to bf16 with a border of zeros (B, H + 2, W + 3 halves), and the
+/// forward's ReLU masks for the backward (16 bits per pixel and vector of 16 channels).
 std::int64_t conv_dpbf16_scratch_size(ConvDims const& d);
 
-/// Fills the operands from x (B, H, W, 1) and w (3, 3, 1, F): before the forward, and left for the backward.
+/// Fills the weights' pairs and the padded input from x (B, H, W, 1) and w (3, 3, 1, F): before the forward, and
+/// left for the backward.
 void conv_dpbf16_prepare(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
                          std::uint32_t* ops);
 
-/// y = avgpool2(act(conv(x, w) + b)), the products in bf16 (conv_direct_forward's contract), from the operands.
-void conv_dpbf16_forward(ExecSpace const& space, ConvDims const& d, std::uint32_t const* ops, float const* b,
+/// y = avgpool2(act(conv(x, w) + b)), the products in bf16 (conv_direct_forward's contract), from the operands;
+/// under ReLU it writes the masks of the positive z into the operands.
+void conv_dpbf16_forward(ExecSpace const& space, ConvDims const& d, std::uint32_t* ops, float const* b,
                          Activation act, float* y);
 
 /// The per-chunk partials of dw and db (conv_direct_backward's layout) and, if dz is not null, d loss / d z
-/// rounded to bf16 (zero where the pool drops pixels is left to the caller), from the forward's operands.
-void conv_dpbf16_backward(ExecSpace const& space, ConvDims const& d, std::uint32_t const* ops, float const* b,
-                          Activation act, float const* dy, float* partials, float* dz);
+/// rounded to bf16 (zero where the pool drops pixels is left to the caller), from the forward's operands: the
+/// padded input and ReLU's masks (z is not recomputed).
+void conv_dpbf16_backward(ExecSpace const& space, ConvDims const& d, std::uint32_t const* ops, Activation act,
+                          float const* dy, float* partials, float* dz);
 
 }  // namespace ktr::impl
