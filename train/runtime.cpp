@@ -8,6 +8,7 @@
 #include "../core/error.hpp"
 #include "../core/parse.hpp"
 #include "../core/types.hpp"
+#include "../models/dpbf16.hpp"
 
 #include <unistd.h>
 
@@ -122,6 +123,12 @@ std::string runtime_info() {
     if (matmul_unavailable(p).empty()) precisions += std::string(", ") + matmul_precision_name(p);
   s += "precisions:        " + precisions + "\n";
   s += "bf16 matmuls:      " + matmul_bf16_backend() + "\n";
+  if (device_is_host)  // ktr's own product kernels: the narrow dense head, the first direct convolution
+    s += std::string("bf16 own kernels:  ") +
+         (!matmul_unavailable(MatmulPrecision::bf16).empty() ? "none (bf16 cannot run here)"
+          : impl::dpbf16_available()                         ? "AVX512-BF16 dot products (vdpbf16ps)"
+                                                             : "fp32 products of bf16-rounded inputs") +
+         "\n";
   s += "GPU architecture:  " + gpu_architecture() + "\n";
   s += "host architecture: " + host_architecture() + "\n";
 #if defined(KTR_ENABLE_MPI)
