@@ -2,7 +2,8 @@
 //
 // Per pooled output (2x2 pixels q) and 32 output channels, the forward issues 48 vdpbf16ps (6 pairs x 4 pixels x
 // 2 vectors) where the fp32 kernel issues 72 multiply-adds, its pairs broadcast from the padded bf16 copy of the
-// input; the backward recomputes z the same way and accumulates the kernel gradient with 36 against 72.
+// input; the backward takes ReLU's derivative from the forward's masks (the fp32 kernel recomputes z: 72 more) and
+// accumulates the kernel gradient with 36 against 72.
 #include "conv_direct_dpbf16.hpp"
 
 #include "../core/bf16.hpp"
@@ -44,8 +45,8 @@ void pack_weights(ExecSpace const& space, ConvDims const& d, float const* w, std
   std::int64_t const F = d.features;
   Kokkos::parallel_for(
       "ktr::conv2d::dpbf16_weights", Range(space, 0, 6 * F), KOKKOS_LAMBDA(std::int64_t e) {
-        std::int64_t const kh = e / (2 * F), half = e / F % 2,
-                           f = e % F;  // taps (kh, 0), (kh, 1) or (kh, 2), none
+        // half 0: taps (kh, 0) and (kh, 1); half 1: tap (kh, 2) and a zero
+        std::int64_t const kh = e / (2 * F), half = e / F % 2, f = e % F;
         std::uint32_t const lo = bf16_bits(w[(3 * kh + 2 * half) * F + f]);
         std::uint32_t const hi = half == 0 ? bf16_bits(w[(3 * kh + 1) * F + f]) : 0u;
         ops[e] = lo | hi << 16;
