@@ -18,12 +18,6 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 std::int64_t padded_rows(std::int64_t n) { return (n + 3) / 4 * 4; }
 KOKKOS_INLINE_FUNCTION std::int64_t padded_k(std::int64_t k) { return (k + 31) / 32 * 32; }
 
-// The layouts in scratch: wt16 (NB, K32) halves, then wtp (NB / 2, K) words.
-std::uint16_t const* wt16_of(float const* scratch) { return reinterpret_cast<std::uint16_t const*>(scratch); }
-std::uint32_t const* wtp_of(float const* scratch, std::int64_t K, std::int64_t N) {
-  return reinterpret_cast<std::uint32_t const*>(scratch + padded_rows(N) * padded_k(K) / 2);
-}
-
 }  // namespace
 
 bool dense_dpbf16_takes() { return dpbf16_available(); }
@@ -35,6 +29,12 @@ std::int64_t dense_dpbf16_scratch(std::int64_t K, std::int64_t N) {
 #if defined(KTR_DPBF16_KERNELS)
 
 namespace {
+
+// The layouts in scratch: wt16 (NB, K32) halves, then wtp (NB / 2, K) words.
+std::uint16_t const* wt16_of(float const* scratch) { return reinterpret_cast<std::uint16_t const*>(scratch); }
+std::uint32_t const* wtp_of(float const* scratch, std::int64_t K, std::int64_t N) {
+  return reinterpret_cast<std::uint32_t const*>(scratch + padded_rows(N) * padded_k(K) / 2);
+}
 
 // Lanes [0, n) on (n < 16), all otherwise.
 inline __mmask16 first_lanes(std::int64_t n) { return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1u); }
