@@ -131,28 +131,13 @@ void input_grad_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std
       });
 }
 
-// Runs f(std::integral_constant<int, NB>) with NB = n rounded up to 4.
-template <class F>
-void with_rows(std::int64_t n, F const& f) {
-  if (n <= 4)
-    f(std::integral_constant<int, 4>{});
-  else if (n <= 8)
-    f(std::integral_constant<int, 8>{});
-  else if (n <= 12)
-    f(std::integral_constant<int, 12>{});
-  else
-    f(std::integral_constant<int, 16>{});
-}
-
-std::int64_t padded_rows(std::int64_t n) { return (n + 3) / 4 * 4; }
-
 }  // namespace
 
 bool dense_narrow(std::int64_t features) { return device_is_host && features <= dense_narrow_max_features; }
 
 // The fp32 transposed kernel, or under bf16 the dot-product kernels' layouts (whichever precision a run takes).
 std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t features) {
-  return std::max(padded_rows(features) * in_features, dense_dpbf16_scratch(in_features, features));
+  return std::max(dense_narrow_rows(features) * in_features, dense_dpbf16_scratch(in_features, features));
 }
 
 namespace {
@@ -163,7 +148,7 @@ bool dot_products() { return matmul_precision() == MatmulPrecision::bf16 && dens
 void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t N, float const* w, float* wt) {
   if (dot_products()) return dense_dpbf16_transpose(space, K, N, w, wt);
   constexpr std::int64_t chunk = 64;  // rows of w per iteration, read contiguously
-  std::int64_t const NB = padded_rows(N);
+  std::int64_t const NB = dense_narrow_rows(N);
   bool const r16 = matmul_precision() == MatmulPrecision::bf16;  // the copy the kernels read is rounded
   Kokkos::parallel_for(
       "ktr::dense::narrow_transpose", Range(space, 0, (K + chunk - 1) / chunk), KOKKOS_LAMBDA(std::int64_t c) {
@@ -187,7 +172,7 @@ void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
       with_bf16_inputs([&](auto r) {
-        with_rows(N, [&](auto nb) {
+        with_narrow_rows(N, [&](auto nb) {
           forward_impl<decltype(nb)::value, decltype(a), decltype(r)::value>(space, B, K, N, x, wt, b, z, y);
         });
       });
@@ -200,7 +185,7 @@ void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64
   if (dot_products()) return dense_dpbf16_kernel_grad(space, B, K, N, x, dy, dw);
   host_builds_only([&](auto) {
     with_bf16_inputs([&](auto r) {
-      with_rows(N, [&](auto nb) {
+      with_narrow_rows(N, [&](auto nb) {
         kernel_grad_impl<decltype(nb)::value, decltype(r)::value>(space, B, K, N, x, dy, dw);
       });
     });
@@ -212,7 +197,7 @@ void dense_narrow_input_grad(ExecSpace const& space, std::int64_t B, std::int64_
   if (dot_products()) return dense_dpbf16_input_grad(space, B, K, N, dy, wt, dx);
   host_builds_only([&](auto) {
     with_bf16_inputs([&](auto r) {
-      with_rows(N, [&](auto nb) {
+      with_narrow_rows(N, [&](auto nb) {
         input_grad_impl<decltype(nb)::value, decltype(r)::value>(space, B, K, N, dy, wt, dx);
       });
     });

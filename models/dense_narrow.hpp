@@ -17,10 +17,28 @@
 #include "../core/types.hpp"
 #include "activation.hpp"
 
+#include <type_traits>
+
 namespace ktr::impl {
 
 /// The widest output count the narrow kernels take.
 constexpr std::int64_t dense_narrow_max_features = 16;
+
+/// The narrow kernels' row count for n outputs: n rounded up to 4 (zero rows past n).
+inline std::int64_t dense_narrow_rows(std::int64_t n) { return (n + 3) / 4 * 4; }
+
+/// Runs f(std::integral_constant<int, NB>) with NB = dense_narrow_rows(n) (n <= 16).
+template <class F>
+void with_narrow_rows(std::int64_t n, F const& f) {
+  if (n <= 4)
+    f(std::integral_constant<int, 4>{});
+  else if (n <= 8)
+    f(std::integral_constant<int, 8>{});
+  else if (n <= 12)
+    f(std::integral_constant<int, 12>{});
+  else
+    f(std::integral_constant<int, 16>{});
+}
 
 /// True where the narrow kernels run: a host execution space and at most dense_narrow_max_features outputs.
 bool dense_narrow(std::int64_t features);

@@ -3,6 +3,7 @@
 
 #include "../core/bf16.hpp"
 #include "../core/error.hpp"
+#include "dense_narrow.hpp"
 #include "dpbf16.hpp"
 
 #include <type_traits>
@@ -13,9 +14,7 @@ namespace {
 
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
-// N rounded up to 4 (the narrow kernels' row count, dense_narrow.cpp), and K rounded up to 32 (one vector of
-// bf16 pairs).
-std::int64_t padded_rows(std::int64_t n) { return (n + 3) / 4 * 4; }
+// K rounded up to 32 (one vector of bf16 pairs).
 KOKKOS_INLINE_FUNCTION std::int64_t padded_k(std::int64_t k) { return (k + 31) / 32 * 32; }
 
 }  // namespace
@@ -23,7 +22,7 @@ KOKKOS_INLINE_FUNCTION std::int64_t padded_k(std::int64_t k) { return (k + 31) /
 bool dense_dpbf16_takes() { return dpbf16_available(); }
 
 std::int64_t dense_dpbf16_scratch(std::int64_t K, std::int64_t N) {
-  return padded_rows(N) * padded_k(K) / 2 + padded_rows(N) / 2 * K;
+  return dense_narrow_rows(N) * padded_k(K) / 2 + dense_narrow_rows(N) / 2 * K;
 }
 
 #if defined(KTR_DPBF16_KERNELS)
@@ -33,7 +32,7 @@ namespace {
 // The layouts in scratch: wt16 (NB, K32) halves, then wtp (NB / 2, K) words.
 std::uint16_t const* wt16_of(float const* scratch) { return reinterpret_cast<std::uint16_t const*>(scratch); }
 std::uint32_t const* wtp_of(float const* scratch, std::int64_t K, std::int64_t N) {
-  return reinterpret_cast<std::uint32_t const*>(scratch + padded_rows(N) * padded_k(K) / 2);
+  return reinterpret_cast<std::uint32_t const*>(scratch + dense_narrow_rows(N) * padded_k(K) / 2);
 }
 
 // Lanes [0, n) on (n < 16), all otherwise.
@@ -171,7 +170,7 @@ KTR_DPBF16 inline __m512 gather_column(float const* w, std::int64_t N, std::int6
 KTR_DPBF16 __attribute__((noinline)) void transpose_chunk(std::int64_t K, std::int64_t N, float const* w,
                                                           std::uint16_t* wt16, std::uint32_t* wtp,
                                                           std::int64_t c) {
-  std::int64_t const NB = padded_rows(N), K32 = padded_k(K);
+  std::int64_t const NB = dense_narrow_rows(N), K32 = padded_k(K);
   __m512i const rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                           _mm512_set1_epi32(std::int32_t(N)));
   for (std::int64_t k = c * 64; k < c * 64 + 64 && k < K32; k += 16) {
@@ -188,25 +187,12 @@ KTR_DPBF16 __attribute__((noinline)) void transpose_chunk(std::int64_t K, std::i
   }
 }
 
-// Runs f(std::integral_constant<int, NB>) with NB = n rounded up to 4.
-template <class F>
-void with_rows(std::int64_t n, F const& f) {
-  if (n <= 4)
-    f(std::integral_constant<int, 4>{});
-  else if (n <= 8)
-    f(std::integral_constant<int, 8>{});
-  else if (n <= 12)
-    f(std::integral_constant<int, 12>{});
-  else
-    f(std::integral_constant<int, 16>{});
-}
-
 }  // namespace
 
 void dense_dpbf16_transpose(ExecSpace const& space, std::int64_t K, std::int64_t N, float const* w,
                             float* scratch) {
   std::uint16_t* const wt16 = reinterpret_cast<std::uint16_t*>(scratch);
-  std::uint32_t* const wtp = reinterpret_cast<std::uint32_t*>(scratch + padded_rows(N) * padded_k(K) / 2);
+  std::uint32_t* const wtp = reinterpret_cast<std::uint32_t*>(scratch + dense_narrow_rows(N) * padded_k(K) / 2);
   Kokkos::parallel_for(
       "ktr::dense::dpbf16_transpose", Range(space, 0, (padded_k(K) + 63) / 64),
       KOKKOS_LAMBDA(std::int64_t c) { transpose_chunk(K, N, w, wt16, wtp, c); });
@@ -216,7 +202,7 @@ void dense_dpbf16_forward(ExecSpace const& space, std::int64_t B, std::int64_t K
                           float const* scratch, float const* b, Activation act, float* z, float* y) {
   std::uint16_t const* wt16 = wt16_of(scratch);
   with_activation(act, [&](auto a) {
-    with_rows(N, [&](auto nb) {
+    with_narrow_rows(N, [&](auto nb) {
       Kokkos::parallel_for(
           "ktr::dense::dpbf16_forward", Range(space, 0, (B + 3) / 4), KOKKOS_LAMBDA(std::int64_t group) {
             forward_group<decltype(nb)::value, decltype(a)>(B, K, N, x, wt16, b, z, y, group);
@@ -227,7 +213,7 @@ void dense_dpbf16_forward(ExecSpace const& space, std::int64_t B, std::int64_t K
 
 void dense_dpbf16_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                               float const* x, float const* dy, float* dw) {
-  with_rows(N, [&](auto nb) {
+  with_narrow_rows(N, [&](auto nb) {
     Kokkos::parallel_for(
         "ktr::dense::dpbf16_kernel_grad", Range(space, 0, (K + 31) / 32),
         KOKKOS_LAMBDA(std::int64_t p) { kernel_grad_columns<decltype(nb)::value>(B, K, N, x, dy, dw, p); });
@@ -237,7 +223,7 @@ void dense_dpbf16_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64
 void dense_dpbf16_input_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
                              float const* dy, float const* scratch, float* dx) {
   std::uint32_t const* wtp = wtp_of(scratch, K, N);
-  with_rows(N, [&](auto nb) {
+  with_narrow_rows(N, [&](auto nb) {
     Kokkos::parallel_for(
         "ktr::dense::dpbf16_input_grad", Range(space, 0, (K + 63) / 64),
         KOKKOS_LAMBDA(std::int64_t t) { input_grad_tile<decltype(nb)::value>(B, K, N, dy, wtp, dx, t); });
