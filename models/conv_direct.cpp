@@ -344,9 +344,8 @@ float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Act
 }
 
 // The kernels are instantiated once per activation, for host builds only (GPU builds take im2col + gemm).
-void conv_direct_forward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
-                         float const* b, Activation act, float* y, float* w16) {
-  ConvDims const& d = dims;
+void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
+                         Activation act, float* y, float* w16) {
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
   if (bf16 && conv_dpbf16_takes(d, act)) return conv_dpbf16_forward(space, d, dpbf16_operands(d, w16), b, act, y);
@@ -362,10 +361,9 @@ void conv_direct_forward(ExecSpace const& space, ConvDims const& dims, float con
   });
 }
 
-void conv_direct_backward(ExecSpace const& space, ConvDims const& dims, float const* x, float const* w,
+void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
                           float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
                           float* dz) {
-  ConvDims const& d = dims;
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   if (dz != nullptr) zero_dropped(space, d, dz);
   bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
