@@ -309,6 +309,7 @@ TEST(Bf16Layers, DotProductConvolutionMatchesThePortableBf16Kernels) {
 // of row pairs of the kernel gradient.
 TEST(Bf16Layers, DotProductNarrowDenseMatchesThePortableBf16Kernels) {
   SKIP_WITHOUT_BF16();
+  if (!ktr::device_is_host) GTEST_SKIP() << "the narrow kernels run on host builds only";
   if (!ktr::impl::dpbf16_available()) GTEST_SKIP() << "this CPU has no AVX512-BF16 instructions";
   for (auto [features_, act_] : {std::pair{10, ktr::Activation::identity}, std::pair{16, ktr::Activation::gelu},
                                  std::pair{3, ktr::Activation::relu}}) {
