@@ -4,6 +4,7 @@
 
 #include <ktr/ktr_config.hpp>
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "kokkos_compat.hpp"
 
 #include <KokkosBlas3_gemm.hpp>
@@ -53,6 +54,8 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
 std::atomic<std::int64_t> g_gemm_calls[matmul_precision_count] = {};  // per MatmulPrecision
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};      // the process default
 thread_local int t_precision = -1;  // this thread's scoped precision (a MatmulPrecision), -1 for none
+thread_local ScopedBf16Copy const* t_bf16_copy = nullptr;  // this thread's innermost ScopedBf16Copy
+std::atomic<std::int64_t> g_bf16_roundings{0};             // operands gemm rounded itself
 
 #if defined(KOKKOS_ENABLE_CUDA)
 // One cuBLAS handle per stream, each bound to its stream once, with a ktr-owned workspace: cuBLAS would otherwise
@@ -209,15 +212,6 @@ std::int64_t gemm_calls(MatmulPrecision p) { return g_gemm_calls[int(p)].load();
 
 namespace {
 
-#if defined(KOKKOS_ENABLE_CUDA)
-// An operand of a bf16 gemm rounded into the stream's buffer (A's copy first, B's at the next 256 bytes).
-void cuda_to_bf16(ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
-  Kokkos::parallel_for(
-      "ktr::gemm::to_bf16", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
-      KOKKOS_LAMBDA(std::int64_t i) { out[i] = bf16_bits(in[i]); });
-}
-#endif
-
 void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bool trans_b, float alpha,
              ConstMatrix const& a, ConstMatrix const& b, float beta, Matrix const& c) {
   check_shapes(trans_a, trans_b, a, b, c);
@@ -235,10 +229,20 @@ void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bo
   cublasStatus_t status;
   if (precision == MatmulPrecision::bf16) {  // tensor cores: bf16 operands, fp32 accumulation and output
     std::size_t const na = a.size(), nb = b.size(), at = (na + 127) / 128 * 128;  // B's copy 256-byte aligned
-    std::uint16_t* const a16 = CublasRegistry::get().bf16_buffer(stream, at + nb);
-    std::uint16_t* const b16 = a16 + at;
-    cuda_to_bf16(space, a.data(), std::int64_t(na), a16);
-    cuda_to_bf16(space, b.data(), std::int64_t(nb), b16);
+    std::uint16_t const* a16 = bf16_copy_of(a.data(), std::int64_t(na));
+    std::uint16_t const* b16 = bf16_copy_of(b.data(), std::int64_t(nb));
+    g_bf16_roundings.fetch_add(int(a16 == nullptr) + int(b16 == nullptr), std::memory_order_relaxed);
+    if (a16 == nullptr || b16 == nullptr) {  // what no ScopedBf16Copy holds, rounded into the stream's buffer
+      std::uint16_t* const buffer = CublasRegistry::get().bf16_buffer(stream, at + nb);
+      if (a16 == nullptr) {
+        to_bf16("ktr::gemm::to_bf16", space, a.data(), std::int64_t(na), buffer);
+        a16 = buffer;
+      }
+      if (b16 == nullptr) {
+        to_bf16("ktr::gemm::to_bf16", space, b.data(), std::int64_t(nb), buffer + at);
+        b16 = buffer + at;
+      }
+    }
     status = cublasGemmEx(h, op_b, op_a, n, m, k, &alpha, b16, CUDA_R_16BF, ldb, a16, CUDA_R_16BF, lda, &beta,
                           c.data(), CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   } else {
@@ -249,7 +253,10 @@ void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bo
 #else
   if (precision == MatmulPrecision::bf16) {
 #if defined(KTR_ENABLE_ONEDNN)
-    impl::gemm_bf16_onednn(space, trans_a, trans_b, alpha, a, b, beta, c);
+    std::uint16_t const* const a16 = bf16_copy_of(a.data(), std::int64_t(a.size()));
+    std::uint16_t const* const b16 = bf16_copy_of(b.data(), std::int64_t(b.size()));
+    g_bf16_roundings.fetch_add(int(a16 == nullptr) + int(b16 == nullptr), std::memory_order_relaxed);
+    impl::gemm_bf16_onednn(space, trans_a, trans_b, alpha, a, a16, b, b16, beta, c);
     return;
 #else
     throw Error("ktr::gemm: " + matmul_unavailable(precision));
@@ -448,6 +455,27 @@ ScopedMatmulPrecision::ScopedMatmulPrecision(MatmulPrecision p) : previous_(t_pr
 }
 
 ScopedMatmulPrecision::~ScopedMatmulPrecision() { t_precision = previous_; }
+
+ScopedBf16Copy::ScopedBf16Copy(float const* fp32, std::uint16_t const* bits, std::int64_t n)
+    : outer_(t_bf16_copy), fp32_(fp32), bits_(bits), n_(n) {
+  t_bf16_copy = this;
+}
+
+ScopedBf16Copy::~ScopedBf16Copy() { t_bf16_copy = outer_; }
+
+std::uint16_t const* bf16_copy_of(float const* data, std::int64_t n) {
+  for (ScopedBf16Copy const* s = t_bf16_copy; s != nullptr; s = s->outer_) {
+    // Compared as addresses: the operand need not point into this copy's buffer at all.
+    auto const at = reinterpret_cast<std::uintptr_t>(data), lo = reinterpret_cast<std::uintptr_t>(s->fp32_);
+    if (at >= lo && (at - lo) % sizeof(float) == 0) {
+      std::int64_t const offset = std::int64_t((at - lo) / sizeof(float));
+      if (offset <= s->n_ && n <= s->n_ - offset) return s->bits_ + offset;
+    }
+  }
+  return nullptr;
+}
+
+std::int64_t gemm_bf16_roundings() { return g_bf16_roundings.load(); }
 
 std::uint64_t gemm_resources_generation(ExecSpace const& space) {
 #if defined(KOKKOS_ENABLE_CUDA)

@@ -108,6 +108,34 @@ class ScopedMatmulPrecision {
   int previous_;
 };
 
+/// A bf16 copy that the caller keeps of an fp32 buffer (a run keeps one of its parameter arena, which the
+/// optimiser's update kernel rewrites in the pass that updates the parameters): while the object lives, a bf16
+/// gemm on this host thread whose operand lies wholly within [fp32, fp32 + n) reads its bits at the same offset
+/// in `bits` instead of rounding the operand into a buffer of its own. The caller keeps bits[i] ==
+/// bf16_bits(fp32[i]) for every gemm made meanwhile, so the products are the same either way. Scopes nest; the
+/// innermost covers its range, the outer ones theirs.
+class ScopedBf16Copy {
+ public:
+  ScopedBf16Copy(float const* fp32, std::uint16_t const* bits, std::int64_t n);
+  ~ScopedBf16Copy();
+  ScopedBf16Copy(ScopedBf16Copy const&) = delete;
+  ScopedBf16Copy& operator=(ScopedBf16Copy const&) = delete;
+
+ private:
+  ScopedBf16Copy const* outer_;
+  float const* fp32_;
+  std::uint16_t const* bits_;
+  std::int64_t n_;
+  friend std::uint16_t const* bf16_copy_of(float const* data, std::int64_t n);
+};
+
+/// The bits of [data, data + n) in the innermost ScopedBf16Copy on this thread that holds all of it, else nullptr.
+std::uint16_t const* bf16_copy_of(float const* data, std::int64_t n);
+
+/// How many bf16 gemm operands this process has rounded into gemm's own buffers (those a ScopedBf16Copy held were
+/// read from it instead): for tests and benchmarks that count the rounding a step does.
+std::int64_t gemm_bf16_roundings();
+
 /// Identifies the BLAS resources gemm keeps for `space`'s stream (CUDA: its cuBLAS handle and workspace, created
 /// here if they do not exist yet): a number never given to other resources, so a program captured with them is
 /// never replayed with others (a stream released and created again at the same address). 0 elsewhere.

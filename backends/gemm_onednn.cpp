@@ -1,8 +1,10 @@
-// bf16 matmuls on hosts: the operands rounded into bf16 buffers ktr owns (one Kokkos kernel each), then oneDNN's
-// matmul primitive (bf16 inputs, fp32 accumulation and output), one primitive per shape, created once.
+// bf16 matmuls on hosts: the operands rounded into bf16 buffers ktr owns (one Kokkos kernel each, unless the
+// caller holds them rounded already: a run's weights, which its optimiser keeps in bf16 too), then oneDNN's matmul
+// primitive (bf16 inputs, fp32 accumulation and output), one primitive per shape, created once.
 #include "gemm_onednn.hpp"
 
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "gemm.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -44,17 +46,6 @@ std::string cpu_bf16_words(CpuBf16 const& f) {
   return "no bf16 instructions";
 }
 
-void to_bf16(ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
-  constexpr std::int64_t chunk = 4096;  // a contiguous run per iteration: the loop vectorises
-  Kokkos::parallel_for(
-      "ktr::gemm::to_bf16",
-      Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (n + chunk - 1) / chunk),
-      KOKKOS_LAMBDA(std::int64_t blk) {
-        std::int64_t const lo = blk * chunk, hi = lo + chunk < n ? lo + chunk : n;
-        for (std::int64_t i = lo; i < hi; ++i) out[i] = bf16_bits(in[i]);
-      });
-}
-
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool, std::int64_t, std::int64_t, float,
                        float>;  // M, N, K, transposes, leading dimensions of A and B, alpha, beta
 
@@ -70,19 +61,17 @@ class OneDnn {
     return *one;
   }
 
-  void gemm(ExecSpace const& space, bool ta, bool tb, float alpha, ConstMatrix const& a, ConstMatrix const& b,
-            float beta, Matrix const& c) {
+  void gemm(ExecSpace const& space, bool ta, bool tb, float alpha, ConstMatrix const& a, std::uint16_t const* a16,
+            ConstMatrix const& b, std::uint16_t const* b16, float beta, Matrix const& c) {
     std::lock_guard<std::mutex> lock(mutex_);
     std::int64_t const m = c.extent(0), n = c.extent(1), k = ta ? a.extent(0) : a.extent(1);
     std::int64_t const lda = a.extent(1), ldb = b.extent(1);
     Primitive& p = primitive(Key{m, n, k, ta, tb, lda, ldb, alpha, beta});
-    std::int64_t const na = std::int64_t(a.size()), nb = std::int64_t(b.size());
-    grow(a16_, na), grow(b16_, nb);
-    to_bf16(space, a.data(), na, a16_.data());
-    to_bf16(space, b.data(), nb, b16_.data());
-    space.fence();  // oneDNN runs on its own threads
-    p.a.set_data_handle(a16_.data());
-    p.b.set_data_handle(b16_.data());
+    if (a16 == nullptr) a16 = rounded(space, a, a16_);
+    if (b16 == nullptr) b16 = rounded(space, b, b16_);
+    space.fence();                                         // oneDNN runs on its own threads
+    p.a.set_data_handle(const_cast<std::uint16_t*>(a16));  // oneDNN's handles are not const; it only reads them
+    p.b.set_data_handle(const_cast<std::uint16_t*>(b16));
     p.c.set_data_handle(c.data());
     p.scratch.set_data_handle(scratch_.data());
     p.matmul.execute(
@@ -131,6 +120,15 @@ class OneDnn {
     return *cache_.emplace(key, std::move(p)).first->second;
   }
 
+  // `m` rounded into `buffer` (grown to fit).
+  static std::uint16_t const* rounded(ExecSpace const& space, ConstMatrix const& m,
+                                      HostView<std::uint16_t*>& buffer) {
+    std::int64_t const n = std::int64_t(m.size());
+    grow(buffer, n);
+    to_bf16("ktr::gemm::to_bf16", space, m.data(), n, buffer.data());
+    return buffer.data();
+  }
+
   template <class T>
   static void grow(HostView<T*>& v, std::int64_t n) {
     if (std::int64_t(v.extent(0)) >= n) return;
@@ -148,9 +146,10 @@ class OneDnn {
 }  // namespace
 
 void gemm_bf16_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-                      ConstMatrix const& b, float beta, Matrix const& c) {
+                      std::uint16_t const* a16, ConstMatrix const& b, std::uint16_t const* b16, float beta,
+                      Matrix const& c) {
   try {
-    OneDnn::get().gemm(space, trans_a, trans_b, alpha, a, b, beta, c);
+    OneDnn::get().gemm(space, trans_a, trans_b, alpha, a, a16, b, b16, beta, c);
   } catch (dnnl::error const& e) {
     throw Error(std::string("ktr::gemm (bf16, oneDNN): ") + e.what() + " (status " + std::to_string(e.status) +
                 ")");

@@ -3,6 +3,7 @@
 
 #include "../core/types.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace ktr::impl {
@@ -11,9 +12,11 @@ namespace ktr::impl {
 /// accumulated in fp32, by oneDNN's matmul primitive (AMX where the CPU has it, else AVX512-BF16). Called from the
 /// thread that drives Kokkos, outside any parallel region (oneDNN's OpenMP team is then Kokkos's). The primitive
 /// of each shape is created on its first call and kept; the bf16 copies and oneDNN's scratchpad live in buffers
-/// ktr owns, grown to the largest shape seen, so that later calls allocate nothing.
+/// ktr owns, grown to the largest shape seen, so that later calls allocate nothing. `a16` and `b16`, where not
+/// null, are the operands' bits already rounded (a ScopedBf16Copy's, same layout): those are read, not rounded.
 void gemm_bf16_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-                      ConstMatrix const& b, float beta, Matrix const& c);
+                      std::uint16_t const* a16, ConstMatrix const& b, std::uint16_t const* b16, float beta,
+                      Matrix const& c);
 
 /// Why this CPU cannot run bf16 matmuls (it lacks AVX512-BF16 and AMX-BF16; KTR_BF16=off makes any CPU say so),
 /// or "".

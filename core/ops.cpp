@@ -1,6 +1,8 @@
 // Elementwise kernels and reductions over flat device views.
 #include "ops.hpp"
 
+#include "bf16.hpp"
+
 namespace ktr {
 
 namespace {
@@ -23,6 +25,13 @@ void axpy(ExecSpace const& space, float alpha, DeviceView<const float*> const& x
 void scale(ExecSpace const& space, float alpha, DeviceView<float*> const& x) {
   Kokkos::parallel_for(
       "ktr::ops::scale", range(space, x.extent(0)), KOKKOS_LAMBDA(std::int64_t i) { x(i) *= alpha; });
+}
+
+void to_bf16(char const* label, ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out) {
+  chunked_for(
+      label, space, n, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) out[i] = bf16_bits(in[i]);
+      });
 }
 
 void sum(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumulator const& out) {

@@ -27,6 +27,9 @@ void sum(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumu
 /// out = sum_i x[i]^2
 void sum_squares(ExecSpace const& space, DeviceView<const float*> const& x, DeviceAccumulator const& out);
 
+/// out[i] = the bfloat16 bits of in[i] rounded to nearest even (bf16_bits), in one kernel named `label`.
+void to_bf16(char const* label, ExecSpace const& space, float const* in, std::int64_t n, std::uint16_t* out);
+
 /// Reads a device scalar back (blocking; for tests and once-per-dispatch metrics).
 float read_scalar(DeviceScalar const& s);
 double read_scalar(DeviceAccumulator const& s);
