@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "../core/bf16.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 
@@ -17,6 +18,14 @@ namespace {
 // zero, whatever the threads' floating-point mode: the same bits on every backend.
 KOKKOS_INLINE_FUNCTION float flush_subnormal(float x) {
   return (x < 1.17549435e-38f && x > -1.17549435e-38f) ? 0.0f : x;
+}
+
+// A bf16 run's copy of the chunk of parameters just updated (still in cache): p16 = bf16_bits(p) over [begin,
+// end).
+KOKKOS_INLINE_FUNCTION void store_bf16(float const* KOKKOS_RESTRICT p, std::uint16_t* KOKKOS_RESTRICT p16,
+                                       std::int64_t begin, std::int64_t end) {
+  if (p16 == nullptr) return;
+  for (std::int64_t i = begin; i < end; ++i) p16[i] = bf16_bits(p[i]);
 }
 
 }  // namespace
@@ -70,7 +79,10 @@ std::vector<DeviceView<float*>> Optimizer::state() const {
 
 void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
                        DeviceView<const float*> const& grads, Kokkos::View<std::int64_t, MemSpace> const& step,
-                       float const* losses, int loss_count) const {
+                       float const* losses, int loss_count, DeviceView<std::uint16_t*> const& params16) const {
+  KTR_REQUIRE(params16.extent(0) == 0 || params16.extent(0) == params.extent(0), "ktr::Optimizer::update",
+              "the parameters' bf16 copy holds " + std::to_string(params16.extent(0)) + " values, not " +
+                  std::to_string(params.extent(0)));
   OptimizerConfig const c = config_;
   auto scalars = scalars_;
   auto norm_sq = grad_norm_sq_;
@@ -104,6 +116,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
   float* KOKKOS_RESTRICT const m = m_.data();
   float* KOKKOS_RESTRICT const v = v_.data();
   float const* const s = scalars_.data();
+  std::uint16_t* const p16 = params16.extent(0) ? params16.data() : nullptr;
   std::int64_t const n = params.extent(0);
   switch (c.kind) {
     case OptimizerConfig::Kind::sgd:
@@ -122,6 +135,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
             } else {
               for (std::int64_t i = begin; i < end; ++i) p[i] -= lr * (g[i] * clip + l2 * p[i]);
             }
+            store_bf16(p, p16, begin, end);
           });
       break;
     case OptimizerConfig::Kind::adam:
@@ -141,6 +155,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
               v[i] = vi;
               p[i] -= lr * ((mi * inv_bc1) / (compat::sqrt(vi * inv_bc2) + eps) + decay * p[i]);
             }
+            store_bf16(p, p16, begin, end);
           });
       break;
     }

@@ -3,7 +3,8 @@
 // A step is two kernels on the caller's instance, whatever the model:
 //   1. "ktr::optim::advance"  (one thread): step += 1; learning rate from the schedule; bias corrections;
 //                             gradient-clipping scale from the gradient norm (if clipping) -> device scalars
-//   2. "ktr::optim::<kind>"   (whole arena): reads those scalars, updates parameters and moments in place
+//   2. "ktr::optim::<kind>"   (whole arena): reads those scalars, updates parameters and moments in place (and
+//                             a bf16 run's copy of the parameters, chunk by chunk while they are in cache)
 // plus one reduction for the gradient norm. Nothing is read from the host, so a captured multi-step program
 // replays with the right step count and rate.
 //
@@ -48,10 +49,11 @@ class Optimizer {
 
   /// One update of `params` from `grads`, advancing `step` (the device step counter shared with the data), unless
   /// the gradient or one of the `loss_count` device losses at `losses` is not finite: then nothing changes but
-  /// the refusal count.
+  /// the refusal count. `params16`, where not empty (a bf16 run's copy of the parameters, as long as `params`),
+  /// receives the updated parameters' bfloat16 bits in the same pass (bf16_bits: what its gemms read).
   void update(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<const float*> const& grads,
-              Kokkos::View<std::int64_t, MemSpace> const& step, float const* losses = nullptr,
-              int loss_count = 0) const;
+              Kokkos::View<std::int64_t, MemSpace> const& step, float const* losses = nullptr, int loss_count = 0,
+              DeviceView<std::uint16_t*> const& params16 = {}) const;
   /// Updates refused so far (device; shared by copies of this optimiser, as its moments are).
   Kokkos::View<std::int64_t, MemSpace> const& refused() const { return refused_; }
 

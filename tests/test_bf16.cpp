@@ -18,6 +18,7 @@
 #include <ktr/train/session.hpp>
 #include "layer_check.hpp"
 #include "reference.hpp"
+#include "small_data.hpp"
 
 #include <gtest/gtest.h>
 
@@ -176,6 +177,77 @@ TEST(Bf16Gemm, Fp32GemmIgnoresTheBf16Scope) {
   Vec const want =
       gemm_ref(false, false, 1, ktr::test::to_double(ha), ktr::test::to_double(hb), 0, Vec(64), 8, 8, 8);
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
+}
+
+// gemm reads an operand that a ScopedBf16Copy holds from the copy, and rounds only those it does not hold. The
+// copy here holds twice each value's rounding (exact in bf16), so that reading it shows in the product.
+TEST(Bf16Gemm, ReadsTheOperandsAScopedCopyHoldsAndRoundsOnlyTheOthers) {
+  SKIP_WITHOUT_BF16();
+  ktr::ExecSpace space;
+  int const m = 5, n = 7, k = 48, offset = 16;  // B lies in a buffer, `offset` floats in
+  std::size_t const size = std::size_t(offset) + std::size_t(k) * n;
+  auto const ha = ktr::test::random_floats(std::size_t(m) * k, 11), hbuf = ktr::test::random_floats(size, 12);
+  Tensor a("a", Shape{m, k}), buf("buffer", Shape{std::int64_t(size)}), c("c", Shape{m, n});
+  ktr::from_host(a, ha), ktr::from_host(buf, hbuf);
+  ktr::DeviceView<std::uint16_t*> bits("bits", size);
+  auto hbits = Kokkos::create_mirror_view(bits);
+  for (std::size_t i = 0; i < size; ++i) hbits(i) = ktr::bf16_bits(2.0f * ktr::round_to_bf16(hbuf[i]));
+  Kokkos::deep_copy(bits, hbits);
+  ktr::ConstMatrix const b(buf.data() + offset, k, n);
+  std::vector<float> const hb(hbuf.begin() + offset, hbuf.end());
+  Vec const want = gemm_ref(false, false, 1, rounded(ktr::test::to_double(ha)), rounded(ktr::test::to_double(hb)),
+                            0, Vec(std::size_t(m) * n), m, n, k);
+  auto product = [&](std::int64_t held) {  // C = A B with the copy holding the buffer's first `held` values
+    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
+    ktr::ScopedBf16Copy const copy(buf.data(), bits.data(), held);
+    std::int64_t const before = ktr::gemm_bf16_roundings();
+    ktr::gemm(space, false, false, 1.0f, a.matrix(), b, 0.0f, c.matrix());
+    space.fence();
+    return std::make_pair(ktr::gemm_bf16_roundings() - before, ktr::to_host(c));
+  };
+  auto const [rounded_held, got_held] = product(std::int64_t(size));
+  EXPECT_EQ(rounded_held, 1) << "A alone is rounded: B is read from the copy";
+  for (std::size_t i = 0; i < got_held.size(); ++i) EXPECT_NEAR(got_held[i], 2 * want[i], 1e-4) << i;
+  auto const [rounded_part, got_part] = product(std::int64_t(size) - 1);  // B's last value is not held
+  EXPECT_EQ(rounded_part, 2) << "B, not wholly held, is rounded too";
+  for (std::size_t i = 0; i < got_part.size(); ++i) EXPECT_NEAR(got_part[i], want[i], 1e-4) << i;
+  EXPECT_EQ(ktr::bf16_copy_of(buf.data(), 1), nullptr) << "no scope lives now";
+}
+
+// A bf16 run's gemms read its weights from the parameters' bf16 copy, which the optimiser rewrites in its update:
+// the same trajectory, bit for bit, as gemm rounding the weights itself (a run that keeps no copy), with fewer
+// operands rounded, and the copy equal to the updated parameters' rounding.
+TEST(Bf16Training, GemmsReadTheWeightsBf16CopyThatTheOptimiserKeeps) {
+  SKIP_WITHOUT_BF16();
+  auto const data = ktr::test::small_dataset(200, 7);
+  ktr::RunConfig config;
+  config.model = "in=8x8x1 flatten dense:40:relu dense:24:gelu dense:10";  // two weights wide enough for gemm
+  config.batch = 16;
+  config.seed = 3;
+  config.precision = MatmulPrecision::bf16;
+  ktr::ExecSpace space;
+  ktr::Session with(space, config, 8), without(space, config, 8);
+  without.state().keep_bf16_params = false;
+  auto roundings = [&](ktr::Session& s) {  // of 8 steps
+    std::int64_t const before = ktr::gemm_bf16_roundings();
+    ktr::dispatch(space, s.state(), s.model(), data, 8);
+    space.fence();
+    return ktr::gemm_bf16_roundings() - before;
+  };
+  std::int64_t const rounded_with = roundings(with), rounded_without = roundings(without);
+  EXPECT_EQ(without.state().params16.extent(0), 0u);
+  ASSERT_EQ(std::int64_t(with.state().params16.extent(0)), with.model().arena().size());
+  // The weights' roundings: the wide layers' forwards and input gradients (the first layer has none); on hosts the
+  // narrow head runs kernels of its own, not gemm.
+  EXPECT_EQ(rounded_without - rounded_with, 8 * (ktr::device_is_host ? 3 : 5));
+  ktr::dispatch(space, with.state(), with.model(), data, 8);  // a second call rounds the copy afresh
+  ktr::dispatch(space, without.state(), without.model(), data, 8);
+  auto const pa = ktr::download(with.model().arena().params()),
+             pb = ktr::download(without.model().arena().params());
+  ASSERT_EQ(pa.size(), pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) ASSERT_EQ(pa[i], pb[i]) << i;
+  auto const copy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), with.state().params16);
+  for (std::size_t i = 0; i < pa.size(); ++i) ASSERT_EQ(copy(i), ktr::bf16_bits(pa[i])) << i;
 }
 
 // A layer without activation in bf16: its forward against the reference on rounded inputs and parameters; its

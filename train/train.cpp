@@ -8,6 +8,7 @@
 #include "../models/loss.hpp"
 
 #include <limits>
+#include <optional>
 
 namespace ktr {
 
@@ -77,6 +78,27 @@ TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConf
 
 namespace {
 
+// The run's bf16 copy of its parameters where it is a bf16 run that keeps one, else an empty view.
+DeviceView<std::uint16_t*> bf16_params(TrainState const& state, Model const& model) {
+  bool const has = state.precision == MatmulPrecision::bf16 && state.keep_bf16_params &&
+                   std::int64_t(state.params16.extent(0)) == model.arena().size();
+  return has ? state.params16 : DeviceView<std::uint16_t*>();
+}
+
+// For one call's gemms (a bf16 run that keeps the copy): the bf16 copy of the parameters, made on the run's first
+// call, rounded afresh (they may have changed since the last call: a checkpoint, a caller's own values) and handed
+// to gemm, which reads the weights from it while `scope` lives.
+void use_bf16_params(ExecSpace const& space, TrainState& state, Model const& model,
+                     std::optional<ScopedBf16Copy>& scope) {
+  if (state.precision != MatmulPrecision::bf16 || !state.keep_bf16_params) return;
+  DeviceView<float*> const params = model.arena().params();
+  if (bf16_params(state, model).extent(0) == 0)
+    state.params16 = DeviceView<std::uint16_t*>(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::train::params16"), params.extent(0));
+  to_bf16("ktr::train::params_bf16", space, params.data(), std::int64_t(params.extent(0)), state.params16.data());
+  scope.emplace(params.data(), state.params16.data(), std::int64_t(params.extent(0)));
+}
+
 // One micro-batch of an update: gather (cursor), forward (dropout keyed by key_row), loss into metric entry
 // `index`, backward; with accumulation, the gradient added into the update's sum (weighted by `share`).
 void micro_batch_pass(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data,
@@ -106,7 +128,8 @@ void apply_update(ExecSpace const& space, TrainState& state, Model& model, float
   if (n == 1 && ranks > 1 && share != 1.0f) scale(space, share, grads);
   comm.allreduce_sum(space, grads);  // no-op on one rank
   state.optimizer.update(space, arena.params(), grads, state.step,
-                         ranks == 1 ? state.loss.data() + first_loss : nullptr, ranks == 1 ? n : 0);
+                         ranks == 1 ? state.loss.data() + first_loss : nullptr, ranks == 1 ? n : 0,
+                         bf16_params(state, model));
 }
 
 }  // namespace
@@ -135,6 +158,8 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   std::int64_t const stride = sharded ? b * n : state.batch;
   // Each micro-batch's gradient, weighted to the global batch's: of the mean of equal parts' means, or the sum.
   float const share = state.reduction == Reduction::sum ? 1.0f : 1.0f / float(ranks * n);
+  std::optional<ScopedBf16Copy> bf16_copy;
+  use_bf16_params(space, state, model, bf16_copy);
   for (int i = 0; i < k; ++i) {
     for (int j = 0; j < n; ++j) {
       std::int64_t const row = (sharded ? j : std::int64_t(j) * ranks + rank) * b;
@@ -159,6 +184,8 @@ void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, D
   float const share = state.reduction == Reduction::sum ? 1.0f
                       : state.sum_over_calls            ? 1.0f / float(ranks)
                                                         : 1.0f / float(ranks * n);
+  std::optional<ScopedBf16Copy> bf16_copy;
+  use_bf16_params(space, state, model, bf16_copy);
   micro_batch_pass(space, state, model, data, BatchCursor{state.step, 0, seed, b, b, 0},
                    (std::int64_t(rank) * n + j) * b, j, share, j == 0);
   if (j == n - 1) apply_update(space, state, model, share, 0);

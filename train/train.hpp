@@ -93,6 +93,13 @@ struct TrainState {
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
   MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's gemms (set for the dispatch's duration)
+  /// A bf16 run's copy of its parameters, what its gemms read instead of rounding the weights in every product:
+  /// made by its first train_steps or train_micro_step, rounded once at the start of each, then rewritten by every
+  /// optimiser update in the pass that updates the parameters.
+  DeviceView<std::uint16_t*> params16;
+  /// false: a bf16 run keeps no such copy, and gemm rounds the weights in each product (the same bits, slower: for
+  /// tests and benchmarks that compare the two).
+  bool keep_bf16_params = true;
   /// train_micro_step: an update over calls takes the sum of their gradients (TorchFort's
   /// grad_accumulation_steps), not their mean.
   bool sum_over_calls = false;
@@ -123,7 +130,8 @@ struct TrainState {
   std::string capture_error_;
 };
 
-/// Enqueues K complete steps on `space`: no fence, no host copy, no allocation.
+/// Enqueues K complete steps on `space`: no fence, no host copy, no allocation (but in a bf16 run's first call,
+/// which makes its parameters' bf16 copy: TrainState::params16).
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k);
 
 /// One call's part of an update that spans state.parallel.accumulate calls (TorchFort's grad_accumulation_steps):
