@@ -5,7 +5,8 @@
 #                           linked in, no host BLAS, NCCL off; cuBLAS is found on the GPU machine), stripped
 #   data/                   the four Fashion-MNIST .gz files, as shipped (the JAX peer and the training stage)
 #   jax_peer.py             the JAX peer
-#   jax_bf16_peer.py        ktr's own bf16 JAX peer (bench/peers/), for the bf16 stage
+#   jax_bf16_peer.py        ktr's own bf16 JAX peer (bench/peers/), for the bf16 stage, and idx_data.py, its
+#                           IDX reader
 #   MANIFEST                what was carried, from which commit, and its sizes
 # Builds build/cuda first if its binaries are missing or older than the sources (scripts/build.sh cuda). Checks
 # (scripts/check-travel.sh) that the binaries carry sm_90 code, need no shared library but libcublas.so.13,
@@ -38,7 +39,7 @@ strip -o .device/bin/ktr_tests "$build/tests/ktr_tests"
 cp /usr/share/datasets/fashion-mnist/*.gz .device/data/
 peer=../shared/peers/jax_peer.py
 [[ -f $peer ]] && cp "$peer" .device/ || echo "gpu-prepare: no $peer: the JAX stage will say it has no peer" >&2
-cp bench/peers/jax_bf16_peer.py .device/  # ktr's own bf16 peer (Flax mixed precision), the bf16 stage's
+cp bench/peers/jax_bf16_peer.py bench/peers/idx_data.py .device/  # ktr's own bf16 peer (Flax mixed precision)
 
 if [[ ${KTR_GPU_SOURCE:-0} == 1 ]]; then
   stage=$(mktemp -d "${TMPDIR:-/tmp}/ktr-device.XXXXXX")

@@ -13,9 +13,6 @@ and, with --epochs, the test accuracy after that many epochs of the scan variant
   python3 jax_bf16_peer.py --data DIR [--model mlp|cnn] [--batch 256] [--steps 640] [--k 16] [--epochs 0]
 """
 import argparse
-import gzip
-import os
-import struct
 import time
 
 import flax.linen as nn
@@ -25,23 +22,7 @@ import numpy as np
 import optax
 from flax.training import train_state
 
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def find(data_dir, stem):
-    for name in (stem + ".gz", stem):
-        p = os.path.join(data_dir, name)
-        if os.path.exists(p):
-            return p
-    raise FileNotFoundError(os.path.join(data_dir, stem))
+from idx_data import find, read_idx
 
 
 class MLP(nn.Module):  # ktr's Model::mlp()

@@ -12,32 +12,13 @@ once at the end. Prints one line per precision:
                         [--threads 2] [--compile]
 """
 import argparse
-import gzip
-import os
-import struct
 import time
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    magic, = struct.unpack(">I", data[:4])
-    ndim = magic & 0xFF
-    dims = struct.unpack(">" + "I" * ndim, data[4:4 + 4 * ndim])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def find(data_dir, stem):
-    for name in (stem + ".gz", stem):
-        p = os.path.join(data_dir, name)
-        if os.path.exists(p):
-            return p
-    raise FileNotFoundError(os.path.join(data_dir, stem))
+from idx_data import find, read_idx
 
 
 def mlp():  # ktr's Model::mlp()
