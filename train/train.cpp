@@ -92,7 +92,7 @@ void use_bf16_params(ExecSpace const& space, TrainState& state, Model const& mod
                      std::optional<ScopedBf16Copy>& scope) {
   if (state.precision != MatmulPrecision::bf16 || !state.keep_bf16_params) return;
   DeviceView<float*> const params = model.arena().params();
-  if (bf16_params(state, model).extent(0) == 0)
+  if (state.params16.extent(0) != params.extent(0))
     state.params16 = DeviceView<std::uint16_t*>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::train::params16"), params.extent(0));
   to_bf16("ktr::train::params_bf16", space, params.data(), std::int64_t(params.extent(0)), state.params16.data());
