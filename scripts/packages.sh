@@ -3,7 +3,7 @@
 # The host BLAS variant is named explicitly: libopenblas-dev is satisfied by any one variant, so the one whose
 # library folder the bootstrap uses must be installed by name.
 ktr_packages() {
-  local common="cmake g++ make zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev libyaml-cpp-dev gfortran pkgconf"
+  local common="cmake g++ make ninja-build zlib1g-dev nlohmann-json3-dev libcli11-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist gnuplot-nox dpkg-dev libyaml-cpp-dev gfortran pkgconf"
   case $1 in
     # libdnnl-dev: oneDNN, host bf16 matmuls (its CMake config finds OpenCL: ocl-icd-opencl-dev, opencl-c-headers)
     openmp) echo "$common libopenblas-dev libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev opencl-c-headers" ;;
