@@ -169,9 +169,11 @@ std::map<std::string, Golden> run_all() {
   return out;
 }
 
+using GoldenTable = std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>>;
+
 // flavour -> model -> (state, checkpoint) checksums, as printed by a run of this test.
 // Recorded from the main issue 21 started from (Intel Xeon, AVX-512, Kokkos_ARCH_SKX, Release).
-std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const goldens_ = {
+GoldenTable const goldens_ = {
     {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-1",
      {
          {"cnn", {0x5a72473ac56e6326ull, 0xc134bb97b013d4feull}},         // last loss 1.85506
@@ -234,6 +236,18 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
      }},
 };
 
+// A second result recorded for a flavour. OpenBLAS 0.3.21's SkylakeX kernels give the regression run (the only
+// run whose gemms are 20 x 32 x 6-sized) other bits on the Xeons that have AVX512-BF16 and AMX as well: the
+// Emerald Rapids of issue 31 (as "-selected" above) and a Sapphire-Rapids-class Xeon that OpenBLAS takes for a
+// SkylakeX (family 6 model 167 as its hypervisor shows it; issue 47's work). There, OPENBLAS_CORETYPE=Haswell
+// gives the Haswell flavour's bits exactly, so the difference lies inside OpenBLAS's SkylakeX path, not in ktr.
+GoldenTable const also_goldens_ = {
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-1",
+     {{"regression", {0x8d24cf95f03cb1f2ull, 0x36d6616f2ea254f7ull}}}},  // last loss 34.6325
+    {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/blas-SkylakeX/threads-2",
+     {{"regression", {0x8d24cf95f03cb1f2ull, 0x36d6616f2ea254f7ull}}}},  // last loss 34.6325
+};
+
 // The MLP and the SimpleCNN of run_all in bf16 mixed precision.
 std::map<std::string, Golden> run_bf16() {
   return {{"mlp", train(golden_mlp(ktr::MatmulPrecision::bf16), images(256, 1))},
@@ -244,7 +258,7 @@ std::map<std::string, Golden> run_bf16() {
 // SimpleCNN's first convolution and both models' narrow heads run ktr's vdpbf16ps kernels wherever oneDNN reports
 // this kernel).
 // oneDNN's AVX512-BF16 kernel gives the same bits at 1 and 2 threads.
-std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const bf16_goldens_ = {
+GoldenTable const bf16_goldens_ = {
     {"OpenMP/SKX/kokkos-3.4.01/gcc-12/opt/bf16-brg:avx512_core_bf16/threads-1",
      {
          {"cnn", {0x26ee7b4ae9b1be38ull, 0x6611fc29429619feull}},  // last loss 1.85426
@@ -264,10 +278,8 @@ std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64
      }},
 };
 
-void check_goldens(
-    std::string const& f, std::map<std::string, Golden> const& got,
-    std::map<std::string, std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>> const& table,
-    char const* table_name) {
+void check_goldens(std::string const& f, std::map<std::string, Golden> const& got, GoldenTable const& table,
+                   char const* table_name, GoldenTable const& also = {}) {
   bool const print = std::getenv("KTR_GOLDEN_PRINT") != nullptr;
   std::string lines;
   for (auto const& [model, g] : got) {
@@ -285,6 +297,9 @@ void check_goldens(
   for (auto const& [model, g] : got) {
     SCOPED_TRACE(model);
     ASSERT_EQ(it->second.count(model), 1u);
+    auto const a = also.find(f);
+    if (a != also.end() && a->second.count(model) && a->second.at(model) == std::make_pair(g.state, g.checkpoint))
+      continue;  // the flavour's other recorded result
     EXPECT_EQ(g.state, it->second.at(model).first) << "parameters or optimiser state changed";
     EXPECT_EQ(g.checkpoint, it->second.at(model).second) << "checkpoint bytes changed";
     EXPECT_TRUE(std::isfinite(g.last_loss));
@@ -292,7 +307,7 @@ void check_goldens(
 }
 
 TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
-  check_goldens(flavour(), run_all(), goldens_, "goldens_");
+  check_goldens(flavour(), run_all(), goldens_, "goldens_", also_goldens_);
 }
 
 TEST(Golden, Bf16TrainingReproducesRecordedChecksumsBitForBit) {
