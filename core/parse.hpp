@@ -12,6 +12,13 @@
 
 namespace ktr {
 
+/// Every digit of `v` ("%.17g"): a number printed into a header reads back as the same double.
+inline std::string exact_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 /// The whole of `text` as a finite double in [lo, hi]; false for "", " 1", "1x", "nan", "inf", "1e999", ....
 inline bool parse_number(std::string const& text, double lo, double hi, double& out) {
   if (text.empty() || text.find('\0') != std::string::npos) return false;

@@ -20,8 +20,8 @@ namespace ktr {
 
 namespace {
 
-constexpr char kMagic[8] = {'K', 'T', 'R', 'C', 'K', 'P', 'T', '1'};
-constexpr std::uint32_t kMaxHeader = 1u << 20;
+constexpr char kCheckpointMagic[8] = {'K', 'T', 'R', 'C', 'K', 'P', 'T', '1'};
+constexpr std::uint32_t kCheckpointMaxHeader = 1u << 20;
 constexpr std::uint64_t kMaxBuffers = 64;
 
 template <class T>
@@ -86,8 +86,9 @@ struct Fd {
 bool has_magic(std::string const& path) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (f.fd < 0) return false;
-  char head[sizeof kMagic];
-  return ::read(f.fd, head, sizeof head) == ssize_t(sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0;
+  char head[sizeof kCheckpointMagic];
+  return ::read(f.fd, head, sizeof head) == ssize_t(sizeof head) &&
+         std::memcmp(head, kCheckpointMagic, sizeof kCheckpointMagic) == 0;
 }
 
 void sync_directory(std::string const& path) {
@@ -123,7 +124,7 @@ void check_checkpoint_output(std::string const& path, std::string const& what) {
 
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
   check_checkpoint_target(path, "checkpoint");
-  std::string out(kMagic, sizeof kMagic);
+  std::string out(kCheckpointMagic, sizeof kCheckpointMagic);
   put(out, Checkpoint::current_version);
   std::string header;
   for (auto const& [k, v] : ckpt.header) {
@@ -131,7 +132,7 @@ void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
                 path, "header field '" + k + "' cannot be stored");
     header += k + "=" + v + "\n";
   }
-  KTR_REQUIRE(header.size() <= kMaxHeader, path, "header too large");
+  KTR_REQUIRE(header.size() <= kCheckpointMaxHeader, path, "header too large");
   KTR_REQUIRE(ckpt.buffers.size() < kMaxBuffers, path, "too many buffers");
   put(out, static_cast<std::uint32_t>(header.size()));
   out += header;
@@ -178,10 +179,10 @@ Checkpoint read_checkpoint(std::string const& path) {
   struct stat st {};
   KTR_REQUIRE(::fstat(f.fd, &st) == 0, path, std::string("cannot stat: ") + std::strerror(errno));
   // The magic first: a device, a directory or any other file is refused before a byte more is read.
-  char head[sizeof kMagic];
+  char head[sizeof kCheckpointMagic];
   ssize_t const got = ::read(f.fd, head, sizeof head);
-  KTR_REQUIRE(got == ssize_t(sizeof head) && std::memcmp(head, kMagic, sizeof kMagic) == 0, path,
-              "not a ktr checkpoint (bad magic)");
+  KTR_REQUIRE(got == ssize_t(sizeof head) && std::memcmp(head, kCheckpointMagic, sizeof kCheckpointMagic) == 0,
+              path, "not a ktr checkpoint (bad magic)");
   KTR_REQUIRE(S_ISREG(st.st_mode), path, "not a regular file");
   std::int64_t const room = host_memory_available();
   KTR_REQUIRE(room < 0 || std::int64_t(st.st_size) <= room, path,
@@ -203,17 +204,18 @@ Checkpoint read_checkpoint(std::string const& path) {
 }
 
 Checkpoint parse_checkpoint(std::string const& name, std::string const& data) {
-  KTR_REQUIRE(data.size() >= sizeof kMagic && std::memcmp(data.data(), kMagic, sizeof kMagic) == 0, name,
-              "not a ktr checkpoint (bad magic)");
+  KTR_REQUIRE(data.size() >= sizeof kCheckpointMagic &&
+                  std::memcmp(data.data(), kCheckpointMagic, sizeof kCheckpointMagic) == 0,
+              name, "not a ktr checkpoint (bad magic)");
   Reader r(name, data);
-  r.bytes(sizeof kMagic, "magic");
+  r.bytes(sizeof kCheckpointMagic, "magic");
   Checkpoint ckpt;
   ckpt.version = r.get<std::uint32_t>("version");
   KTR_REQUIRE(ckpt.version >= 1 && ckpt.version <= Checkpoint::current_version, name,
               "checkpoint format version " + std::to_string(ckpt.version) + ", this ktr reads versions 1 to " +
                   std::to_string(Checkpoint::current_version));
   auto const header_bytes = r.get<std::uint32_t>("header size");
-  KTR_REQUIRE(header_bytes <= kMaxHeader && header_bytes <= r.left(), name,
+  KTR_REQUIRE(header_bytes <= kCheckpointMaxHeader && header_bytes <= r.left(), name,
               "truncated checkpoint (header size " + std::to_string(header_bytes) + " exceeds the file)");
   KTR_REQUIRE(data.size() >= r.pos() + 4, name, "truncated checkpoint (no checksum)");
   std::uint32_t stored_crc;

@@ -13,7 +13,7 @@ namespace ktr {
 
 namespace {
 
-std::string exact(double v) {
+std::string float_text(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
@@ -77,8 +77,8 @@ SafeTensors export_weights(Model const& model, std::vector<float> const& params,
   st.metadata["ktr.model"] = config.model;
   st.metadata["ktr.task"] = config.task == Task::regression ? "regression" : "classification";
   st.metadata["ktr.version"] = KTR_VERSION;
-  st.metadata["ktr.normalize_scale"] = exact(config.norm.scale);
-  st.metadata["ktr.normalize_shift"] = exact(config.norm.shift);
+  st.metadata["ktr.normalize_scale"] = float_text(config.norm.scale);
+  st.metadata["ktr.normalize_shift"] = float_text(config.norm.shift);
   if (config.norm.per_feature()) {
     std::vector<std::int64_t> const input = dims(model.input_shape(1));  // (1, ...): one sample
     std::vector<std::int64_t> const sample(input.begin() + 1, input.end());

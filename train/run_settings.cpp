@@ -13,19 +13,13 @@ namespace {
 
 using Type = RunSetting::Type;
 
-std::string exact(double v) {  // every digit: a header read back gives the same float
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 // A row for a float field, reached by `field` (a generic lambda returning a reference to it).
 template <class Field>
 RunSetting number(char const* name, double lo, double hi, char const* help, Field field) {
   RunSetting s;
   s.name = name, s.type = Type::number, s.lo = lo, s.hi = hi;
   s.help = help;
-  s.get = [field](RunConfig const& c) { return exact(field(c)); };
+  s.get = [field](RunConfig const& c) { return exact_text(field(c)); };
   s.set = [field](RunConfig& c, std::string const& t) { field(c) = float(std::strtod(t.c_str(), nullptr)); };
   return s;
 }

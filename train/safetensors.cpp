@@ -21,7 +21,7 @@ namespace ktr {
 
 namespace {
 
-constexpr std::uint64_t kMaxHeader = std::uint64_t(100) << 20;  // the format's own limit is 100 MB
+constexpr std::uint64_t kSafetensorsMaxHeader = std::uint64_t(100) << 20;  // the format's own limit is 100 MB
 
 int dtype_size(std::string const& dtype) {
   static std::map<std::string, int> const sizes{
@@ -44,7 +44,7 @@ SafeTensors parse_safetensors(std::string const& name, std::string const& bytes)
   KTR_REQUIRE(bytes.size() >= 8, name, "not a safetensors file (shorter than its 8-byte header size)");
   std::uint64_t header_bytes = 0;
   for (int i = 0; i < 8; ++i) header_bytes |= std::uint64_t(std::uint8_t(bytes[std::size_t(i)])) << (8 * i);
-  KTR_REQUIRE(header_bytes >= 2 && header_bytes <= kMaxHeader && header_bytes <= bytes.size() - 8, name,
+  KTR_REQUIRE(header_bytes >= 2 && header_bytes <= kSafetensorsMaxHeader && header_bytes <= bytes.size() - 8, name,
               "not a safetensors file (header size " + std::to_string(header_bytes) + " does not fit the file)");
   nlohmann::json header;
   try {

@@ -19,12 +19,6 @@ namespace ktr {
 
 namespace {
 
-std::string exact(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 // A header number, read strictly (the whole field, finite, within [lo, hi]), naming the field otherwise.
 double number(Checkpoint const& c, std::string const& key, std::string const& path, double lo = -3.4e38,
               double hi = 3.4e38) {
@@ -32,7 +26,7 @@ double number(Checkpoint const& c, std::string const& key, std::string const& pa
   if (!c.has(key) || !parse_number(c.get(key), lo, hi, v))
     throw Error(path + ": header field '" + key + "' is " +
                 (c.has(key) ? "'" + escaped(c.get(key)) + "'" : "missing") + ", not a finite number in [" +
-                exact(lo) + ", " + exact(hi) + "]");
+                exact_text(lo) + ", " + exact_text(hi) + "]");
   return v;
 }
 
@@ -131,8 +125,8 @@ Checkpoint Session::snapshot(ExecSpace const& space, std::string const& what) co
   c.header["model"] = config_.model;
   c.header["ranks"] = std::to_string(state_.parallel.comm.size());  // for information: any divisor resumes
   c.header["task"] = config_.task == Task::regression ? "regression" : "classification";
-  c.header["norm_scale"] = exact(config_.norm.scale);
-  c.header["norm_shift"] = exact(config_.norm.shift);
+  c.header["norm_scale"] = exact_text(config_.norm.scale);
+  c.header["norm_shift"] = exact_text(config_.norm.shift);
   c.header["input_transform"] = config_.norm.per_feature() ? "per_feature" : "scalar";
   // Read back on the instance that trained (after its work), never through a fence of the whole device.
   std::int64_t step = 0;
