@@ -9,9 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -48,18 +50,86 @@ inline std::string read_regular_file(std::string const& path) {
   return bytes;
 }
 
-/// Writes `bytes` to "<path>.tmp" and renames it to `path`: readers see the old file or the whole new one, never a
-/// part; the temporary is removed if anything fails. Throws ktr::Error("<path>: ...").
-inline void write_atomically(std::string const& path, std::string const& bytes) {
-  std::string const tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  KTR_REQUIRE(f != nullptr, path, "cannot create");
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": write failed");
+namespace impl {
+
+/// Fault injection for tests: how many more write steps (write_atomically's create, write, flush and rename, and
+/// the checkpoint directory's own) succeed before one fails as a full disk would; -1, the default: none fails. A
+/// test counts an operation's steps with a large value, then fails each step in turn.
+inline std::atomic<std::int64_t>& write_steps_left() {
+  static std::atomic<std::int64_t> left{-1};
+  return left;
+}
+
+/// True for the step that is to fail (write_steps_left() reached 0); that disarms the hook.
+inline bool write_step_fails() {
+  std::atomic<std::int64_t>& left = write_steps_left();
+  std::int64_t n = left.load();
+  while (n >= 0 && !left.compare_exchange_weak(n, n - 1)) {
   }
+  return n == 0;
+}
+
+/// The permissions a plain create gives a file now: 0666 less the process's umask (read from /proc: umask(2)
+/// itself would change it for every thread while it is read).
+inline mode_t created_file_mode() {
+  unsigned mask = 022;
+  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[128];
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+    std::fclose(f);
+  }
+  return mode_t(0666 & ~mask);
+}
+
+/// Flushes the folder that holds `path` to the disk (a rename or a new file in it survives a power cut).
+inline void sync_folder_of(std::string const& path) {
+  std::size_t const slash = path.find_last_of('/');
+  std::string const folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int const fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  bool const ok = fd >= 0 && ::fsync(fd) == 0;
+  int const err = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok) throw Error(path + ": cannot flush the folder " + folder + " to the disk (" + std::strerror(err) + ")");
+}
+
+}  // namespace impl
+
+/// Writes `bytes` to `path` all or nothing, whatever happens meanwhile (a full disk, a kill, a power cut): into a
+/// new temporary file in the same folder, created exclusively under an unpredictable name ("<path>.tmp.XXXXXX":
+/// never opened through a link, never a file another writer left), flushed to the disk, renamed to `path`, and the
+/// folder flushed. Readers see the old file or the whole new one, never a part; the temporary is removed if a step
+/// fails. Throws ktr::Error("<path>: <step> failed (<reason>)").
+inline void write_atomically(std::string const& path, std::string const& bytes) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = impl::write_step_fails() ? (errno = ENOSPC, -1) : ::mkostemp(&tmp[0], O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot create a temporary file beside it (" + std::strerror(errno) + ")");
+  auto fail = [&](char const* step, int err) {
+    if (fd >= 0) ::close(fd);
+    ::unlink(tmp.c_str());
+    throw Error(path + ": " + step + " failed (" + std::strerror(err) + ")");
+  };
+  if (::fchmod(fd, impl::created_file_mode()) != 0) fail("chmod", errno);
+  for (std::size_t written = 0; written < bytes.size();) {
+    std::size_t const want = bytes.size() - written;
+    if (impl::write_step_fails()) {  // a disk that fills halfway through
+      ssize_t const half = ::write(fd, bytes.data() + written, want / 2);
+      static_cast<void>(half);
+      fail("write", ENOSPC);
+    }
+    ssize_t const n = ::write(fd, bytes.data() + written, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write", n < 0 ? errno : ENOSPC);
+    written += std::size_t(n);
+  }
+  if (impl::write_step_fails()) fail("flush", EIO);
+  if (::fsync(fd) != 0) fail("flush", errno);
+  int const closed = ::close(fd);
+  fd = -1;
+  if (closed != 0) fail("close", errno);
+  if (impl::write_step_fails()) fail("rename", EIO);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno);
+  impl::sync_folder_of(path);
 }
 
 /// Appends `line` (and a newline) to the log `path`, created if missing, in one write: lines of concurrent writers

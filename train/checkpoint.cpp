@@ -91,14 +91,6 @@ bool has_magic(std::string const& path) {
          std::memcmp(head, kCheckpointMagic, sizeof kCheckpointMagic) == 0;
 }
 
-void sync_directory(std::string const& path) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (d.fd < 0 || ::fsync(d.fd) != 0)
-    throw Error(path + ": cannot sync directory " + dir + " after the rename: " + std::strerror(errno));
-}
-
 }  // namespace
 
 std::string const& Checkpoint::get(std::string const& key) const {
@@ -143,34 +135,7 @@ void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
   }
   put(out, crc_of(out.data(), out.size()));
 
-  std::string const tmp = path + ".tmp." + std::to_string(getpid());
-  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-  KTR_REQUIRE(f.fd >= 0, path, std::string("cannot create temporary file: ") + std::strerror(errno));
-  auto fail = [&](char const* step) {
-    int const err = errno;
-    ::close(f.release());
-    ::unlink(tmp.c_str());
-    throw Error(path + ": " + step + " failed: " + std::strerror(err));
-  };
-  std::size_t written = 0;
-  while (written < out.size()) {
-    ssize_t n = ::write(f.fd, out.data() + written, out.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) fail("write");
-    written += std::size_t(n);
-  }
-  if (::fsync(f.fd) != 0) fail("flush");
-  if (::close(f.release()) != 0) {
-    int const err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(path + ": close failed: " + std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int const err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(path + ": rename failed: " + std::strerror(err));
-  }
-  sync_directory(path);
+  write_atomically(path, out);  // flushed to the disk, then renamed into place
 }
 
 Checkpoint read_checkpoint(std::string const& path) {
