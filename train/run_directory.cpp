@@ -13,20 +13,30 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <vector>
 
 namespace ktr {
 
 namespace {
 
 char const* const kManifest = "ktr-manifest";
-char const* const kManifestMagic = "ktr-run-directory 1";
+// Version 1 listed files beside the manifest; version 2 (written since) lists a generation's folder's.
+char const* const kManifestMagic1 = "ktr-run-directory 1";
+char const* const kManifestMagic2 = "ktr-run-directory 2";
+char const* const kGeneration = "ktr-gen-";
 char const* const kFiles[] = {"model.ckpt", "state.bin", "config.yaml"};
 
 struct Listed {
   std::int64_t size;
   std::uint32_t crc;
+};
+
+struct Manifest {
+  std::int64_t generation = 0;  ///< 0: a version-1 manifest, whose files lie beside it
+  std::map<std::string, Listed> files;
 };
 
 std::uint32_t crc_of(std::string const& bytes) {
@@ -40,25 +50,39 @@ std::uint32_t crc_of(std::string const& bytes) {
 }
 
 // The manifest's entries; throws naming the file unless it is exactly one of ktr's.
-std::map<std::string, Listed> parse_manifest(std::string const& path, std::string const& text) {
+Manifest parse_manifest(std::string const& path, std::string const& text) {
   std::istringstream in(text);
   std::string line;
-  KTR_REQUIRE(std::getline(in, line) && line == kManifestMagic, path, "is not a ktr manifest");
-  std::map<std::string, Listed> files;
+  KTR_REQUIRE(std::getline(in, line) && (line == kManifestMagic1 || line == kManifestMagic2), path,
+              "is not a ktr manifest");
+  Manifest m;
+  if (line == kManifestMagic2) {
+    std::string key, value, extra;
+    KTR_REQUIRE(std::getline(in, line), path, "has no generation line");
+    std::istringstream g(line);
+    KTR_REQUIRE(g >> key >> value && !(g >> extra) && key == "generation" &&
+                    parse_integer(value, 1, std::int64_t(1) << 62, m.generation),
+                path, "has a malformed generation line");
+  }
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string name, size, crc, extra;
     KTR_REQUIRE(f >> name >> size >> crc && !(f >> extra), path, "has a malformed line");
-    KTR_REQUIRE(std::count(std::begin(kFiles), std::end(kFiles), name) == 1 && files.count(name) == 0, path,
+    KTR_REQUIRE(std::count(std::begin(kFiles), std::end(kFiles), name) == 1 && m.files.count(name) == 0, path,
                 "lists an unexpected or repeated file");
-    std::int64_t s = 0, c = 0;
-    KTR_REQUIRE(parse_integer(size, 0, std::int64_t(1) << 50, s) && parse_integer(crc, 0, 0xffffffffll, c), path,
+    std::int64_t sz = 0, c = 0;
+    KTR_REQUIRE(parse_integer(size, 0, std::int64_t(1) << 50, sz) && parse_integer(crc, 0, 0xffffffffll, c), path,
                 "has a malformed size or checksum");
-    files[name] = Listed{s, std::uint32_t(c)};
+    m.files[name] = Listed{sz, std::uint32_t(c)};
   }
-  KTR_REQUIRE(files.count("model.ckpt") && files.count("state.bin") && files.count("config.yaml"), path,
+  KTR_REQUIRE(m.files.count("model.ckpt") && m.files.count("state.bin") && m.files.count("config.yaml"), path,
               "does not list every file of a run");
-  return files;
+  return m;
+}
+
+// The folder that holds a manifest's files.
+std::string files_of(std::string const& dir, std::int64_t generation) {
+  return generation == 0 ? dir : dir + "/" + kGeneration + std::to_string(generation);
 }
 
 bool exists(std::string const& path) {
@@ -66,26 +90,76 @@ bool exists(std::string const& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
-// Where a save may write: makes `dir` if it does not exist (returns true then), accepts an empty folder or one
-// holding a ktr manifest whose names cover every ktr file present; throws otherwise.
-bool prepare(std::string const& dir) {
+// The generation a folder's entry names ("ktr-gen-<N>"), or 0.
+std::int64_t generation_of(std::string const& entry) {
+  std::string const prefix = kGeneration;
+  std::int64_t n = 0;
+  if (entry.compare(0, prefix.size(), prefix) != 0 ||
+      !parse_integer(entry.substr(prefix.size()), 1, std::int64_t(1) << 62, n))
+    return 0;
+  return n;
+}
+
+// True for a name a save writes into a generation's folder: one of its files or their temporaries.
+bool ours(std::string const& name) {
+  for (char const* f : kFiles)
+    if (name == f || name.compare(0, std::strlen(f) + 5, std::string(f) + ".tmp.") == 0) return true;
+  return false;
+}
+
+// Removes a generation's folder: its files and temporaries, then the folder if nothing else is left in it (another
+// program's file stays, and so does the folder). Never throws: a leftover is ignored by every load.
+void remove_generation(std::string const& folder) {
+  struct stat st {};
+  if (::lstat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;  // never through a link
+  if (DIR* d = ::opendir(folder.c_str())) {
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d))
+      if (ours(e->d_name)) names.emplace_back(e->d_name);
+    ::closedir(d);
+    for (std::string const& n : names) ::unlink((folder + "/" + n).c_str());
+  }
+  ::rmdir(folder.c_str());
+}
+
+// Removes what killed saves left in `dir`: every generation's folder but `keep`'s (a save killed before or after
+// its manifest was renamed into place) and the manifest's temporaries (one killed while writing it).
+void remove_leftovers(std::string const& dir, std::int64_t keep) {
+  std::string const manifest_tmp = std::string(kManifest) + ".tmp.";
+  std::vector<std::string> folders, files;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      std::int64_t const g = generation_of(e->d_name);
+      if (g != 0 && g != keep) folders.push_back(dir + "/" + e->d_name);
+      if (std::string(e->d_name).compare(0, manifest_tmp.size(), manifest_tmp) == 0)
+        files.push_back(dir + "/" + e->d_name);
+    }
+    ::closedir(d);
+  }
+  for (std::string const& f : folders) remove_generation(f);
+  for (std::string const& f : files) ::unlink(f.c_str());
+}
+
+// Where a save may write: makes `dir` if it does not exist (`made` is set then) and returns its current manifest,
+// if any (a previous save's, checked as one). Accepts a new or empty folder, one that holds a ktr manifest, or one
+// where none of ktr's file names is taken by another program's file; throws otherwise.
+std::optional<Manifest> prepare(std::string const& dir, bool& made) {
+  made = false;
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) {
     KTR_REQUIRE(errno == ENOENT, dir, std::string("cannot use the checkpoint directory: ") + std::strerror(errno));
     KTR_REQUIRE(::mkdir(dir.c_str(), 0777) == 0, dir,
                 std::string("cannot create the checkpoint directory: ") + std::strerror(errno));
-    return true;
+    made = true;
+    return std::nullopt;
   }
   KTR_REQUIRE(S_ISDIR(st.st_mode), dir, "exists and is not a directory");
   std::string const manifest = dir + "/" + kManifest;
-  if (exists(manifest)) {  // a previous save's (checked as one): every one of ktr's names is ktr's to replace
-    parse_manifest(manifest, read_regular_file(manifest));
-    return false;
-  }
+  if (exists(manifest)) return parse_manifest(manifest, read_regular_file(manifest));
   for (char const* name : kFiles)
     KTR_REQUIRE(!exists(dir + "/" + name), dir,
                 std::string("holds a ") + name + " that is not ktr's (no ktr manifest): refusing to replace it");
-  return false;
+  return std::nullopt;
 }
 
 Checkpoint state_checkpoint(ReplayBuffer const* buffer, ReplayBuffer::Rows const& rows,
@@ -154,50 +228,62 @@ RunDirectoryState parse_state(std::string const& path, Checkpoint const& c) {
 void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer const& trainer,
                         ReplayBuffer const* buffer, RunDirectoryState const& state) {
   KTR_REQUIRE(!dir.empty(), "checkpoint directory", "is empty");
-  bool const made = prepare(dir);
+  bool made = false;
+  std::optional<Manifest> const current = prepare(dir, made);
+  std::int64_t const was = current ? current->generation : 0;
+  remove_leftovers(dir, was);  // a killed save's folder is never loaded, and never stands in this one's way
+  std::int64_t const generation = was + 1;
+  std::string const folder = files_of(dir, generation);
   std::string const manifest = dir + "/" + kManifest;
   try {
+    int const made_folder = impl::write_step_fails() ? (errno = ENOSPC, -1) : ::mkdir(folder.c_str(), 0777);
+    KTR_REQUIRE(made_folder == 0, folder,
+                std::string("cannot create the checkpoint's folder: ") + std::strerror(errno));
     ReplayBuffer::Rows const rows = buffer ? buffer->download(space) : ReplayBuffer::Rows{};
     Checkpoint const st = state_checkpoint(buffer, rows, state);
-    KTR_REQUIRE(::unlink(manifest.c_str()) == 0 || errno == ENOENT, manifest,
-                std::string("cannot remove the old manifest: ") + std::strerror(errno));
-    trainer.save(space, dir + "/model.ckpt");  // refuses non-finite values, replaces only a ktr checkpoint
-    write_checkpoint(dir + "/state.bin", st);
-    write_atomically(dir + "/config.yaml", state.config_text);
-    std::string text = std::string(kManifestMagic) + "\n";
+    trainer.save(space, folder + "/model.ckpt");  // refuses non-finite values
+    write_checkpoint(folder + "/state.bin", st);
+    write_atomically(folder + "/config.yaml", state.config_text);
+    std::string text = std::string(kManifestMagic2) + "\ngeneration " + std::to_string(generation) + "\n";
     for (char const* name : kFiles) {
-      std::string const bytes = read_regular_file(dir + "/" + name);
+      std::string const bytes = read_regular_file(folder + "/" + name);
       text += std::string(name) + " " + std::to_string(bytes.size()) + " " + std::to_string(crc_of(bytes)) + "\n";
     }
-    write_atomically(manifest, text);  // last: the directory is a checkpoint from here on
+    impl::sync_folder_of(folder + "/model.ckpt");
+    write_atomically(manifest, text);  // the one step that makes the new generation current
   } catch (...) {
-    if (made) {
-      for (char const* name : kFiles) ::unlink((dir + "/" + name).c_str());
-      ::rmdir(dir.c_str());  // only if nothing else is in it
-    }
+    remove_generation(folder);       // the previous generation, if any, is untouched and still current
+    if (made) ::rmdir(dir.c_str());  // only if nothing else is in it
     throw;
   }
+  // Only now the previous generation goes (a kill before this leaves it to the next save's clean-up).
+  if (current && was == 0)
+    for (char const* name : kFiles) ::unlink((dir + "/" + name).c_str());  // a version-1 save's files
+  else if (current)
+    remove_generation(files_of(dir, was));
 }
 
 RunDirectory read_run_directory(std::string const& dir) {
   std::string const manifest = dir + "/" + kManifest;
   KTR_REQUIRE(exists(manifest), dir,
-              "is not a ktr checkpoint directory (no ktr-manifest: not one, or incomplete)");
-  std::map<std::string, Listed> const listed = parse_manifest(manifest, read_regular_file(manifest));
+              "is not a ktr checkpoint directory (no ktr-manifest: not one, or its first save was cut short)");
+  Manifest const m = parse_manifest(manifest, read_regular_file(manifest));
+  std::string const folder = files_of(dir, m.generation);
   std::map<std::string, std::string> bytes;
-  for (auto const& [name, entry] : listed) {
-    std::string const path = dir + "/" + name;
+  for (auto const& [name, entry] : m.files) {
+    std::string const path = folder + "/" + name;
     struct stat st {};
     KTR_REQUIRE(::lstat(path.c_str(), &st) == 0 && std::int64_t(st.st_size) == entry.size, path,
                 "is missing or not the size the manifest lists: refusing the directory");
     bytes[name] = read_regular_file(path);  // at most the host memory available
     KTR_REQUIRE(std::int64_t(bytes[name].size()) == entry.size && crc_of(bytes[name]) == entry.crc, path,
-                "does not match the manifest (a save was cut short, or the file changed): refusing the directory");
+                "does not match the manifest (the file changed after the save): refusing the directory");
   }
   RunDirectory r;
-  r.checkpoint_path = dir + "/model.ckpt";
+  r.checkpoint_path = folder + "/model.ckpt";
   r.checkpoint = parse_checkpoint(r.checkpoint_path, bytes["model.ckpt"]);
-  r.state = parse_state(dir + "/state.bin", parse_checkpoint(dir + "/state.bin", bytes["state.bin"]));
+  r.state_path = folder + "/state.bin";
+  r.state = parse_state(r.state_path, parse_checkpoint(r.state_path, bytes["state.bin"]));
   r.state.config_text = bytes["config.yaml"];
   return r;
 }

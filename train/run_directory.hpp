@@ -1,18 +1,22 @@
 // A run saved as a directory: what the C and Fortran API's ktr_save_checkpoint writes and ktr_load_checkpoint
 // reads.
 //
-//   model.ckpt    the run (parameters, optimiser state, step, configuration), as Trainer::save writes it
-//   state.bin     the replay buffer and the counters the API keeps, in the checkpoint container (strict header,
-//                 every size checked against the file's bytes, CRC-32)
-//   config.yaml   the configuration text the model was created from
-//   ktr-manifest  written last: every file's name, size and CRC-32
+//   ktr-manifest    which generation is current, and every file's name, size and CRC-32
+//   ktr-gen-<N>/    generation N, the run as one save wrote it:
+//     model.ckpt    the run (parameters, optimiser state, step, configuration), as Trainer::save writes it
+//     state.bin     the replay buffer and the counters the API keeps, in the checkpoint container (strict header,
+//                   every size checked against the file's bytes, CRC-32)
+//     config.yaml   the configuration text the model was created from
 //
-// A directory cannot be replaced atomically, so: ktr writes only into a folder that does not exist (it is made,
-// and removed again if the save fails), is empty, or holds a ktr manifest (a previous save), and never replaces a
-// file of its names that such a manifest does not list. The old manifest goes first, each file is written under a
-// temporary name and renamed, and the new manifest is renamed in last: a save cut short leaves no manifest, or one
-// whose files do not match, and a load accepts only a directory whose manifest lists exactly the files it holds,
-// byte for byte.
+// A save writes generation N + 1 into a new folder beside the current one (each file to a temporary name, flushed
+// to the disk, renamed), then renames its manifest over the old one: that one step makes it current. Only then is
+// generation N removed. So at every instant the directory loads as the previous save or as the new one, never as
+// neither and never as a mix: a save that fails (a full disk, a quota, an I/O error) removes its folder and leaves
+// the previous one current; a save killed midway (SIGKILL, a power cut) leaves a folder that no manifest names,
+// which no load reads and the next save removes. ktr writes only into a folder that is new (made, and removed
+// again if its first save fails), empty, holds a ktr manifest, or holds none of ktr's file names; it removes only
+// its own files; a directory written by an earlier ktr (its files beside a version-1 manifest) still loads, and
+// the next save replaces those files by a generation.
 #pragma once
 
 #include "replay_buffer.hpp"
@@ -45,6 +49,7 @@ void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer 
 struct RunDirectory {
   Checkpoint checkpoint;
   std::string checkpoint_path;
+  std::string state_path;  ///< where `state` was read from (the current generation's state.bin)
   RunDirectoryState state;
 };
 RunDirectory read_run_directory(std::string const& dir);
