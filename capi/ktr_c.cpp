@@ -16,6 +16,7 @@
 #include "../config/yaml_config.hpp"
 #include "../core/file.hpp"
 #include "../core/parse.hpp"
+#include "../train/first_batch.hpp"
 #include "../train/interop.hpp"
 #include "../train/replay_buffer.hpp"
 #include "../train/run_directory.hpp"
@@ -215,40 +216,20 @@ TrainerOptions options_of(FileConfig const& c, bool torchfort = false) {
   return o;
 }
 
-// The model's Trainer, created by its first batch: the task from the targets, the transform fitted on them.
-Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array const& y) {
+// The model's Trainer, created by its first batch (train/first_batch.hpp: every check before anything is made).
+// `stepped`: ktr_train's first step runs on this batch; ktr_push's replay buffer keeps it.
+Trainer& trainer_for(ExecSpace const& space, Entry& e, Array const& x, Array const& y, bool stepped) {
   if (e.trainer) return *e.trainer;
   if (e.torchfort)  // TorchFort has no default loss or optimizer: its first train fails without them
     for (auto const& [has, section] :
          {std::pair<bool, char const*>{e.cfg.has_loss, "loss"}, {e.cfg.has_optimizer, "optimizer"}})
       if (!has) throw Error(e.cfg.path + ": has no " + section + " section (TorchFort needs one)");
-  RunConfig run = e.cfg.run;
-  ModelPlan const plan = Model::plan(run.model, 1);
-  DeviceDataset const first = batch_of(space, x, y, plan);
-  bool const labels = first.task() == Task::classification;
-  std::string const mismatch = e.cfg.loss.mismatch(labels);
+  DeviceDataset const first = batch_of(space, x, y, Model::plan(e.cfg.run.model, 1));
+  std::string const mismatch = e.cfg.loss.mismatch(first.task() == Task::classification);
   if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
-  KTR_REQUIRE(!labels || plan.output.rank == 2, "label",
-              "integer class labels need a model that ends in (B, classes); the model gives a field " +
-                  plan.output.str() + ": give its targets as KTR_FLOAT or KTR_DOUBLE arrays of that shape");
-  KTR_REQUIRE(!labels || plan.output_width >= 2, "label",
-              "integer class labels need a model of at least 2 outputs (one per class); the model has " +
-                  std::to_string(plan.output_width) + ": give its targets as KTR_FLOAT or KTR_DOUBLE values");
-  // The first batch is checked before anything is fitted on it or made from it.
-  if (!labels)
-    KTR_REQUIRE(first.target_width() == plan.output_width, "label",
-                std::to_string(first.target_width()) + " targets per sample, the model has " +
-                    std::to_string(plan.output_width) + " outputs");
-  std::int64_t const bad = non_finite_values(space, first);
-  KTR_REQUIRE(bad == 0, "input",
-              "the first batch holds " + std::to_string(bad) +
-                  " features or targets that are not finite (NaN or infinite): nothing was made from it");
-  // The update's samples over all ranks: general.batch_size (checked at create), or without it every rank's
-  // first batch.
-  run.batch =
-      e.cfg.general.batch_size > 0 ? e.cfg.general.batch_size : first.count * e.comm.size() * e.cfg.run.accumulate;
-  e.trainer =
-      std::make_unique<Trainer>(space, run, first, DeviceDataset{}, options_of(e.cfg, e.torchfort), e.comm);
+  // The update's samples over all ranks: general.batch_size (checked at create), or every rank's first batch.
+  e.trainer = trainer_from_first_batch(space, e.cfg.run, e.cfg.general.batch_size, first, stepped,
+                                       options_of(e.cfg, e.torchfort), e.comm);
   return *e.trainer;
 }
 
@@ -375,7 +356,7 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
     Region const region("ktr::capi::train");
     Entry& e = entry(name);
     ExecSpace const space = instance_of_stream(stream);
-    Trainer* t = &trainer_for(space, e, x, y);
+    Trainer* t = &trainer_for(space, e, x, y, true);
     DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
     if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0 && t->pending_calls() == 0) {
       // TorchFort takes any batch: without general.batch_size the run grows to the larger one, exactly as it was.
@@ -424,7 +405,7 @@ ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream
     if (capacity == 0)
       throw Error(e.cfg.path + ": general.buffer_size is not set: the model has no replay buffer to push to");
     ExecSpace const space = instance_of_stream(stream);
-    Trainer& t = trainer_for(space, e, x, y);
+    Trainer& t = trainer_for(space, e, x, y, false);
     DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.model().output_width()));
     if (!e.buffer)  // made whole before it is kept: a failed allocation leaves no half-made buffer
       e.buffer = std::make_unique<ReplayBuffer>(space, capacity, t.model().input_shape(1), t.config().task,
@@ -712,7 +693,7 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     if (st.has_buffer)
       KTR_REQUIRE(st.buffer_capacity == e.cfg.general.buffer_size && st.buffer_task == config.task &&
                       st.buffer_sample == plan.input.size() && st.buffer_width == plan.output_width,
-                  std::string(directory) + "/state.bin",
+                  saved.state_path,
                   "holds a replay buffer of " + std::to_string(st.buffer_capacity) + " samples of " +
                       std::to_string(st.buffer_sample) + " values and " + std::to_string(st.buffer_width) +
                       " targets; the model needs " + std::to_string(e.cfg.general.buffer_size) + " of " +
@@ -724,7 +705,7 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     if (st.has_buffer) {
       buffer = std::make_unique<ReplayBuffer>(space, st.buffer_capacity, t->model().input_shape(1), config.task,
                                               t->model().output_width());
-      buffer->restore(space, st.buffer, std::string(directory) + "/state.bin");
+      buffer->restore(space, st.buffer, saved.state_path);
     }
     e.trainer = std::move(t);  // nothing changes before everything has been read and checked
     e.buffer = std::move(buffer);

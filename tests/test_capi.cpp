@@ -564,8 +564,11 @@ TEST(CApi, CheckpointDirectoriesAreKtrsAloneAndAllOrNothing) {
   EXPECT_NE(last_error().find("replay buffer"), std::string::npos) << last_error();
   EXPECT_EQ(ktr_train_steps("small", 1, nullptr, nullptr), KTR_RESULT_INVALID_USAGE) << "a refused load trained";
 
-  // A flipped byte in the stored buffer, and a file changed after the save, are refused.
-  std::string const state = dir + "/state.bin";
+  // A flipped byte in the stored buffer, and a file changed after the save, are refused (the second save is
+  // generation 2, and the first's folder is gone).
+  EXPECT_FALSE(std::filesystem::exists(dir + "/ktr-gen-1"));
+  std::string const state = dir + "/ktr-gen-2/state.bin";
+  ASSERT_TRUE(exists(state));
   {
     std::fstream f(state, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(-40, std::ios::end);
@@ -647,6 +650,50 @@ TEST(CApi, ARefusedFirstBatchMakesNoModel) {
       << last_error();
   EXPECT_TRUE(std::isfinite(loss));
   EXPECT_EQ(ktr_destroy_model("first"), KTR_RESULT_SUCCESS);
+}
+
+// Every check of the first step is made before the first batch makes the run (train/first_batch.hpp): a batch
+// larger than general.batch_size, or with more targets than the model has outputs, is refused and leaves the model
+// exactly as created (inference and checkpoints refused, no folder made); a valid batch then makes the run with
+// the transform fitted on it alone: the model predicts bit for bit what a model that only ever saw that batch
+// does.
+TEST(CApi, ARefusedFirstBatchOfAnySizeOrWidthLeavesTheModelAsCreated) {
+  std::string const cfg = write_file("capi_first16.yaml", config("  batch_size: 16\n  normalize: standard\n"));
+  for (char const* name : {"refused16", "fresh16"})
+    ASSERT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << last_error();
+  Surface big(64, 21);
+  for (float& v : big.x) v = v * 4.0f + 2.0f;  // statistics of their own: a transform fitted on them would show
+  Surface good(16, 22);
+  int64_t const x64[2] = {64, 3}, y64[2] = {64, 1}, x16[2] = {16, 3}, y16[2] = {16, 1}, w16[2] = {16, 2};
+  EXPECT_EQ(
+      ktr_train("refused16", big.x.data(), 2, x64, KTR_FLOAT, big.y.data(), 2, y64, KTR_FLOAT, nullptr, nullptr),
+      KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("micro-batch (16)"), std::string::npos) << last_error();
+  std::vector<float> two(32, 0.5f);
+  EXPECT_EQ(
+      ktr_train("refused16", big.x.data(), 2, x16, KTR_FLOAT, two.data(), 2, w16, KTR_FLOAT, nullptr, nullptr),
+      KTR_RESULT_INVALID_USAGE);
+  EXPECT_NE(last_error().find("2 targets per sample"), std::string::npos) << last_error();
+  std::vector<float> out(16), fresh(16);
+  EXPECT_EQ(ktr_inference("refused16", good.x.data(), 2, x16, KTR_FLOAT, out.data(), 2, y16, KTR_FLOAT, nullptr),
+            KTR_RESULT_INVALID_USAGE);
+  std::string const dir = ::testing::TempDir() + "capi_first16_dir";
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(ktr_save_checkpoint("refused16", dir.c_str()), KTR_RESULT_INVALID_USAGE);
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "a refused first save leaves no folder";
+  for (char const* name : {"refused16", "fresh16"})
+    ASSERT_EQ(
+        ktr_train(name, good.x.data(), 2, x16, KTR_FLOAT, good.y.data(), 2, y16, KTR_FLOAT, nullptr, nullptr),
+        KTR_RESULT_SUCCESS)
+        << last_error();
+  ASSERT_EQ(ktr_inference("refused16", good.x.data(), 2, x16, KTR_FLOAT, out.data(), 2, y16, KTR_FLOAT, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  ASSERT_EQ(ktr_inference("fresh16", good.x.data(), 2, x16, KTR_FLOAT, fresh.data(), 2, y16, KTR_FLOAT, nullptr),
+            KTR_RESULT_SUCCESS)
+      << last_error();
+  EXPECT_EQ(std::memcmp(out.data(), fresh.data(), out.size() * sizeof(float)), 0);
+  for (char const* name : {"refused16", "fresh16"}) EXPECT_EQ(ktr_destroy_model(name), KTR_RESULT_SUCCESS);
 }
 
 // Weights loaded with ktr_load_model come with the input transform they were trained with: the loaded model
