@@ -79,6 +79,14 @@ int64_t loaded_step(std::string const& cfg, std::string const& dir) {
   return step;
 }
 
+// Creates the model `name`, takes one step and saves it into `dir`, made afresh: generation 1, step 1.
+void saved_once(char const* name, std::string const& cfg, std::string const& dir) {
+  fs::remove_all(dir);
+  ASSERT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
+  ASSERT_EQ(train_step(name, 1), KTR_RESULT_SUCCESS) << ktr_last_error();
+  ASSERT_EQ(ktr_save_checkpoint(name, dir.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
+}
+
 struct FaultsOff {
   ~FaultsOff() { ktr::impl::write_steps_left() = -1; }
 };
@@ -130,10 +138,9 @@ TEST(RunDirectory, LeftoversOfAKilledSaveAreNeverLoadedAndTheNextSaveRemovesThem
   std::string const cfg = config_file();
   std::string const dir = ::testing::TempDir() + "run_directory_leftovers";
   std::string const elsewhere = ::testing::TempDir() + "run_directory_elsewhere";
-  fs::remove_all(dir), fs::remove_all(elsewhere);
-  ASSERT_EQ(ktr_create_model("left", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(train_step("left", 1), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(ktr_save_checkpoint("left", dir.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
+  fs::remove_all(elsewhere);
+  saved_once("left", cfg, dir);
+  if (HasFatalFailure()) return;
   fs::create_directories(dir + "/ktr-gen-2");
   std::ofstream(dir + "/ktr-gen-2/model.ckpt") << "half a checkpoint";
   std::ofstream(dir + "/ktr-gen-2/state.bin.tmp.Ab12Cd") << "a temporary";
@@ -161,10 +168,8 @@ TEST(RunDirectory, LeftoversOfAKilledSaveAreNeverLoadedAndTheNextSaveRemovesThem
 TEST(RunDirectory, AVersion1DirectoryLoadsAndTheNextSaveMovesItToAGeneration) {
   std::string const cfg = config_file();
   std::string const dir = ::testing::TempDir() + "run_directory_v1";
-  fs::remove_all(dir);
-  ASSERT_EQ(ktr_create_model("v1", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(train_step("v1", 1), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(ktr_save_checkpoint("v1", dir.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
+  saved_once("v1", cfg, dir);
+  if (HasFatalFailure()) return;
   // Rewrite it as version 1 wrote it: the generation's files moved up, the manifest without a generation line.
   for (char const* f : {"model.ckpt", "state.bin", "config.yaml"})
     fs::rename(dir + "/ktr-gen-1/" + f, dir + "/" + f);
@@ -188,10 +193,8 @@ TEST(RunDirectory, AVersion1DirectoryLoadsAndTheNextSaveMovesItToAGeneration) {
 TEST(RunDirectory, SavesKilledAtRandomMomentsAlwaysLeaveALoadableCheckpoint) {
   std::string const cfg = config_file();
   std::string const dir = ::testing::TempDir() + "run_directory_killed";
-  fs::remove_all(dir);
-  ASSERT_EQ(ktr_create_model("killed", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(train_step("killed", 1), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(ktr_save_checkpoint("killed", dir.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
+  saved_once("killed", cfg, dir);
+  if (HasFatalFailure()) return;
   std::vector<std::string> env_text;
   for (char** e = environ; *e; ++e)
     if (std::string(*e).rfind("KTR_TEST_SAVE_LOOP=", 0) != 0) env_text.emplace_back(*e);
