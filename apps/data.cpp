@@ -7,7 +7,9 @@
 #include <ktr/ktr_config.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <limits>
 
 namespace ktr::cli {
 
@@ -61,6 +63,19 @@ struct Arrays {
   std::int64_t count() const { return x.shape[0]; }
 };
 
+// Every value finite and within float's range (training reads them as floats: a float64 of 1e300 would become
+// infinite there); the first that is not is named with its index.
+void check_floats(std::vector<double> const& values, std::string const& path, char const* what) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    double const v = values[i];
+    if (std::isfinite(v) && std::fabs(v) <= double(std::numeric_limits<float>::max())) continue;
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    throw Error(path + ": holds a " + what + " at flat index " + std::to_string(i) + " (" + text + ") that " +
+                (std::isfinite(v) ? "is beyond float32's range" : "is non-finite"));
+  }
+}
+
 Arrays read_arrays(std::string const& x_path, std::string const& y_path) {
   Arrays a{read_npy(x_path), read_npy(y_path), x_path, y_path};
   KTR_REQUIRE(a.x.kind == 'f', x_path,
@@ -69,8 +84,11 @@ Arrays read_arrays(std::string const& x_path, std::string const& y_path) {
               "features must be (N, D) or (N, H, W, C), the file holds " + std::to_string(a.x.shape.size()) +
                   " dimensions");
   KTR_REQUIRE(a.x.shape[0] > 0, x_path, "no samples");
-  KTR_REQUIRE(a.y.shape.size() == 1 || (a.y.shape.size() <= 4 && !a.y.is_integer()), y_path,
-              "targets must be (N) integer labels, or (N), (N, T) or a field's (N, H, W, C) float values");
+  KTR_REQUIRE(
+      a.y.shape.size() == 1 || (a.y.shape.size() >= 2 && a.y.shape.size() <= 4 && !a.y.is_integer()), y_path,
+      "targets must be (N) integer labels, or (N), (N, T) or a field's (N, H, W, C) float values; the file "
+      "holds " +
+          std::to_string(a.y.shape.size()) + " dimensions");
   for (std::size_t i = 1; i < a.x.shape.size(); ++i)
     KTR_REQUIRE(a.x.shape[i] > 0, x_path,
                 "features of shape " + shape_text(a.x.shape) + " hold no value per sample");
@@ -80,12 +98,12 @@ Arrays read_arrays(std::string const& x_path, std::string const& y_path) {
   KTR_REQUIRE(a.y.shape[0] == a.x.shape[0], y_path,
               "holds " + std::to_string(a.y.shape[0]) + " targets, " + x_path + " holds " +
                   std::to_string(a.x.shape[0]) + " samples");
-  for (double v : a.x.values) KTR_REQUIRE(std::isfinite(v), x_path, "holds a non-finite feature");
+  check_floats(a.x.values, x_path, "feature");
   if (a.y.is_integer()) {
     for (double v : a.y.values)
       KTR_REQUIRE(v >= 0 && v < (1 << 24), y_path, "label " + std::to_string(v) + " is not in [0, 2^24)");
   } else {
-    for (double v : a.y.values) KTR_REQUIRE(std::isfinite(v), y_path, "holds a non-finite target");
+    check_floats(a.y.values, y_path, "target");
   }
   return a;
 }

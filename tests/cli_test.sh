@@ -246,6 +246,15 @@ case $case_name in
     awk -v a="$acc" 'BEGIN{exit !(a > 85)}' || fail "classification accuracy $acc% too low: $out"
     # Errors name the file or flag and the reason.
     printf 'not numpy' >"$work/bad.npy"
+    # A 0-d array of targets (np.save of a scalar) is refused naming its dimensions (it crashed the reader), and a
+    # float64 beyond float32's range is refused naming the file, the index and the value (it became inf in training).
+    { npy "$work/scalar.npy" '<f4' '()'; printf '\x00\x00\xc0\x3f' >>"$work/scalar.npy"; }
+    expect 1 "scalar.npy: targets must be .* the file holds 0 dimensions" -- \
+      "$ktr" train --features "$a/train-features.npy" --targets "$work/scalar.npy" --epochs 1
+    npy "$work/huge.npy" '<f8' '(2000,)'  # 1999 zeros, then 1e300
+    { head -c $((8 * 1999)) /dev/zero; printf '\x9c\x75\x00\x88\x3c\xe4\x37\x7e'; } >>"$work/huge.npy"
+    expect 1 "huge.npy: holds a target at flat index 1999 \(1.0000000000000001e\+300\) that is beyond float32's range" -- \
+      "$ktr" train --features "$a/train-features.npy" --targets "$work/huge.npy" --epochs 1
     expect 1 "$work/bad.npy: not a .npy file \(bad magic\)" -- "$ktr" train --features "$work/bad.npy" --targets "$a/train-targets.npy"
     head -c 300 "$a/train-features.npy" >"$work/short.npy"
     expect 1 "short.npy: truncated .npy data" -- "$ktr" train --features "$work/short.npy" --targets "$a/train-targets.npy"
