@@ -186,13 +186,21 @@ struct Draft {
 void read_general(Reader const& r, YAML::Node const& n, std::string const& k, Draft& d) {
   // The draft's fields this section uses, by their short names.
   auto& c = d.c;
+  // enable_graphs and TorchFort's enable_cuda_graphs name one setting: a file gives it once, in one spelling.
+  std::string graphs;
+  auto graphs_key = [&](YAML::Node const& v, std::string const& key) {
+    if (!graphs.empty())
+      r.fail(v, key, "is " + graphs + " under another name, given already (which one was meant?)");
+    graphs = key;
+    r.setting(general_settings(), c.general, "enable_graphs")(v, key);
+  };
   r.section(
       n, k,
       {
           {"report_frequency", r.setting(general_settings(), c.general, "report_frequency")},
           {"verbose", r.setting(general_settings(), c.general, "verbose")},
-          {"enable_graphs", r.setting(general_settings(), c.general, "enable_graphs")},
-          {"enable_cuda_graphs", r.setting(general_settings(), c.general, "enable_graphs")},  // TorchFort's name
+          {"enable_graphs", graphs_key},
+          {"enable_cuda_graphs", graphs_key},  // TorchFort's name
           {"steps_per_dispatch", r.setting(general_settings(), c.general, "steps_per_dispatch")},
           {"batch_size",  // the run's batch: samples per update over all ranks and accumulation steps
            [&](auto const& v, auto const& key) {

@@ -238,6 +238,8 @@ TEST(Config, HostileYamlIsRefusedNamingTheFileAndTheKey) {
   std::pair<std::string, std::string> const cases[] = {
       {"? [a, b]\n: 1\n" + mlp, "test.yaml:1: (top level): a key must be a plain name"},
       {mlp + "general: {seed: 1, seed: 2}\n", "test.yaml:2: general.seed: appears twice"},
+      {mlp + "general: {enable_graphs: true, enable_cuda_graphs: false}\n",
+       "general.enable_cuda_graphs: is general.enable_graphs under another name, given already"},
       {mlp + "model: {type: mlp, parameters: {layer_sizes: [3, 1]}}\n", "test.yaml:2: model: appears twice"},
       {"model: {type: mlp, parameters: {layer_sizes: [2, 1], description: \"in=2 dense:1\"}}\n",
        "model.parameters.description: belongs to a model of type ktr"},
