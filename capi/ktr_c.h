@@ -100,9 +100,9 @@ ktr_result_t ktr_load_model(const char* name, const char* file);
  * buffer, so that a loaded run continues bit for bit. step_train: optimiser steps taken; step_inference:
  * ktr_inference calls made. Either pointer may be NULL. A save writes only into a directory that is new, empty or
  * one of ktr's, and replaces the previous save all or nothing: it writes a new generation beside it and makes that
- * current by renaming its ktr-manifest (every file's size and CRC-32) into place, so a save that fails or is killed
- * leaves the previous checkpoint loadable. A load accepts only a directory whose files match its manifest, of the
- * model's architecture and buffer size, and changes nothing otherwise. */
+ * current by renaming its ktr-manifest (every file's size and CRC-32) into place, so a save that fails or is
+ * killed leaves the previous checkpoint loadable. A load accepts only a directory whose files match its manifest,
+ * of the model's architecture and buffer size, and changes nothing otherwise. */
 ktr_result_t ktr_save_checkpoint(const char* name, const char* directory);
 ktr_result_t ktr_load_checkpoint(const char* name, const char* directory, int64_t* step_train,
                                  int64_t* step_inference);
