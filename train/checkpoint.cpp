@@ -13,7 +13,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <sstream>
 
 namespace ktr {
@@ -74,11 +73,6 @@ struct Fd {
   int fd = -1;
   ~Fd() {
     if (fd >= 0) ::close(fd);
-  }
-  int release() {
-    int const f = fd;
-    fd = -1;
-    return f;
   }
 };
 

@@ -249,8 +249,9 @@ void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer 
       std::string const bytes = read_regular_file(folder + "/" + name);
       text += std::string(name) + " " + std::to_string(bytes.size()) + " " + std::to_string(crc_of(bytes)) + "\n";
     }
-    impl::sync_folder_of(folder + "/model.ckpt");
-    write_atomically(manifest, text);  // the one step that makes the new generation current
+    // Each write flushed its file and the generation's folder; the manifest's flushes `dir` (and so the new
+    // folder's entry) after the one step that makes the new generation current.
+    write_atomically(manifest, text);
   } catch (...) {
     remove_generation(folder);       // the previous generation, if any, is untouched and still current
     if (made) ::rmdir(dir.c_str());  // only if nothing else is in it
