@@ -286,6 +286,40 @@ void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, 
   gemm_in(MatmulPrecision::fp32, space, trans_a, trans_b, alpha, a, b, beta, c);
 }
 
+void column_sums(ExecSpace const& space, ConstMatrix const& x, float const* ones, float* sums) {
+  std::int64_t const rows = std::int64_t(x.extent(0)), cols = std::int64_t(x.extent(1));
+  if (cols == 0) return;
+#if defined(KOKKOS_ENABLE_CUDA)
+  KTR_REQUIRE(ones != nullptr || rows == 0, "ktr::column_sums", "CUDA's path needs the ones vector");
+  if (rows == 0) {
+    Kokkos::deep_copy(space, Kokkos::View<float*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(sums, cols),
+                      0.0f);
+    return;
+  }
+  // Row-major (rows, cols) is column-major (cols, rows): its product with the ones vector sums the rows.
+  cudaStream_t const stream = space.cuda_stream();
+  cublasHandle_t const h = CublasRegistry::get().handle(stream, MatmulPrecision::fp32);
+  float const one = 1.0f, zero = 0.0f;
+  cublasStatus_t const status =
+      cublasSgemv(h, CUBLAS_OP_N, int(cols), int(rows), &one, x.data(), int(cols), ones, 1, &zero, sums, 1);
+  KTR_REQUIRE(status == CUBLAS_STATUS_SUCCESS, "ktr::column_sums",
+              "cuBLAS gemv failed with status " + std::to_string(status));
+#else
+  (void)ones;
+  using Team = Kokkos::TeamPolicy<ExecSpace>;
+  float const* const data = x.data();
+  Kokkos::parallel_for(
+      "ktr::gemm::column_sums", Team(space, int(cols), Kokkos::AUTO),
+      KOKKOS_LAMBDA(Team::member_type const& team) {
+        std::int64_t const j = team.league_rank();
+        float sum = 0.0f;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, rows), [&](std::int64_t i, float& s) { s += data[i * cols + j]; }, sum);
+        Kokkos::single(Kokkos::PerTeam(team), [&] { sums[j] = sum; });
+      });
+#endif
+}
+
 std::string gemm_backend() {
 #if defined(KOKKOS_ENABLE_CUDA)
   MatmulPrecision const p = matmul_precision();

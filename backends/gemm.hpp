@@ -27,10 +27,15 @@ namespace ktr {
 void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
           ConstMatrix const& b, float beta, Matrix const& c);
 
-/// gemm in fp32 whatever the precision in force: the sums over rows that layers express as a product with a ones
-/// vector (bias and layernorm gradients) are reductions, which mixed precision keeps in fp32.
+/// gemm in fp32 whatever the precision in force (counted as an fp32 gemm call).
 void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
                ConstMatrix const& b, float beta, Matrix const& c);
+
+/// sums[j] = sum over i of x(i, j), in fp32 whatever the precision in force: the bias and layernorm gradients. A
+/// reduction, not a matmul: never counted as a gemm call, deterministic (a replayed program sums bit for bit as
+/// the plain loop). `ones`: x.extent(0) ones on the device, which CUDA's path reads (cuBLAS gemv on the instance's
+/// stream); the other backends run a Kokkos team reduction per column and ignore it (nullptr is fine there).
+void column_sums(ExecSpace const& space, ConstMatrix const& x, float const* ones, float* sums);
 
 /// What gemm calls in this build, e.g. "cuBLAS (per-stream handle, FP32)" or "KokkosBlas -> OpenBLAS ...".
 std::string gemm_backend();

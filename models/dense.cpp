@@ -82,8 +82,7 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
           g[e] = A::backward(g[e], zs[e], out[e]);
           if (e % cols == 0) ones[e / cols] = 1.0f;
         });
-    gemm_fp32(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(g, rows, cols), 0.0f,
-              Matrix(db.data(), 1, cols));
+    column_sums(space, ConstMatrix(g, rows, cols), ones, db.data());
   }
 }
 

@@ -123,10 +123,8 @@ class LayerNorm : public Layer {
             t[e] = g[e] * (in[e] - stats[2 * r]) * stats[2 * r + 1];
             if (e % C == 0) ones[r] = 1.0f;
           });
-      gemm_fp32(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(t, rows, C), 0.0f,
-                Matrix(ds, 1, C));
-      gemm_fp32(space, false, false, 1.0f, ConstMatrix(ones, 1, rows), ConstMatrix(g, rows, C), 0.0f,
-                Matrix(db, 1, C));
+      column_sums(space, ConstMatrix(t, rows, C), ones, ds);
+      column_sums(space, ConstMatrix(g, rows, C), ones, db);
     }
   }
 

@@ -105,4 +105,33 @@ TEST(Ops, ReductionsStayOnDeviceAndMatchHost) {
   EXPECT_NEAR(ktr::read_scalar(q), eq, 1e-9 * eq);
 }
 
+// Bias and layernorm gradients are column sums: a reduction in fp32 whatever the precision in force, never counted
+// as a gemm call (a tf32 or bf16 run's gemm calls are all its own precision), and deterministic.
+TEST(Ops, ColumnSumsAreFp32ReductionsNotGemmCalls) {
+  ktr::ExecSpace space;
+  for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{3, 75}, {4099, 10}, {1, 1}, {0, 7}}) {
+    auto const hx = ramp(std::size_t(rows * cols), 0.37f);
+    ktr::Tensor x("ktr::test::x", {rows, cols}), ones("ktr::test::ones", {rows}), sums("ktr::test::sums", {cols});
+    ktr::from_host(x, hx);
+    ktr::fill(space, ones.view(), 1.0f);
+    ktr::fill(space, sums.view(), 42.0f);
+    std::int64_t const gemms = ktr::gemm_calls();
+    {
+      ktr::ScopedMatmulPrecision const mixed(ktr::matmul_tf32_available() ? ktr::MatmulPrecision::tf32
+                                                                          : ktr::MatmulPrecision::fp32);
+      ktr::column_sums(space, ktr::ConstMatrix(x.data(), rows, cols), ones.data(), sums.data());
+    }
+    EXPECT_EQ(ktr::gemm_calls(), gemms) << "a column sum was counted as a gemm call";
+    auto const got = ktr::to_host(sums);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      double expect = 0;
+      for (std::int64_t i = 0; i < rows; ++i) expect += hx[std::size_t(i * cols + j)];
+      EXPECT_NEAR(got[std::size_t(j)], expect, 1e-5 * (std::abs(expect) + double(rows))) << rows << "x" << cols;
+    }
+    ktr::Tensor again("ktr::test::again", {cols});
+    ktr::column_sums(space, ktr::ConstMatrix(x.data(), rows, cols), ones.data(), again.data());
+    EXPECT_EQ(ktr::to_host(again), got) << "column sums are not deterministic";
+  }
+}
+
 }  // namespace
