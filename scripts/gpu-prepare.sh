@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares .device/ (git-ignored), what scripts/gpu-run.sh needs on a lent GPU machine, here, on a machine without
 # a GPU. The GPU machine compiles nothing:
-#   bin/ktr, bin/ktr_tests  build/cuda's binaries (sm_90; CUDA runtime, libstdc++, libgcc, zlib and yaml-cpp
-#                           linked in, no host BLAS, NCCL off; cuBLAS is found on the GPU machine), stripped
+#   bin/ktr.gz, bin/ktr_tests.gz  build/cuda's binaries (sm_90; CUDA runtime, libstdc++, libgcc, zlib and
+#                           yaml-cpp linked in, no host BLAS, NCCL off; cuBLAS is found on the GPU machine),
+#                           stripped and gzipped (23 MiB become 6: gpu-run.sh unpacks them)
 #   data/                   the four Fashion-MNIST .gz files, as shipped (the JAX peer and the training stage)
 #   jax_peer.py             the JAX peer
 #   jax_bf16_peer.py        ktr's own bf16 JAX peer (bench/peers/), for the bf16 stage, and idx_data.py, its
@@ -10,7 +11,7 @@
 #   MANIFEST                what was carried, from which commit, and its sizes
 # Builds build/cuda first if its binaries are missing or older than the sources (scripts/build.sh cuda). Checks
 # (scripts/check-travel.sh) that the binaries carry sm_90 code, need no shared library but libcublas.so.13,
-# libcublasLt.so.13 and glibc's own, and no glibc newer than 2.35; and that .device/ stays under 60 MiB (a device
+# libcublasLt.so.13 and glibc's own, and no glibc newer than 2.35; and that .device/ stays under 48 MiB (a device
 # run carries at most 64 MiB with the working tree). Prints the sizes.
 #   KTR_GPU_SOURCE=1  also packs src.tar.gz (Kokkos, Kokkos Kernels, GoogleTest, CLI11 and nlohmann-json sources,
 #                     yaml-cpp's headers, archive and CMake package; about 3 MiB more) for gpu-run.sh's fallback,
@@ -19,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 die() { echo "gpu-prepare: $*" >&2; exit 1; }
 build=build/cuda
-limit_mib=60
+limit_mib=48
 
 newest_source=$(git ls-files -z -- '*.cpp' '*.hpp' '*.h' 'CMakeLists.txt' '*/CMakeLists.txt' '*.cmake' |
   xargs -0 stat -c %Y | sort -n | tail -n1)
@@ -34,8 +35,14 @@ scripts/check-travel.sh "$build/apps/ktr" "$build/tests/ktr_tests" ||
   die "the binaries above cannot travel (configure build/cuda with scripts/build.sh cuda)"
 
 rm -rf .device && mkdir -p .device/bin .device/data
-strip -o .device/bin/ktr "$build/apps/ktr"
-strip -o .device/bin/ktr_tests "$build/tests/ktr_tests"
+stripped=$(mktemp -d "${TMPDIR:-/tmp}/ktr-stripped.XXXXXX")
+strip -o "$stripped/ktr" "$build/apps/ktr"
+strip -o "$stripped/ktr_tests" "$build/tests/ktr_tests"
+glibc=$(objdump -T "$stripped/ktr" "$stripped/ktr_tests" | grep -o 'GLIBC_[0-9.]*' | sort -Vu | tail -n1 |
+  sed 's/GLIBC_//')
+gzip -9c "$stripped/ktr" >.device/bin/ktr.gz
+gzip -9c "$stripped/ktr_tests" >.device/bin/ktr_tests.gz
+rm -rf "$stripped"
 cp /usr/share/datasets/fashion-mnist/*.gz .device/data/
 peer=../shared/peers/jax_peer.py
 [[ -f $peer ]] && cp "$peer" .device/ || echo "gpu-prepare: no $peer: the JAX stage will say it has no peer" >&2
@@ -70,8 +77,7 @@ fi
   echo "commit $(git rev-parse HEAD)$(git diff --quiet HEAD -- . ':!.device' || echo ' (with uncommitted changes)')"
   echo "built $(date -u +%FT%TZ) from $build ($(cat "$build/.kokkos_root" 2>/dev/null))"
   scripts/fatbin-archs.py "$build/apps/ktr" | sed 's/^/ktr device code: /'
-  echo "glibc needed: $(objdump -T .device/bin/ktr .device/bin/ktr_tests | grep -o 'GLIBC_[0-9.]*' | sort -Vu |
-    tail -n1 | sed 's/GLIBC_//')"
+  echo "glibc needed: $glibc"
   du -b .device/bin/* .device/data .device/*.py .device/*.tar.gz 2>/dev/null || true
 } >.device/MANIFEST
 du -sh .device/*
