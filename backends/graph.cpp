@@ -88,7 +88,8 @@ DeviceStream::~DeviceStream() {
 StreamIdentity stream_identity(ExecSpace const& space) {
   rt::Stream const stream = rt::stream_of(space);
   if (stream == nullptr) return {};
-  return {reinterpret_cast<std::uintptr_t>(stream), gemm_resources_generation(space)};
+  return {reinterpret_cast<std::uintptr_t>(stream), gemm_resources_generation(space),
+          reinterpret_cast<std::uintptr_t>(space.impl_internal_space_instance())};
 }
 
 bool CapturedProgram::supported() { return true; }

@@ -40,6 +40,7 @@ class DeviceStream {
 struct StreamIdentity {
   std::uintptr_t stream = 0;
   std::uint64_t resources = 0;  ///< gemm_resources_generation
+  std::uintptr_t instance = 0;  ///< the Kokkos instance (its reduction scratch, which a program refers to)
 };
 StreamIdentity stream_identity(ExecSpace const& space);
 

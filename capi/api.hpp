@@ -5,6 +5,7 @@
 
 #include "arrays.hpp"
 
+#include <cstdint>
 #include <string>
 
 namespace ktr::capi {
@@ -29,6 +30,9 @@ ktr_result_t create_distributed_model_as_torchfort(char const* name, char const*
 ktr_result_t set_next_seed(int seed);
 /// Models created from here on take their file's seed again (tests).
 void reset_next_seed();
+/// The execution space instances model `name` has made for its callers' streams (one per stream, kept for the
+/// model's life), or -1 if there is no such model (tests).
+std::int64_t stream_instances(char const* name);
 /// Sets the calling thread's ktr_last_error() (a binding's own refusal).
 void set_last_error(std::string const& message);
 /// TorchFort's layer (torchfort.cpp): `r`, printed to stderr as TorchFort prints a failure ("TORCHFORT::ERROR:

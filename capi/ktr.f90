@@ -8,7 +8,7 @@
 ! (OpenMP `target data use_device_addr`, OpenACC `host_data use_device`) go through the same calls.
 !
 !   use ktr
-!   istat = ktr_create_model("surrogate", "surrogate.yaml", KTR_DEVICE_CPU)
+!   istat = ktr_create_model("surrogate", "surrogate.yaml", KTR_DEVICE_DEFAULT)
 !   istat = ktr_train("surrogate", x, y, loss)          ! x(4, batch), y(1, batch)
 !   istat = ktr_inference("surrogate", x, prediction)
 module ktr
@@ -21,6 +21,7 @@ module ktr
                                 KTR_RESULT_NOT_SUPPORTED = 2, KTR_RESULT_INTERNAL_ERROR = 3, &
                                 KTR_RESULT_DEVICE_ERROR = 4, KTR_RESULT_MPI_ERROR = 5
   integer, parameter, public :: KTR_DEVICE_CPU = -1
+  integer, parameter, public :: KTR_DEVICE_DEFAULT = -2  ! the build's device: the host, or the GPU Kokkos uses
 
   public :: ktr_create_model, ktr_create_distributed_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
             ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &

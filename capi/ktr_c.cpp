@@ -13,6 +13,7 @@
 #include "../backends/gemm.hpp"
 #include "../backends/kokkos_compat.hpp"
 #include "../backends/region.hpp"
+#include "../backends/stream_instances.hpp"
 #include "../config/yaml_config.hpp"
 #include "../core/file.hpp"
 #include "../core/parse.hpp"
@@ -82,7 +83,8 @@ struct Entry {
   std::int64_t inference_calls = 0;
   std::unique_ptr<ReplayBuffer> buffer;  // general.buffer_size samples, made by the first push
   bool torchfort = false;                // created by TorchFort's door: its configuration's rules
-  std::string metric_log;  // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
+  std::string metric_log;     // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
+  StreamInstances instances;  // one per caller stream, for the model's life (captured programs refer to them)
 };
 std::map<std::string, std::unique_ptr<Entry>> g_models;
 
@@ -179,16 +181,23 @@ void start_runtime(int device) {
 void ensure_runtime(int device, bool own_thread) {
   int const gpus = gpu_count();
   bool const gpu_build = !device_is_host;
+  KTR_REQUIRE(
+      device >= KTR_DEVICE_DEFAULT, "device",
+      std::to_string(device) + " is neither a device index, KTR_DEVICE_CPU (-1) nor KTR_DEVICE_DEFAULT (-2)");
   if (!gpu_build) {
-    if (device != KTR_DEVICE_CPU && device != 0)
+    if (device > 0)
       throw NotSupported("device " + std::to_string(device) + ": this build runs on the host (" +
-                         ExecSpace::name() + "): use KTR_DEVICE_CPU (-1) or 0");
+                         ExecSpace::name() + "): use KTR_DEVICE_DEFAULT (-2), KTR_DEVICE_CPU (-1) or 0");
+    device = -1;
   } else {
     if (device == KTR_DEVICE_CPU)
-      throw NotSupported(std::string("device KTR_DEVICE_CPU: this build runs on the GPU (") + ExecSpace::name() +
-                         "); a host-only build of ktr runs on the CPU");
-    KTR_REQUIRE(device >= 0 && device < gpus, "device",
-                std::to_string(device) + " is not a GPU index here (" + std::to_string(gpus) + " GPUs)");
+      throw NotSupported(
+          std::string("device KTR_DEVICE_CPU: this build runs on the GPU (") + ExecSpace::name() +
+          "); a host-only build of ktr runs on the CPU (KTR_DEVICE_DEFAULT is this build's device)");
+    if (device == KTR_DEVICE_DEFAULT) device = Kokkos::is_initialized() ? kokkos_gpu() : 0;
+    if (device >= gpus)
+      throw NotSupported("device " + std::to_string(device) + ": not a GPU index here (" + std::to_string(gpus) +
+                         " GPUs)");
   }
   if (!Kokkos::is_initialized()) {
     if (g_finalized)
@@ -355,7 +364,7 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
   return guarded([&] {
     Region const region("ktr::capi::train");
     Entry& e = entry(name);
-    ExecSpace const space = instance_of_stream(stream);
+    ExecSpace const space = e.instances.of(stream);
     Trainer* t = &trainer_for(space, e, x, y, true);
     DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
     if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0 && t->pending_calls() == 0) {
@@ -385,7 +394,7 @@ ktr_result_t inference(char const* name, Array const& x, Array const& out, void*
                                      options_of(e.cfg, e.torchfort), e.comm);
     KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'",
                 "has not been trained or loaded yet (ktr_train, ktr_push or ktr_load_checkpoint first)");
-    ExecSpace const space = instance_of_stream(stream);
+    ExecSpace const space = e.instances.of(stream);
     Trainer& t = *e.trainer;
     DeviceDataset const features = features_of(space, x, t.model(), "input");
     Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> values(
@@ -404,7 +413,7 @@ ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream
     std::int64_t const capacity = e.cfg.general.buffer_size;
     if (capacity == 0)
       throw Error(e.cfg.path + ": general.buffer_size is not set: the model has no replay buffer to push to");
-    ExecSpace const space = instance_of_stream(stream);
+    ExecSpace const space = e.instances.of(stream);
     Trainer& t = trainer_for(space, e, x, y, false);
     DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.model().output_width()));
     if (!e.buffer)  // made whole before it is kept: a failed allocation leaves no half-made buffer
@@ -427,7 +436,7 @@ ktr_result_t train_steps(char const* name, int k, float* loss_val, void* stream)
                 "the replay buffer holds " + std::to_string(e.buffer->filled()) + " samples, fewer than " +
                     (e.comm.size() > 1 ? "this rank's share of a batch (" : "a batch (") + std::to_string(share) +
                     ")");
-    ExecSpace const space = instance_of_stream(stream);
+    ExecSpace const space = e.instances.of(stream);
     t.set_data(e.buffer->data());
     // The Trainer's dispatches of K and, if asked for, its one read-back (divergence, the mean over the ranks:
     // every rank alike).
@@ -444,6 +453,12 @@ ktr_result_t create_model_as_torchfort(char const* name, char const* config_file
   CreateOptions o;
   o.torchfort = true, o.tf32 = tf32;
   return create_model(name, config_file, device, Communicator(), o);
+}
+
+std::int64_t stream_instances(char const* name) {
+  std::lock_guard<std::recursive_mutex> lock(g_mutex);
+  auto const it = g_models.find(name != nullptr ? name : "");
+  return it == g_models.end() ? -1 : std::int64_t(it->second->instances.made());
 }
 
 ktr_result_t set_next_seed(int seed) {
@@ -634,6 +649,7 @@ ktr_result_t ktr_save_model(char const* name, char const* file) {
     Entry& e = entry(name);
     KTR_REQUIRE(file != nullptr, "file", "is a null pointer");
     KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'", "has no weights yet (train it first)");
+    e.instances.fence();  // steps enqueued on the caller's streams finish before the weights are read
     ExecSpace const space;
     Trainer& t = *e.trainer;
     // export_weights refuses non-finite weights: the file is then left as it was.
@@ -646,6 +662,7 @@ ktr_result_t ktr_load_model(char const* name, char const* file) {
     Entry& e = entry(name);
     KTR_REQUIRE(file != nullptr, "file", "is a null pointer");
     SafeTensors const st = read_safetensors(file);
+    e.instances.fence();  // no step on a caller's stream is running while the weights are replaced
     auto const recorded = st.metadata.find("ktr.task");  // the task first: a classifier's shapes differ anyway
     std::unique_ptr<Trainer> fresh;
     if (!e.trainer) {  // weights before any training (create, load, infer): the task from the file
@@ -672,6 +689,7 @@ ktr_result_t ktr_save_checkpoint(char const* name, char const* directory) {
     RunDirectoryState state;
     state.config_text = e.config_text;
     state.inference_calls = e.inference_calls;
+    e.instances.fence();  // steps enqueued on the caller's streams finish before the run is read
     save_run_directory(ExecSpace(), directory, *e.trainer, e.buffer.get(), state);
   });
 }
@@ -698,6 +716,7 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
                       std::to_string(st.buffer_sample) + " values and " + std::to_string(st.buffer_width) +
                       " targets; the model needs " + std::to_string(e.cfg.general.buffer_size) + " of " +
                       std::to_string(plan.input.size()) + " and " + std::to_string(plan.output_width));
+    e.instances.fence();  // no step on a caller's stream is running while the run is replaced
     ExecSpace const space;
     auto t = Trainer::resume(space, saved.checkpoint, path, config, DeviceDataset{}, DeviceDataset{},
                              options_of(e.cfg, e.torchfort), e.comm);
@@ -719,7 +738,7 @@ ktr_result_t ktr_destroy_model(char const* name) {
   return guarded([&] {
     std::string const n = name_of(name);
     KTR_REQUIRE(g_models.count(n) == 1, "model '" + n + "'", "does not exist");
-    ExecSpace().fence();
+    g_models.at(n)->instances.fence();
     g_models.erase(n);
   });
 }
@@ -727,7 +746,10 @@ ktr_result_t ktr_destroy_model(char const* name) {
 ktr_result_t ktr_finalize(void) {
   std::lock_guard<std::recursive_mutex> lock(g_mutex);
   ktr_result_t const result = guarded([&] {
-    if (Kokkos::is_initialized() && compat::usable_on_this_thread()) ExecSpace().fence();
+    if (Kokkos::is_initialized() && compat::usable_on_this_thread()) {
+      ExecSpace().fence();
+      for (auto const& model : g_models) model.second->instances.fence();
+    }
     g_models.clear();
     if (g_runtime) g_finalized = true;
     g_runtime.reset();  // finalises Kokkos if ktr initialised it (on its worker, where it started it)

@@ -42,15 +42,19 @@ typedef enum KTR_ENUM_INT {
 typedef enum KTR_ENUM_INT { KTR_FLOAT = 0, KTR_DOUBLE = 1, KTR_INT32 = 2, KTR_INT64 = 3 } ktr_datatype_t;
 
 #define KTR_DEVICE_CPU (-1)
+/* The build's own device: the host on host builds, the GPU Kokkos runs on (0 unless the application initialised
+ * Kokkos on another) on GPU builds. Code that runs wherever ktr was built passes this. */
+#define KTR_DEVICE_DEFAULT (-2)
 
 /* The calling thread's last failure message ("" if none); valid until its next ktr call. */
 const char* ktr_last_error(void);
 /* The library version, e.g. "0.1.0". */
 const char* ktr_version(void);
 
-/* Creates the model `name` from the YAML file `config_file`. `device`: KTR_DEVICE_CPU (-1) or a GPU index. A
- * host-only build accepts -1 and 0 (both the host); a GPU build accepts the index of the GPU Kokkos uses (0
- * unless the application initialised Kokkos on another) and answers KTR_RESULT_NOT_SUPPORTED otherwise. Kokkos is
+/* Creates the model `name` from the YAML file `config_file`. `device`: KTR_DEVICE_DEFAULT (-2), KTR_DEVICE_CPU
+ * (-1) or a GPU index. A host-only build accepts -2, -1 and 0 (all the host); a GPU build accepts -2 and the index
+ * of the GPU Kokkos uses (0 unless the application initialised Kokkos on another) and answers
+ * KTR_RESULT_NOT_SUPPORTED for -1 and other GPUs (KTR_RESULT_INVALID_USAGE for other negative numbers). Kokkos is
  * initialised here if the application has not done it (and finalised by ktr_finalize() or at exit). */
 ktr_result_t ktr_create_model(const char* name, const char* config_file, int device);
 
@@ -70,6 +74,8 @@ ktr_result_t ktr_create_distributed_model(const char* name, const char* config_f
  * KTR_DOUBLE) and label (KTR_INT32 or KTR_INT64 class labels of shape (batch) or (batch, 1), or KTR_FLOAT /
  * KTR_DOUBLE regression targets of shape (batch, outputs)). Pointers may be host memory or memory of the build's
  * device; KTR_FLOAT inputs on the device are read in place. `stream`: the CUDA/HIP stream to work on, or NULL.
+ * The model keeps its own Kokkos instance of each stream it is given until it is destroyed (or ktr_finalize()):
+ * such a stream must outlive the model. Saves, loads and ktr_destroy_model wait for the model's streams first.
  * loss_val NULL: returns once the step is enqueued, with no read-back. */
 ktr_result_t ktr_train(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
                        ktr_datatype_t input_dtype, void* label, int64_t label_dim, const int64_t* label_shape,

@@ -7,6 +7,7 @@
 
 #include "torchfort/torchfort.h"
 
+#include "../core/types.hpp"
 #include "api.hpp"
 #include "ktr_array.h"
 #include "ktr_c.h"
@@ -165,13 +166,26 @@ std::string one_tensor(torchfort_tensor_list_t list, char const* what, ktr_array
 // Settings for the models created from here on (TorchFort's process-wide switches).
 bool g_tf32 = false;
 
+// TorchFort programs (and TorchFort's own tests) pass TORCHFORT_DEVICE_CPU for "no GPU needed": a GPU build runs
+// the model on its GPU, and says so once per model.
+int device_for(char const* name, int device) {
+  if (device != TORCHFORT_DEVICE_CPU || ktr::device_is_host) return device;
+  if (!ktr::capi::torchfort_quiet())
+    std::fprintf(
+        stderr,
+        "TORCHFORT::WARN: model %s: TORCHFORT_DEVICE_CPU asked for, but this build of ktr runs on the GPU "
+        "(%s): the model runs there\n",
+        name != nullptr ? name : "(null)", ktr::ExecSpace::name());
+  return KTR_DEVICE_DEFAULT;
+}
+
 }  // namespace
 
 extern "C" {
 
 torchfort_result_t torchfort_create_model(char const* name, char const* config_fname, int device) {
   return reported("torchfort_create_model",
-                  ktr::capi::create_model_as_torchfort(name, config_fname, device, g_tf32));
+                  ktr::capi::create_model_as_torchfort(name, config_fname, device_for(name, device), g_tf32));
 }
 
 #if defined(KTR_ENABLE_MPI)
@@ -183,8 +197,9 @@ torchfort_result_t torchfort_create_distributed_model(char const* name, char con
 
 torchfort_result_t torchfort_create_distributed_model_F(char const* name, char const* config_fname, int mpi_comm_f,
                                                         int device) {
-  return reported("torchfort_create_distributed_model", ktr::capi::create_distributed_model_as_torchfort(
-                                                            name, config_fname, mpi_comm_f, device, g_tf32));
+  return reported("torchfort_create_distributed_model",
+                  ktr::capi::create_distributed_model_as_torchfort(name, config_fname, mpi_comm_f,
+                                                                   device_for(name, device), g_tf32));
 }
 
 torchfort_result_t torchfort_train(char const* name, void* input, size_t input_dim, int64_t* input_shape,

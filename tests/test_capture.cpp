@@ -4,6 +4,7 @@
 // build captures (CUDA; HIP with Kokkos Kernels 4.x) and report themselves skipped elsewhere, with the reason.
 #include <ktr/backends/gemm.hpp>
 #include <ktr/backends/graph.hpp>
+#include <ktr/backends/stream_instances.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/train/program_cache.hpp>
 #include <ktr/train/session.hpp>
@@ -84,11 +85,13 @@ TEST(Capture, TheDefaultInstanceRunsThePlainLoop) {
 TEST(Capture, TheProgramCacheKeepsTheMostRecentlyUsedPrograms) {
   ktr::Model const model(kMlp, 4);
   auto const data = small_dataset(40, 8);
-  auto key = [&](int k, std::uintptr_t stream, std::uint64_t resources) {
-    return ktr::ProgramKey(model, data, k, ktr::MatmulPrecision::fp32, ktr::StreamIdentity{stream, resources});
+  auto key = [&](int k, std::uintptr_t stream, std::uint64_t resources, std::uintptr_t instance = 1) {
+    return ktr::ProgramKey(model, data, ktr::Normalization{}, k, ktr::MatmulPrecision::fp32,
+                           ktr::StreamIdentity{stream, resources, instance});
   };
   EXPECT_FALSE(key(4, 1, 1) == key(4, 2, 1)) << "two streams share a key";
   EXPECT_FALSE(key(4, 1, 1) == key(4, 1, 2)) << "a re-created stream's resources share a key";
+  EXPECT_FALSE(key(4, 1, 1, 1) == key(4, 1, 1, 2)) << "two instances of one stream share a key";
   EXPECT_TRUE(key(4, 1, 1) == key(4, 1, 1));
   ktr::ProgramCache cache(2);
   auto fill = [&](ktr::ProgramKey const& k) {
@@ -109,6 +112,50 @@ TEST(Capture, TheProgramCacheKeepsTheMostRecentlyUsedPrograms) {
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_FALSE(fill(key(2, 1, 1))) << "shrinking evicted the most recently used program";
   EXPECT_THROW(cache.set_capacity(0), ktr::Error);
+}
+
+// Everywhere: a program holds the input transform's scale and shift by value and reads its per-feature views by
+// address, so a run whose transform changed (weights loaded with their own) must not replay the old program.
+TEST(Capture, AnotherInputTransformIsAnotherProgram) {
+  ktr::Model const model(kMlp, 4);
+  auto const data = small_dataset(40, 8);
+  auto key = [&](ktr::Normalization const& n) {
+    return ktr::ProgramKey(model, data, n, 4, ktr::MatmulPrecision::fp32, ktr::StreamIdentity{1, 1, 1});
+  };
+  ktr::Normalization const plain, scaled = ktr::Normalization::standardized(0.25f, 0.5f);
+  ktr::Normalization a = plain, b = plain;
+  a.feature_scale = ktr::DeviceView<float*>("ktr::test::scale_a", 784);
+  a.feature_shift = ktr::DeviceView<float*>("ktr::test::shift_a", 784);
+  b.feature_scale = ktr::DeviceView<float*>("ktr::test::scale_b", 784);
+  b.feature_shift = a.feature_shift;
+  EXPECT_TRUE(key(plain) == key(ktr::Normalization{}));
+  EXPECT_FALSE(key(plain) == key(scaled)) << "another scale and shift share a key";
+  EXPECT_FALSE(key(plain) == key(a)) << "a per-feature transform shares the plain one's key";
+  EXPECT_FALSE(key(a) == key(b)) << "other per-feature views share a key";
+  EXPECT_TRUE(key(a) == key(a));
+}
+
+// Everywhere: a model makes one instance per stream it is handed and keeps it (a program captured on an instance
+// refers to its scratch); nullptr is the default instance, made by nobody; a failed make keeps nothing.
+TEST(Capture, OneInstancePerStreamForTheHoldersLife) {
+  int made = 0;
+  ktr::StreamInstances instances([&](void* stream) {
+    if (stream == reinterpret_cast<void*>(0xbad)) throw ktr::Error("no such stream");
+    ++made;
+    return ktr::ExecSpace();
+  });
+  int a = 0, b = 0;
+  for (int call = 0; call < 50; ++call) {
+    (void)instances.of(&a);
+    (void)instances.of(call % 2 ? &b : nullptr);
+  }
+  EXPECT_EQ(made, 2) << "an instance was made again for a stream it had seen";
+  EXPECT_EQ(instances.made(), 2u);
+  EXPECT_THROW((void)instances.of(reinterpret_cast<void*>(0xbad)), ktr::Error);
+  EXPECT_EQ(instances.made(), 2u) << "a failed make was kept";
+  instances.fence();
+  if (ktr::device_is_host)  // host builds have no streams: a stream is refused by name
+    EXPECT_THROW((void)ktr::StreamInstances().of(&a), ktr::Error);
 }
 
 TEST(Capture, CapturedKStepProgramEqualsPlainLoopAndSingleSteps) {
@@ -273,8 +320,11 @@ TEST(Capture, TheProgramCacheIsBounded) {
   ktr::DeviceStream stream;
   Session s(config(kMlp), K), reference(config(kMlp), K);
   s.state().limit_captured_programs(3);
+  // Every dataset is kept: views freed and made again may come back at the same addresses (cudaMalloc reuses
+  // them), which is the same key, rightly (a program reads whatever lies at its addresses).
+  std::vector<ktr::DeviceDataset> kept;
   for (int i = 0; i < 7; ++i) {
-    auto const data = small_dataset(64, std::uint32_t(100 + i));  // new device views each time
+    auto const& data = kept.emplace_back(small_dataset(64, std::uint32_t(100 + i)));  // new device views each time
     for (int rep = 0; rep < 2; ++rep) {
       DispatchPath const path = ktr::dispatch(stream.space(), s.state(), s.model(), data, K);
       EXPECT_EQ(path, rep == 0 ? DispatchPath::captured : DispatchPath::replayed);
@@ -282,8 +332,8 @@ TEST(Capture, TheProgramCacheIsBounded) {
       reference.state().count_steps(K);
     }
     EXPECT_LE(s.state().captured_programs(), 3u);
-    stream.space().fence();  // the dataset's views go at the end of the iteration
   }
+  stream.space().fence();  // before the datasets' views go
   EXPECT_EQ(s.state().captured_programs(), 3u);
   EXPECT_EQ(s.state().evicted_programs(), 4);
   expect_same_state(s, reference, "bounded cache vs plain loop");

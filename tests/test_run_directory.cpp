@@ -69,7 +69,7 @@ std::map<std::string, std::string> snapshot(std::string const& dir) {
 
 // Loads `dir` into a new model; the step it holds, or -1 if it does not load.
 int64_t loaded_step(std::string const& cfg, std::string const& dir) {
-  EXPECT_EQ(ktr_create_model("loaded", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
+  EXPECT_EQ(ktr_create_model("loaded", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << ktr_last_error();
   int64_t step = -1;
   if (ktr_load_checkpoint("loaded", dir.c_str(), &step, nullptr) != KTR_RESULT_SUCCESS) {
     ADD_FAILURE() << dir << " does not load: " << ktr_last_error();
@@ -82,7 +82,7 @@ int64_t loaded_step(std::string const& cfg, std::string const& dir) {
 // Creates the model `name`, takes one step and saves it into `dir`, made afresh: generation 1, step 1.
 void saved_once(char const* name, std::string const& cfg, std::string const& dir) {
   fs::remove_all(dir);
-  ASSERT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
+  ASSERT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << ktr_last_error();
   ASSERT_EQ(train_step(name, 1), KTR_RESULT_SUCCESS) << ktr_last_error();
   ASSERT_EQ(ktr_save_checkpoint(name, dir.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
 }
@@ -100,7 +100,7 @@ TEST(RunDirectory, ASaveFailingAtAnyStepLeavesThePreviousCheckpointBitForBit) {
   std::string const counted = ::testing::TempDir() + "run_directory_counted";
   fs::remove_all(dir), fs::remove_all(counted);
   FaultsOff const off;
-  ASSERT_EQ(ktr_create_model("faults", cfg.c_str(), KTR_DEVICE_CPU), KTR_RESULT_SUCCESS) << ktr_last_error();
+  ASSERT_EQ(ktr_create_model("faults", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << ktr_last_error();
   for (unsigned s = 0; s < 3; ++s) ASSERT_EQ(train_step("faults", s), KTR_RESULT_SUCCESS) << ktr_last_error();
   ASSERT_EQ(ktr_save_checkpoint("faults", dir.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
   ASSERT_EQ(ktr_save_checkpoint("faults", counted.c_str()), KTR_RESULT_SUCCESS) << ktr_last_error();
@@ -246,7 +246,7 @@ TEST(RunDirectory, SavesKilledAtRandomMomentsAlwaysLeaveALoadableCheckpoint) {
 // until killed, writing one byte to stdout after each save.
 int ktr_test_save_loop(std::string const& spec) {
   std::string const dir = spec.substr(0, spec.find('|')), cfg = spec.substr(spec.find('|') + 1);
-  if (ktr_create_model("loop", cfg.c_str(), KTR_DEVICE_CPU) != KTR_RESULT_SUCCESS) return 2;
+  if (ktr_create_model("loop", cfg.c_str(), KTR_DEVICE_DEFAULT) != KTR_RESULT_SUCCESS) return 2;
   for (unsigned i = 0; i < 100000; ++i) {
     if (train_step("loop", 100 + i) != KTR_RESULT_SUCCESS || ktr_save_checkpoint("loop", dir.c_str()) != 0) {
       std::fprintf(stderr, "save loop: %s\n", ktr_last_error());

@@ -524,8 +524,8 @@ namespace {
 TEST(Trainer, TheGemmPrecisionIsPartOfTheRunAndOfTheProgramKey) {
   ktr::Model const model("in=8x8x1 flatten dense:10", 4);
   auto const data = ktr::test::small_dataset(40, 10);
-  ktr::ProgramKey const fp32(model, data, 4, ktr::MatmulPrecision::fp32),
-      tf32(model, data, 4, ktr::MatmulPrecision::tf32);
+  ktr::ProgramKey const fp32(model, data, ktr::Normalization{}, 4, ktr::MatmulPrecision::fp32),
+      tf32(model, data, ktr::Normalization{}, 4, ktr::MatmulPrecision::tf32);
   EXPECT_TRUE((fp32 < tf32) != (tf32 < fp32)) << "programs captured at two precisions share a key";
   EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the process default
   RunConfig c = config();

@@ -4,6 +4,7 @@
 #include "../core/error.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
 
 namespace ktr {
@@ -12,13 +13,20 @@ namespace {
 std::uintptr_t address(void const* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 auto tied(ProgramKey const& k) {
-  return std::tie(k.model, k.params, k.grads, k.features, k.targets, k.count, k.feature_stride, k.k, k.precision,
-                  k.stream.stream, k.stream.resources);
+  return std::tie(k.model, k.params, k.grads, k.features, k.targets, k.count, k.feature_stride, k.scale, k.shift,
+                  k.feature_scale, k.feature_shift, k.k, k.precision, k.stream.stream, k.stream.resources,
+                  k.stream.instance);
+}
+
+std::uint32_t bits(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, sizeof b);
+  return b;
 }
 }  // namespace
 
-ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_, MatmulPrecision precision_,
-                       StreamIdentity stream_)
+ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, Normalization const& transform, int k_,
+                       MatmulPrecision precision_, StreamIdentity stream_)
     : model(address(&m)),
       params(address(m.arena().params().data())),
       grads(address(m.arena().grads().data())),
@@ -29,6 +37,10 @@ ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, int k_, Matmul
       count(data.count),
       feature_stride(std::int64_t(data.feature_kind == DeviceDataset::Features::float32 ? data.features.stride(0)
                                                                                         : data.pixels.stride(0))),
+      scale(bits(transform.scale)),
+      shift(bits(transform.shift)),
+      feature_scale(address(transform.feature_scale.data())),
+      feature_shift(address(transform.feature_shift.data())),
       k(k_),
       precision(int(precision_)),
       stream(stream_) {}

@@ -17,17 +17,20 @@
 
 namespace ktr {
 
-/// What a captured K-step program was built from: a different model, dataset, K, gemm precision (the run's:
-/// TrainState::precision) or stream (and that stream's BLAS resources) needs a program of its own.
+/// What a captured K-step program was built from: a different model, dataset, K, input transform, gemm precision
+/// (the run's: TrainState::precision) or instance (its stream, that stream's BLAS resources, the instance's own
+/// scratch) needs a program of its own. Everything a program reads by address or holds by value is here.
 struct ProgramKey {
-  std::uintptr_t model = 0, params = 0, grads = 0;  ///< the model object and its arenas
-  std::uintptr_t features = 0, targets = 0;         ///< the dataset's device views
-  std::int64_t count = 0, feature_stride = 0;       ///< samples, and the stride between them
+  std::uintptr_t model = 0, params = 0, grads = 0;      ///< the model object and its arenas
+  std::uintptr_t features = 0, targets = 0;             ///< the dataset's device views
+  std::int64_t count = 0, feature_stride = 0;           ///< samples, and the stride between them
+  std::uint32_t scale = 0, shift = 0;                   ///< the input transform's bits (held by value)
+  std::uintptr_t feature_scale = 0, feature_shift = 0;  ///< its per-feature views (read by address), or 0
   int k = 0;
   int precision = 0;      ///< MatmulPrecision
-  StreamIdentity stream;  ///< the instance's stream and its BLAS resources
-  ProgramKey(Model const& model, DeviceDataset const& data, int k, MatmulPrecision precision,
-             StreamIdentity stream = {});
+  StreamIdentity stream;  ///< the instance: its stream, its BLAS resources, its scratch
+  ProgramKey(Model const& model, DeviceDataset const& data, Normalization const& transform, int k,
+             MatmulPrecision precision, StreamIdentity stream = {});
   bool operator==(ProgramKey const& o) const;
   bool operator<(ProgramKey const& o) const;
 };

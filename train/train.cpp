@@ -213,7 +213,8 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
   if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
-    auto& program = state.programs_.slot(ProgramKey(model, data, k, state.precision, stream_identity(space)));
+    auto& program =
+        state.programs_.slot(ProgramKey(model, data, state.norm, k, state.precision, stream_identity(space)));
     if (program && program->valid()) {
       program->replay(space);
       path = DispatchPath::replayed;

@@ -72,10 +72,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: heat_surrogate CONFIG train|push [save DIR | resume DIR]\n");
     return 2;
   }
-  /* A host-only ktr runs on the CPU; a GPU build on GPU 0. */
-  ktr_result_t r = ktr_create_model("heat", config, KTR_DEVICE_CPU);
-  if (r == KTR_RESULT_NOT_SUPPORTED) r = ktr_create_model("heat", config, 0);
-  check(r, "ktr_create_model");
+  /* The build's device: the CPU for a host-only ktr, the GPU Kokkos runs on for a GPU build. */
+  check(ktr_create_model("heat", config, KTR_DEVICE_DEFAULT), "ktr_create_model");
 
   float u[N], x[3 * N], y[N], loss = 0;
   int64_t xs[2] = {N, 3}, ys[2] = {N, 1};

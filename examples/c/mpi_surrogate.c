@@ -48,9 +48,8 @@ int main(int argc, char** argv) {
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  ktr_result_t r = ktr_create_distributed_model("dp", argv[1], MPI_COMM_WORLD, KTR_DEVICE_CPU);
-  if (r == KTR_RESULT_NOT_SUPPORTED) r = ktr_create_distributed_model("dp", argv[1], MPI_COMM_WORLD, 0);
-  check(r, "ktr_create_distributed_model");
+  check(ktr_create_distributed_model("dp", argv[1], MPI_COMM_WORLD, KTR_DEVICE_DEFAULT),
+        "ktr_create_distributed_model");
   float x[B * 3], y[B], loss = 0, first = 0;
   int64_t xs[2] = {B, 3}, ys[2] = {B, 1};
   s = 7u + 1000u * (unsigned)rank; /* each rank its own samples */

@@ -14,7 +14,7 @@ program device_arrays
   integer :: istat, step, i
 
   call get_command_argument(1, config)
-  istat = ktr_create_model("device", config, KTR_DEVICE_CPU)
+  istat = ktr_create_model("device", config, KTR_DEVICE_DEFAULT)
   if (istat == KTR_RESULT_NOT_SUPPORTED) istat = ktr_create_model("device", config, 0)
   if (istat /= KTR_RESULT_SUCCESS) error stop "ktr_create_model failed"
 

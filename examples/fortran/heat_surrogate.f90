@@ -27,7 +27,7 @@ program heat_surrogate
   if (len_trim(mode) == 0) mode = "train"
 
   ! A host-only ktr runs on the CPU; a GPU build on GPU 0.
-  istat = ktr_create_model("heat", config, KTR_DEVICE_CPU)
+  istat = ktr_create_model("heat", config, KTR_DEVICE_DEFAULT)
   if (istat == KTR_RESULT_NOT_SUPPORTED) istat = ktr_create_model("heat", config, 0)
   call check(istat, "ktr_create_model")
 

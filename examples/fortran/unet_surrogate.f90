@@ -22,7 +22,7 @@ program unet_surrogate
 
   call get_command_argument(1, config)
   if (len_trim(config) == 0) config = "unet.yaml"
-  istat = ktr_create_model("unet", config, KTR_DEVICE_CPU)
+  istat = ktr_create_model("unet", config, KTR_DEVICE_DEFAULT)
   if (istat == KTR_RESULT_NOT_SUPPORTED) istat = ktr_create_model("unet", config, 0)
   call check(istat, "ktr_create_model")
 
