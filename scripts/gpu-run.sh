@@ -9,15 +9,15 @@
 #   libs           10 s  find libcublas.so.13 (ldconfig, $CUDA_HOME, every Python's wheels), set LD_LIBRARY_PATH;
 #                        stops with ldd's output if the binaries miss a library
 #   info           15 s  nvidia-smi, `ktr info` (stops the run if ktr cannot start on the GPU)
-#   capture        40 s  ktr_tests --gtest_filter='Capture.*' (the stream-capture tests only run on a GPU)
-#   train          35 s  ktr train: the MLP (1 epoch) and the SimpleCNN (1 epoch) on Fashion-MNIST
-#   pipeline-fp32  50 s  ktr bench pipeline: naive, resident, multistep-K, graph-K, every session FP32
-#   jax-highest    60 s  the JAX peer (MLP, CNN) at --precision highest (FP32 matmuls), if jax runs on the GPU
-#   pipeline-tf32  35 s  the same as pipeline-fp32, every session TF32
-#   jax-default    45 s  the JAX peer at --precision default (TF32)
-#   bf16           60 s  ktr train --precision bf16 (MLP, SimpleCNN: 1 epoch each; the train stage's fp32 beside it)
+#   capture        20 s  ktr_tests --gtest_filter='Capture.*' (the stream-capture tests only run on a GPU)
+#   train          20 s  ktr train: the MLP (1 epoch) and the SimpleCNN (1 epoch) on Fashion-MNIST
+#   pipeline-fp32  30 s  ktr bench pipeline: naive, resident, multistep-K, graph-K, every session FP32
+#   jax-highest   100 s  the JAX peer (MLP, CNN) at --precision highest (FP32 matmuls), if jax runs on the GPU
+#   pipeline-tf32  30 s  the same as pipeline-fp32, every session TF32
+#   jax-default    80 s  the JAX peer at --precision default (TF32)
+#   bf16           55 s  ktr train --precision bf16 (MLP, SimpleCNN: 1 epoch each; the train stage's fp32 beside it)
 #                        and ktr's own bf16 JAX peer (bench/peers/jax_bf16_peer.py: Flax mixed precision)
-#   tests          50 s  the GPU-labelled tests first (gpu_tests below: streams, devices, precisions), then every
+#   tests          40 s  the GPU-labelled tests first (gpu_tests below: streams, devices, precisions), then every
 #                        other ktr_tests test, one process (the CLI, install and example tests need a build)
 # The limits add up to the deadline (the run refuses to start otherwise, the dry run included). Each stage gets its
 # limit or what is left before the deadline, whichever is less; a stage with under 5 s left is skipped and says
@@ -37,9 +37,9 @@ t0=$(date +%s)
 deadline=$((t0 + ${KTR_GPU_DEADLINE_S:-400}))
 dry=${KTR_GPU_DRY_RUN:-0}
 # The stages in order, name:limit:function; libs and info come first (a failure there stops the run).
-stages=(libs:10:run_libs info:15:run_info capture:40:run_capture train:35:run_train pipeline-fp32:50:pipeline_fp32
-        jax-highest:60:jax_highest pipeline-tf32:35:pipeline_tf32 jax-default:45:jax_default bf16:60:run_bf16
-        tests:50:run_tests)
+stages=(libs:10:run_libs info:15:run_info capture:20:run_capture train:20:run_train pipeline-fp32:30:pipeline_fp32
+        jax-highest:100:jax_highest pipeline-tf32:30:pipeline_tf32 jax-default:80:jax_default bf16:55:run_bf16
+        tests:40:run_tests)
 limit_of() { local e; for e in "${stages[@]}"; do [[ ${e%%:*} == "$1" ]] && cut -d: -f2 <<<"$e"; done; }
 total=0
 for entry in "${stages[@]}"; do total=$((total + $(cut -d: -f2 <<<"$entry"))); done

@@ -1,6 +1,7 @@
 // The Trainer: the same trajectory as the session and dispatch loop it wraps, hooks called as documented, a stop
 // request that saves and ends the run at a step, a resume that continues bit for bit, divergence reported and
 // never saved, and evaluation and prediction with the run's own input transform.
+#include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/trainer.hpp>
@@ -16,6 +17,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <set>
 
 namespace {
 
@@ -478,6 +480,46 @@ TEST(Trainer, EveryEntryPointOpensAProfilingRegion) {
 }  // namespace
 
 namespace {
+
+// Every kernel and profiling region ktr launches carries a `ktr::` label (Kokkos's own, for the views ktr makes
+// and copies, say `Kokkos::`), so that a profile names ktr's work: an unlabelled kernel shows as its functor's
+// mangled type. Models with every layer kind, trained, evaluated, predicted from, saved and resumed, under both
+// optimisers' kinds of update.
+TEST(Trainer, EveryKernelAndRegionIsLabelled) {
+  std::string const path = temp_path("labels.ckpt");
+  std::set<std::string> kernels, regions;
+  for (auto const& [model, kind] :
+       {std::pair<std::string, ktr::OptimizerConfig::Kind>{
+            "in=8x8x1 conv3x3:4:relu:circular save:a maxpool2 convT2x2:4 concat:a conv5x5:4:gelu:s2 layernorm "
+            "avgpool2 flatten dense:16:silu layernorm dropout:0.2 dense:10",
+            ktr::OptimizerConfig::Kind::adamw},
+        {"in=8x8x1 flatten dense:32:tanh save:r dense:32:tanh add:r dense:10", ktr::OptimizerConfig::Kind::sgd}}) {
+    std::remove(path.c_str());
+    ktr::ToolsCounter counter;
+    {
+      ktr::ExecSpace const space;
+      auto const data = ktr::test::small_dataset(64, 8);
+      RunConfig c = config(model);
+      c.optimizer.kind = kind;
+      Trainer trainer(space, c, data, data, options(4, path));
+      trainer.fit(space, 1);
+      trainer.evaluate(space, data);
+      Kokkos::View<float**, ktr::MemSpace> out("out", 64, 10);
+      trainer.predict(space, data, out);
+      Trainer::resume(space, path, data);
+    }
+    kernels.insert(counter.kernel_names().begin(), counter.kernel_names().end());
+    regions.insert(counter.region_names().begin(), counter.region_names().end());
+  }
+  std::remove(path.c_str());
+  EXPECT_GT(kernels.size(), 20u) << "the tool saw too few kernels to tell";
+  EXPECT_GT(regions.size(), 5u) << "the tool saw too few regions to tell";
+  auto labelled = [](std::string const& name) {  // ktr's own, or Kokkos's and Kokkos Kernels' (KokkosBlas::...)
+    return name.rfind("ktr::", 0) == 0 || name.rfind("Kokkos::", 0) == 0 || name.rfind("KokkosBlas::", 0) == 0;
+  };
+  for (std::string const& k : kernels) EXPECT_TRUE(labelled(k)) << "an unlabelled kernel: " << k;
+  for (std::string const& r : regions) EXPECT_TRUE(labelled(r)) << "an unlabelled region: " << r;
+}
 
 struct Fence {
   std::string name;
