@@ -1,8 +1,10 @@
 // Bit-for-bit goldens: the MLP, the SimpleCNN and a regression model, each trained a few dispatches from a seed,
 // give parameter, optimiser-state and checkpoint-byte checksums that a refactor must reproduce exactly. Float
 // results depend on the build (an SKX build contracts to FMA and uses 16-float packs; a generic x86-64 build does
-// neither; thread counts split reductions), so goldens are recorded per flavour: a flavour with none recorded
-// reports itself skipped and prints the line to record (KTR_GOLDEN_PRINT=1 prints them for any flavour).
+// neither; thread counts split reductions), so goldens are recorded per flavour. Every flavour, recorded or not
+// (a GPU, another CPU), must also follow the recorded loss trajectories (every step's loss) within a tolerance: a
+// flavour without bit-for-bit goldens is checked that way alone, and prints the line to record (KTR_GOLDEN_PRINT=1
+// prints them, and the trajectories, for any flavour).
 // A change that alters results on purpose (a new initialiser, a checkpoint key) updates goldens_ and says why.
 #include <ktr/backends/device_info.hpp>
 #include <ktr/backends/gemm.hpp>
@@ -12,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -93,6 +97,7 @@ struct Golden {
   std::uint64_t state = 0;       ///< parameters and every optimiser buffer, bit for bit
   std::uint64_t checkpoint = 0;  ///< the bytes Session::save writes
   float last_loss = 0;
+  std::vector<float> losses;  ///< every step's loss, in order
 };
 
 // Trains `config` for 3 dispatches of 4 steps and checksums what it holds and saves.
@@ -103,11 +108,12 @@ Golden train(RunConfig config, ktr::DeviceDataset const& data) {
   config.task = data.task();
   Session session(config, 4);
   ktr::StepMetrics m;
+  Golden g;
   for (int d = 0; d < 3; ++d) {
     ktr::dispatch(space, session.state(), session.model(), data, 4);
     m = ktr::read_metrics(space, session.state(), 4);
+    g.losses.insert(g.losses.end(), m.loss.begin(), m.loss.end());
   }
-  Golden g;
   g.last_loss = m.loss.back();
   std::vector<float> const params = ktr::download(session.model().arena().params());
   g.state = fnv1a(params.data(), params.size() * 4);
@@ -278,22 +284,68 @@ GoldenTable const bf16_goldens_ = {
      }},
 };
 
+using Trajectories = std::map<std::string, std::vector<float>>;
+
+// model -> every step's loss, recorded from the OpenMP SKX flavour on this project's Xeon (fp32) and from its AMX
+// oneDNN kernel (bf16). The last losses other flavours record (an H200's cuBLAS among them) agree with them to
+// 6 digits in fp32 and within 1.4% in bf16 (0.194603 on a Zen 5's AVX512-BF16, 0.195135 on the H200, 0.197285
+// here).
+Trajectories const trajectories_ = {
+    {"cnn",
+     {2.33637643f, 2.25400639f, 2.3083775f, 2.24261022f, 2.28718948f, 2.35259342f, 2.4443891f, 1.934973f,
+      1.944803f, 1.83790088f, 1.78938138f, 1.85505855f}},
+    {"mlp",
+     {2.38090944f, 2.34617972f, 1.80070329f, 1.75926876f, 1.63366663f, 1.47446251f, 1.10041916f, 0.933476806f,
+      0.657415509f, 0.542630732f, 0.300863743f, 0.199514657f}},
+    {"regression",
+     {98.561348f, 85.292038f, 104.839622f, 59.4466858f, 66.1401138f, 39.879921f, 50.7024269f, 37.491909f,
+      26.7835464f, 21.9508362f, 26.5366917f, 34.6325035f}},
+};
+Trajectories const bf16_trajectories_ = {
+    {"cnn",
+     {2.3364141f, 2.25398946f, 2.30843854f, 2.24266052f, 2.28708982f, 2.35266662f, 2.44402742f, 1.93462527f,
+      1.94441915f, 1.8373872f, 1.78915811f, 1.8542552f}},
+    {"mlp",
+     {2.38121462f, 2.34687662f, 1.80237651f, 1.75672734f, 1.62466168f, 1.45758164f, 1.09192109f, 0.918666005f,
+      0.651310444f, 0.539914966f, 0.297383726f, 0.197284818f}},
+};
+
+// Every flavour follows the recorded trajectory within `tolerance` (relative, 1 at least); a flavour with
+// bit-for-bit goldens must also reproduce them. One without is checked by its trajectory alone and says so.
 void check_goldens(std::string const& f, std::map<std::string, Golden> const& got, GoldenTable const& table,
-                   char const* table_name, GoldenTable const& also = {}) {
+                   char const* table_name, Trajectories const& trajectories, double tolerance,
+                   GoldenTable const& also = {}) {
   bool const print = std::getenv("KTR_GOLDEN_PRINT") != nullptr;
-  std::string lines;
+  std::string lines, losses;
   for (auto const& [model, g] : got) {
     char buf[256];
     std::snprintf(buf, sizeof buf, "    {\"%s\", {0x%016llxull, 0x%016llxull}},  // last loss %.6g\n",
                   model.c_str(), (unsigned long long)g.state, (unsigned long long)g.checkpoint, g.last_loss);
     lines += buf;
+    losses += "    {\"" + model + "\", {";
+    for (float l : g.losses) {
+      std::snprintf(buf, sizeof buf, "%.9gf, ", double(l));
+      losses += buf;
+    }
+    losses += "}},\n";
   }
-  if (print) std::printf("  {\"%s\", {\n%s  }},\n", f.c_str(), lines.c_str());
+  if (print) std::printf("  {\"%s\", {\n%s  }},\n%s", f.c_str(), lines.c_str(), losses.c_str());
+  for (auto const& [model, g] : got) {
+    SCOPED_TRACE(model);
+    ASSERT_EQ(trajectories.count(model), 1u) << "no trajectory recorded";
+    std::vector<float> const& expect = trajectories.at(model);
+    ASSERT_EQ(g.losses.size(), expect.size());
+    for (std::size_t i = 0; i < expect.size(); ++i)
+      EXPECT_NEAR(g.losses[i], expect[i], tolerance * std::max(1.0, std::abs(double(expect[i])))) << "step " << i;
+  }
   auto it = table.find(f);
-  if (it == table.end())
-    GTEST_SKIP() << "no goldens recorded for the flavour " << f << "; to record them, add to " << table_name
-                 << ":\n  {\"" << f << "\", {\n"
-                 << lines << "  }},";
+  if (it == table.end()) {
+    std::printf(
+        "[ golden   ] no bit-for-bit goldens recorded for the flavour %s (checked by its loss trajectories "
+        "alone); to record them, add to %s:\n  {\"%s\", {\n%s  }},\n",
+        f.c_str(), table_name, f.c_str(), lines.c_str());
+    return;
+  }
   for (auto const& [model, g] : got) {
     SCOPED_TRACE(model);
     ASSERT_EQ(it->second.count(model), 1u);
@@ -307,13 +359,13 @@ void check_goldens(std::string const& f, std::map<std::string, Golden> const& go
 }
 
 TEST(Golden, TrainingReproducesRecordedChecksumsBitForBit) {
-  check_goldens(flavour(), run_all(), goldens_, "goldens_", also_goldens_);
+  check_goldens(flavour(), run_all(), goldens_, "goldens_", trajectories_, 1e-4, also_goldens_);
 }
 
 TEST(Golden, Bf16TrainingReproducesRecordedChecksumsBitForBit) {
   if (!ktr::matmul_bf16_available())
     GTEST_SKIP() << "bf16 cannot run here: " << ktr::matmul_unavailable(ktr::MatmulPrecision::bf16);
-  check_goldens(flavour(true), run_bf16(), bf16_goldens_, "bf16_goldens_");
+  check_goldens(flavour(true), run_bf16(), bf16_goldens_, "bf16_goldens_", bf16_trajectories_, 2e-2);
 }
 
 }  // namespace
