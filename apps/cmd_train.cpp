@@ -52,8 +52,12 @@ class MetricsFile {
   MetricsFile(std::string path, bool append) : path_(std::move(path)) {
     if (path_.empty()) return;
     check(path_, append);
-    file_ = std::fopen(path_.c_str(), append ? "a" : "w");
-    if (!file_) throw Error("--metrics " + path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+    int const fd = open_log(path_, !append, "--metrics");  // never through a link, a regular file only
+    file_ = ::fdopen(fd, "a");
+    if (!file_) {
+      ::close(fd);
+      throw Error("--metrics " + path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
+    }
   }
   ~MetricsFile() {
     if (file_) std::fclose(file_);

@@ -83,8 +83,9 @@ struct Entry {
   std::int64_t inference_calls = 0;
   std::unique_ptr<ReplayBuffer> buffer;  // general.buffer_size samples, made by the first push
   bool torchfort = false;                // created by TorchFort's door: its configuration's rules
-  std::string metric_log;     // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
-  StreamInstances instances;  // one per caller stream, for the model's life (captured programs refer to them)
+  std::string metric_log;          // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
+  StreamInstances instances;       // one per caller stream, for the model's life (captured programs refer to them)
+  bool metric_log_warned = false;  // a metric line that could not be written has been reported once
 };
 std::map<std::string, std::unique_ptr<Entry>> g_models;
 
@@ -266,7 +267,7 @@ void log_line(Entry const& e, std::string const& line) {
 
 // general.report_frequency's line on stdout: TorchFort's, counting calls, from its door; ktr's, counting updates,
 // from ktr's. With a metric log, the loss and the learning rate go there too.
-void report(Entry const& e, char const* name, float loss) {
+void report(Entry& e, char const* name, float loss) {
   int const every = e.cfg.general.report_frequency;
   if (every <= 0 || !e.trainer || e.comm.rank() != 0) return;
   Trainer const& t = *e.trainer;
@@ -281,8 +282,19 @@ void report(Entry const& e, char const* name, float loss) {
   else
     std::printf("ktr: model %s step %lld loss %.6g\n", name, (long long)step, double(loss));
   std::string const head = "model: " + std::string(name) + ", step: " + std::to_string(step) + ", ";
-  log_line(e, head + "train_loss: " + l.str());
-  log_line(e, head + "train_lr: " + r.str());
+  // The step is applied already: a metric line that cannot be written is a warning (once per model), not a
+  // failure of the call, which a caller would retry, applying the step twice.
+  try {
+    log_line(e, head + "train_loss: " + l.str());
+    log_line(e, head + "train_lr: " + r.str());
+  } catch (Error const& failed) {
+    if (!e.metric_log_warned && !torchfort_quiet())
+      std::fprintf(stderr,
+                   "TORCHFORT::WARN: model %s: %s; the step was taken, and further metric lines that fail "
+                   "are not reported\n",
+                   name, escaped(failed.what()).c_str());
+    e.metric_log_warned = true;
+  }
 }
 
 // TorchFort's enable_wandb_hook: metric lines to $TORCHFORT_LOGDIR/torchfort.log, beside a copy of the model's

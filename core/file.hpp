@@ -132,12 +132,33 @@ inline void write_atomically(std::string const& path, std::string const& bytes) 
   impl::sync_folder_of(path);
 }
 
+/// Opens the log `path` for writing, created if missing (appending, or emptied when `truncate`), never through a
+/// symbolic link and only if it is a regular file: a link or a fifo planted where a log goes is refused, not
+/// written through. Returns the descriptor; throws ktr::Error("<what> <path>: <reason>").
+inline int open_log(std::string const& path, bool truncate, std::string const& what = "") {
+  std::string const where = what.empty() ? path : what + " " + path;
+  int const fd =
+      ::open(path.c_str(),
+             O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | (truncate ? O_TRUNC : O_APPEND), 0644);
+  if (fd < 0) {
+    int const err = errno;
+    throw Error(
+        where + ": cannot write to it (" +
+        (err == ELOOP ? std::string("a symbolic link: ktr never writes through one") : std::strerror(err)) + ")");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(where + ": not a regular file; refusing to write to it");
+  }
+  return fd;
+}
+
 /// Appends `line` (and a newline) to the log `path`, created if missing, in one write: lines of concurrent writers
-/// never interleave. Throws ktr::Error("<path>: <reason>").
+/// never interleave; never through a link (open_log). Throws ktr::Error("<path>: <reason>").
 inline void append_line(std::string const& path, std::string const& line) {
   std::string const bytes = line + "\n";
-  int const fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(path + ": cannot append to it (" + std::strerror(errno) + ")");
+  int const fd = open_log(path, false);
   ssize_t const n = ::write(fd, bytes.data(), bytes.size());
   int const err = errno;
   ::close(fd);

@@ -4,6 +4,7 @@
 #include "idx.hpp"
 
 #include "../core/error.hpp"
+#include "../core/file.hpp"
 
 #include <zlib.h>
 
@@ -253,30 +254,32 @@ void put_be32(std::string& out, std::uint32_t v) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xFF));
 }
 
+// `data` in the gzip format (level 6), in memory.
+std::string gzip_bytes(std::string const& data, std::string const& path) {
+  z_stream z{};
+  KTR_REQUIRE(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK, path,
+              "cannot start gzip compression");
+  std::string out(deflateBound(&z, uLong(data.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = uInt(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(&out[0]);
+  z.avail_out = uInt(out.size());
+  int const status = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  KTR_REQUIRE(status == Z_STREAM_END, path, "gzip compression failed");
+  return out;
+}
+
 void write_idx(std::string const& path, std::uint32_t magic, std::vector<std::uint32_t> const& dims,
                std::vector<std::uint8_t> const& payload) {
   std::string data;
   put_be32(data, magic);
   for (auto d : dims) put_be32(data, d);
   data.append(reinterpret_cast<char const*>(payload.data()), payload.size());
-  std::string const tmp = path + ".tmp";
   bool const gz = path.size() > 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
-  bool ok = true;
-  if (gz) {
-    gzFile f = gzopen(tmp.c_str(), "wb6");
-    KTR_REQUIRE(f != nullptr, path, std::string("cannot create: ") + std::strerror(errno));
-    ok = gzwrite(f, data.data(), unsigned(data.size())) == int(data.size());
-    ok = (gzclose(f) == Z_OK) && ok;
-  } else {
-    std::FILE* f = std::fopen(tmp.c_str(), "wb");
-    KTR_REQUIRE(f != nullptr, path, std::string("cannot create: ") + std::strerror(errno));
-    ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-    ok = (std::fclose(f) == 0) && ok;
-  }
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": write failed");
-  }
+  // Written whole through an exclusive temporary of an unpredictable name (write_atomically); gzip in memory.
+  write_atomically(path, gz ? gzip_bytes(data, path) : data);
 }
 
 }  // namespace

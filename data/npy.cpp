@@ -130,18 +130,13 @@ void write_array(std::string const& path, std::vector<std::int64_t> const& shape
   std::size_t const total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::string const tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    std::uint16_t const len = std::uint16_t(header.size());
-    out.write(kMagic, 6);
-    out.put(1), out.put(0);
-    out.write(reinterpret_cast<char const*>(&len), 2);
-    out << header;
-    out.write(reinterpret_cast<char const*>(values.data()), std::streamsize(values.size() * sizeof(T)));
-    if (!out) throw Error(path + ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error(path + ": rename failed: " + std::strerror(errno));
+  std::uint16_t const len = std::uint16_t(header.size());
+  std::string bytes(kMagic, 6);
+  bytes += char(1), bytes += char(0);
+  bytes.append(reinterpret_cast<char const*>(&len), 2);
+  bytes += header;
+  bytes.append(reinterpret_cast<char const*>(values.data()), values.size() * sizeof(T));
+  write_atomically(path, bytes);  // an exclusive temporary of an unpredictable name, renamed into place
 }
 
 }  // namespace

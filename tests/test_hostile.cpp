@@ -4,6 +4,7 @@
 #include <ktr/core/error.hpp>
 #include <ktr/core/file.hpp>
 #include <ktr/core/parse.hpp>
+#include <ktr/data/idx.hpp>
 #include <ktr/data/npy.hpp>
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/interop.hpp>
@@ -17,10 +18,13 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -212,6 +216,93 @@ TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
   std::remove(fine.c_str());
   EXPECT_EQ(error_of([&] { ktr::check_checkpoint_output(fine, "--checkpoint"); }), "(no error)");
   EXPECT_FALSE(exists(fine)) << "the check left a file behind";
+}
+
+std::string slurp_file(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+// Issue 40, defect 2: a file is a safetensors file by its whole header, not by its ninth byte: a YAML file that
+// begins "params: {" is never replaced by a weights write (ktr export, ktr_save_model, torchfort_save_model).
+TEST(Hostile, ASafetensorsFileIsKnownByItsWholeHeaderAndForeignFilesAreKept) {
+  ktr::SafeTensors st;
+  st.tensors["w"] = ktr::SafeTensor{"F32", {2}, {1.0f, 2.0f}};
+  std::string const yaml = temp_path("params.yaml"), text = "params: {lr: 0.1}\nmore: [1, 2, 3]\n";
+  std::ofstream(yaml, std::ios::binary) << text;
+  EXPECT_NE(error_of([&] { ktr::write_safetensors(yaml, st); }).find("is not a safetensors file"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ktr::check_safetensors_target(yaml, "--out"); }).find("is not a safetensors file"),
+            std::string::npos);
+  EXPECT_EQ(slurp_file(yaml), text) << "a foreign file was replaced";
+  // Eight bytes that happen to give a small size, then a JSON object whose offsets leave the file: not ours
+  // either.
+  std::string forged(8, '\0');
+  forged[0] = 40;
+  forged += R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4096]}})";
+  forged.resize(8 + 40, ' ');
+  std::ofstream(temp_path("forged.safetensors"), std::ios::binary) << forged;
+  EXPECT_NE(
+      error_of([&] { ktr::write_safetensors(temp_path("forged.safetensors"), st); }).find("is not a safetensors"),
+      std::string::npos);
+  std::string const ours = temp_path("ours.safetensors");
+  std::remove(ours.c_str());
+  ktr::write_safetensors(ours, st);
+  st.tensors["w"].values = {3.0f, 4.0f};
+  EXPECT_EQ(error_of([&] { ktr::write_safetensors(ours, st); }), "(no error)") << "ktr's own file is replaced";
+  EXPECT_EQ(ktr::read_safetensors(ours).tensors.at("w").values, (std::vector<float>{3.0f, 4.0f}));
+  for (auto const& f : {yaml, temp_path("forged.safetensors"), ours}) std::remove(f.c_str());
+}
+
+// Issue 40, defect 3: no writer opens a predictable temporary or a log through a link planted beside its target:
+// .npy, IDX (plain and gzip), safetensors and checkpoint writes leave a victim behind a planted "<path>.tmp" or
+// "<path>.tmp.<pid>" link untouched, and logs (the metrics file, torchfort.log) refuse to write through a link.
+TEST(Hostile, WritersNeverFollowALinkPlantedBesideTheirTarget) {
+  std::string const victim = temp_path("victim.txt"), text = "the victim's own bytes\n";
+  auto plant = [&](std::string const& path) {
+    std::ofstream(victim, std::ios::binary) << text;
+    for (std::string const& tmp : {path + ".tmp", path + ".tmp." + std::to_string(::getpid())}) {
+      std::remove(tmp.c_str());
+      ASSERT_EQ(::symlink(victim.c_str(), tmp.c_str()), 0) << tmp;
+    }
+    std::remove(path.c_str());
+  };
+  auto unplant = [&](std::string const& path) {
+    EXPECT_EQ(slurp_file(victim), text) << "written through a link beside " << path;
+    for (std::string const& tmp : {path + ".tmp", path + ".tmp." + std::to_string(::getpid())})
+      std::remove(tmp.c_str());
+    std::remove(path.c_str());
+  };
+  std::string const npy = temp_path("w.npy");
+  plant(npy);
+  ktr::write_npy(npy, {2}, std::vector<float>{1.0f, 2.0f});
+  EXPECT_EQ(ktr::read_npy(npy).shape, (std::vector<std::int64_t>{2}));
+  unplant(npy);
+  for (std::string const idx : {temp_path("i.idx"), temp_path("i.idx.gz")}) {
+    plant(idx);
+    ktr::IdxImages images;
+    images.count = 1, images.rows = 2, images.cols = 2, images.pixels = {1, 2, 3, 4};
+    ktr::write_idx_images(idx, images);
+    EXPECT_EQ(ktr::read_idx_images(idx).pixels, images.pixels) << idx;
+    unplant(idx);
+  }
+  std::string const weights = temp_path("w.safetensors");
+  plant(weights);
+  ktr::SafeTensors st;
+  st.tensors["w"] = ktr::SafeTensor{"F32", {1}, {1.0f}};
+  ktr::write_safetensors(weights, st);
+  EXPECT_EQ(ktr::read_safetensors(weights).tensors.at("w").values, std::vector<float>{1.0f});
+  unplant(weights);
+  std::string const log = temp_path("metrics.jsonl");
+  std::remove(log.c_str());
+  std::ofstream(victim, std::ios::binary) << text;
+  ASSERT_EQ(::symlink(victim.c_str(), log.c_str()), 0);
+  EXPECT_NE(error_of([&] { ktr::append_line(log, "{}"); }).find("a symbolic link"), std::string::npos);
+  EXPECT_NE(error_of([&] { ::close(ktr::open_log(log, true, "--metrics")); }).find("--metrics " + log),
+            std::string::npos);
+  EXPECT_EQ(slurp_file(victim), text) << "a log was written through a link";
+  std::remove(log.c_str());
+  std::remove(victim.c_str());
 }
 
 // A sparse file of 2 TiB, written as `head` and then a hole; false where the file system cannot hold one.

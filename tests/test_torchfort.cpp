@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -299,6 +300,42 @@ TEST(TorchFort, WandbHookWritesTorchFortsMetricLinesUnderTorchFortLogdir) {
   EXPECT_EQ(torchfort_wandb_log_float("tf_nonesuch", "val_loss", 7, 0.5f), TORCHFORT_RESULT_INVALID_USAGE);
   EXPECT_NE(::testing::internal::GetCapturedStderr().find("model 'tf_nonesuch': does not exist"),
             std::string::npos);
+}
+
+// Issue 40, defect 4: a metric line that cannot be written (torchfort.log is a folder here) does not fail the call
+// whose step was applied already (a caller would retry it, applying the step twice): one warning per model, every
+// call succeeds, and the model took exactly the steps called for.
+TEST(TorchFort, AMetricLineThatCannotBeWrittenWarnsOnceAndTheStepStands) {
+  std::string const dir = ::testing::TempDir() + "tf_badlog";
+  std::filesystem::create_directories(dir + "/torchfort.log");
+  ::setenv("TORCHFORT_LOGDIR", dir.c_str(), 1);
+  std::string const cfg = write_file("tf_badlog.yaml", "general: {report_frequency: 1, enable_wandb_hook: 1}\n" +
+                                                           kModel + "loss: {type: MSE}\noptimizer: {type: sgd}\n");
+  ASSERT_EQ(torchfort_create_model("tf_badlog", cfg.c_str(), kDevice), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_create_model("tf_goodlog", cfg.c_str(), kDevice), TORCHFORT_RESULT_SUCCESS);
+  ::unsetenv("TORCHFORT_LOGDIR");
+  Batch b;
+  float bad = 0, good = 0;
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(b.train("tf_badlog", &bad), TORCHFORT_RESULT_SUCCESS) << "call " << i;
+    (void)ktr_last_error();
+  }
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  (void)::testing::internal::GetCapturedStdout();
+  EXPECT_NE(err.find("TORCHFORT::WARN: model tf_badlog: " + dir + "/torchfort.log"), std::string::npos) << err;
+  EXPECT_EQ(err.find("TORCHFORT::WARN", err.find("TORCHFORT::WARN") + 1), std::string::npos)
+      << "one warning: " << err;
+  // The same three steps on a twin model (its log unwritable too, its lines unread) give the same loss: no step
+  // was applied twice or dropped.
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(b.train("tf_goodlog", &good), TORCHFORT_RESULT_SUCCESS);
+  (void)::testing::internal::GetCapturedStderr();
+  (void)::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(bad, good);
+  for (char const* n : {"tf_badlog", "tf_goodlog"}) EXPECT_EQ(ktr_destroy_model(n), KTR_RESULT_SUCCESS);
 }
 
 // Without TORCHFORT_LOGDIR the hook says once, at creation, that nothing is logged; the log calls still succeed.

@@ -31,11 +31,37 @@ int dtype_size(std::string const& dtype) {
   return it == sizes.end() ? 0 : it->second;
 }
 
+// A safetensors file by its whole header: the 8-byte size fits the file, the header is a JSON object whose every
+// tensor names a known dtype, a shape and data offsets within the file's data (a YAML file beginning "params: {"
+// is not one). Reads the header alone.
 bool is_safetensors(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  char head[9] = {};
-  in.read(head, 9);
-  return in.gcount() == 9 && head[8] == '{';
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return false;
+  std::uint64_t const size = std::uint64_t(in.tellg());
+  unsigned char head[8] = {};
+  in.seekg(0);
+  if (size < 10 || !in.read(reinterpret_cast<char*>(head), 8)) return false;
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= std::uint64_t(head[i]) << (8 * i);
+  if (n < 2 || n > kSafetensorsMaxHeader || n > size - 8) return false;
+  std::string text(std::size_t(n), '\0');
+  if (!in.read(&text[0], std::streamsize(n))) return false;
+  nlohmann::json const header = nlohmann::json::parse(text, nullptr, false);
+  if (header.is_discarded() || !header.is_object()) return false;
+  std::uint64_t const data_size = size - 8 - n;
+  for (auto const& [key, value] : header.items()) {
+    if (key == "__metadata__") continue;
+    if (!value.is_object() || !value.contains("dtype") || !value["dtype"].is_string() ||
+        dtype_size(value["dtype"].get<std::string>()) == 0 || !value.contains("shape") ||
+        !value["shape"].is_array() || !value.contains("data_offsets") || !value["data_offsets"].is_array() ||
+        value["data_offsets"].size() != 2)
+      return false;
+    auto const& o = value["data_offsets"];
+    if (!o[0].is_number_unsigned() || !o[1].is_number_unsigned() ||
+        o[0].get<std::uint64_t>() > o[1].get<std::uint64_t>() || o[1].get<std::uint64_t>() > data_size)
+      return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -140,24 +166,13 @@ void write_safetensors(std::string const& path, SafeTensors const& st) {
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // align the data to 8 bytes, as the reference writer does
-  std::string const tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    std::uint64_t const n = text.size();
-    out.write(reinterpret_cast<char const*>(&n), 8);
-    out << text;
-    for (auto const& [name, t] : st.tensors)
-      out.write(reinterpret_cast<char const*>(t.values.data()), std::streamsize(4 * t.values.size()));
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int const err = errno;
-    std::remove(tmp.c_str());
-    throw Error(path + ": rename failed: " + std::strerror(err));
-  }
+  std::uint64_t const n = text.size();
+  std::string bytes(reinterpret_cast<char const*>(&n), 8);
+  bytes.reserve(8 + text.size() + offset);
+  bytes += text;
+  for (auto const& [name, t] : st.tensors)
+    bytes.append(reinterpret_cast<char const*>(t.values.data()), 4 * t.values.size());
+  write_atomically(path, bytes);  // an exclusive temporary of an unpredictable name, renamed into place
 }
 
 }  // namespace ktr
