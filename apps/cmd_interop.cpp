@@ -68,7 +68,9 @@ int import_weights_cmd(int argc, char* argv[]) {
       ->check(one_of({"unit", "none"}))
       ->capture_default_str();
   app.add_option("--task", task,
-                 "classification or regression (default: the file's ktr.task, else classification; a different "
+                 "classification or regression (default: the file's ktr.task, else regression for a model whose "
+                 "output is a "
+                 "field and classification otherwise; a different "
                  "one is refused)")
       ->check(one_of({"classification", "regression"}));
   app.add_option("--batch", batch, "the batch a fine-tuning run (ktr train --resume) will use")
@@ -98,13 +100,32 @@ int import_weights_cmd(int argc, char* argv[]) {
     throw FlagError("--model: " + weights + " records no ktr.model; name the model (mlp, cnn or a description)");
   config.model = from_file_or_flag("--model", model.empty() ? "" : parse_description(config.model).text(),
                                    file_model, weights, "");
-  Model::plan(config.model, config.batch);
+  ModelPlan const plan = Model::plan(config.model, config.batch);
+  // Sizes from the file are checked before anything is allocated for them: a model (the flag's, or the file's
+  // ktr.model) with more parameters than the file holds is refused here, not allocated (a forged ktr.model of a
+  // petabyte), and the run must fit in memory.
+  std::int64_t held = 0;
+  for (auto const& [name, t] : st.tensors)
+    if (name.rfind("ktr.", 0) != 0) held += std::int64_t(t.values.size());
+  if (plan.parameters > held)
+    throw Error(weights + ": holds " + std::to_string(held) + " parameters, the model " + config.model + " has " +
+                std::to_string(plan.parameters) + (file_model.empty() ? "" : " (its ktr.model)"));
+  // A model whose output is a field (no flatten and dense head) predicts values: a regression.
+  bool const field = plan.output.rank > 2;
+  if (field && task == "classification")
+    throw FlagError("--task: classification, but the model's output is a field " + plan.output.str() +
+                    ": a field model is a regression");
   std::optional<Session> session;
   {
     Model const probe(config.model, 1);
     ImportedWeights w = import_weights(probe, st, weights);
-    std::string const chosen = from_file_or_flag("--task", task, w.task, weights, "classification");
+    if (field && w.task == "classification")
+      throw Error(weights + ": records ktr.task classification, but the model's output is a field " +
+                  plan.output.str());
+    std::string const chosen =
+        from_file_or_flag("--task", task, w.task, weights, field ? "regression" : "classification");
     config.task = chosen == "regression" ? Task::regression : Task::classification;
+    check_fits_in_memory(config, 1, "--weights " + weights);
     if (w.has_transform && given(app, "--normalize"))
       throw FlagError("--normalize: " + weights + " records its input transform (ktr.normalize_scale)");
     config.normalize = w.has_transform ? NormalizeMode::recorded : parse_normalize_mode(normalize);

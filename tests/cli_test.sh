@@ -389,6 +389,23 @@ concat:a conv3x3:16:relu conv1x1:1" --epochs 3 --batch 32 2>&1) || fail "U-Net t
     h=${header/\"nan\"/\"0.5\"}
     { u64le ${#h}; printf '%s' "$h"; head -c 12 /dev/zero; } >"$work/ok.safetensors"
     expect 0 "in=2 dense:1 from .*ok.safetensors" -- "$ktr" import --weights "$work/ok.safetensors" --out "$work/ok.ckpt"
+    # Issue 40, defect 7: a forged ktr.model of a petabyte of parameters is refused against the file's 3, naming
+    # the file, before anything is allocated; nothing is written.
+    h=${h/in=2 dense:1/in=16777216 dense:16777216 dense:1}
+    { u64le ${#h}; printf '%s' "$h"; head -c 12 /dev/zero; } >"$work/huge.safetensors"
+    expect 1 "huge.safetensors: holds 3 parameters, the model in=16777216 dense:16777216 dense:1 has 281475010265089" \
+      -- "$ktr" import --weights "$work/huge.safetensors" --out "$work/huge.ckpt"
+    [[ ! -e $work/huge.ckpt ]] || fail "a refused import wrote a checkpoint"
+    # Issue 40, defect 5: a model whose output is a field is imported as a regression without ktr.task, and
+    # --task classification is refused for it, naming --task.
+    field='{"__metadata__":{"ktr.model":"in=4x4x1 conv3x3:1"},"Conv_0.bias":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"Conv_0.kernel":{"dtype":"F32","shape":[3,3,1,1],"data_offsets":[4,40]}}'
+    { u64le ${#field}; printf '%s' "$field"; head -c 40 /dev/zero; } >"$work/field.safetensors"
+    expect 2 "--task: classification, but the model's output is a field \(1, 4, 4, 1\)" -- "$ktr" import \
+      --weights "$work/field.safetensors" --task classification --out "$work/field.ckpt"
+    [[ ! -e $work/field.ckpt ]] || fail "a refused import wrote a checkpoint"
+    expect 0 "in=4x4x1 conv3x3:1 from .*field.safetensors" -- "$ktr" import --weights "$work/field.safetensors" \
+      --out "$work/field.ckpt"
+    grep -aq "task=regression" "$work/field.ckpt" || fail "a field model was not imported as a regression"
     # ktr info says what the build can do; idle OpenMP threads sleep soon unless the user chose otherwise.
     expect 0 "MPI: +(yes|no).*NCCL: +(yes|no)" -- bash -c "'$ktr' info | tr '\n' ' '"
     expect 0 "GPU architecture: +none \(host-only build\)|GPU architecture: +(sm|gfx)" -- "$ktr" info

@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -39,6 +40,11 @@ using ktr::Session;
 using ktr::test::error_of;
 
 std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_hostile_" + name; }
+
+std::string slurp_file(std::string const& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
 
 bool exists(std::string const& path) {
   struct stat st {};
@@ -122,6 +128,41 @@ TEST(Hostile, ForgedCheckpointFieldsAreRefusedNamingTheFieldNotAFlag) {
   }
   EXPECT_NE(forged_error("task", std::string("regr\0ssion", 10)).find("unknown task 'regr\\0ssion'"),
             std::string::npos);
+  // Issue 40, defects 7 and 8: the header's model is the file's: a bad description is refused naming the file
+  // and the field, and a forged size (a petabyte of parameters) against the parameters the file holds, before
+  // anything is allocated for it.
+  std::string const path = temp_path("forged.ckpt");
+  for (auto const& [model, says] : std::vector<std::pair<std::string, std::string>>{
+           {"in=4 save:a dense:3", "header field 'model': "},
+           {"in=16777216 dense:16777216 dense:1", "header field 'model' describes 281475010265089 parameters"}}) {
+    std::string const error = forged_error("model", model);
+    EXPECT_EQ(error.rfind(path + ": ", 0), 0u) << model << ": " << error;
+    EXPECT_NE(error.find(says), std::string::npos) << model << ": " << error;
+    Checkpoint ckpt = small_checkpoint(path);
+    ckpt.header["model"] = model;
+    ktr::write_checkpoint(path, ckpt);
+    std::string const loaded = error_of([&] { ktr::load_trained_model(path, 1); });  // what ktr export reads
+    EXPECT_NE(loaded.find(says), std::string::npos) << model << ": " << loaded;
+  }
+  std::remove(path.c_str());
+}
+
+// Issue 40, defect 9: a malformed header line is quoted escaped: a checkpoint's bytes never reach the terminal as
+// control sequences (the line is forged behind a valid checksum).
+TEST(Hostile, AMalformedCheckpointHeaderLineIsQuotedEscaped) {
+  std::string const path = temp_path("escape.ckpt");
+  (void)small_checkpoint(path);
+  std::string bytes = slurp_file(path);
+  std::size_t const at = bytes.find("accumulate=1\n");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 12, "\x1b[31mred!!");  // as long as the line it replaces: the header size stands
+  std::uint32_t const crc = std::uint32_t(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<Bytef const*>(bytes.data()), uInt(bytes.size() - 4)));
+  std::memcpy(&bytes[bytes.size() - 4], &crc, 4);
+  std::string const error = error_of([&] { ktr::parse_checkpoint(path, bytes); });
+  EXPECT_NE(error.find("malformed header line '\\x1b[31mred!!'"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\x1b'), std::string::npos) << "a raw escape byte: " << ktr::escaped(error);
+  std::remove(path.c_str());
 }
 
 TEST(Hostile, NonFiniteCheckpointBuffersAreNeverLoaded) {
@@ -216,11 +257,6 @@ TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
   std::remove(fine.c_str());
   EXPECT_EQ(error_of([&] { ktr::check_checkpoint_output(fine, "--checkpoint"); }), "(no error)");
   EXPECT_FALSE(exists(fine)) << "the check left a file behind";
-}
-
-std::string slurp_file(std::string const& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
 }
 
 // Issue 40, defect 2: a file is a safetensors file by its whole header, not by its ninth byte: a YAML file that

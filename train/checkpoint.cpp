@@ -3,6 +3,7 @@
 
 #include "../core/error.hpp"
 #include "../core/file.hpp"
+#include "../core/parse.hpp"
 
 #include <zlib.h>
 
@@ -186,7 +187,7 @@ Checkpoint parse_checkpoint(std::string const& name, std::string const& data) {
   std::string line;
   while (std::getline(header, line)) {
     auto eq = line.find('=');
-    KTR_REQUIRE(eq != std::string::npos && eq > 0, name, "malformed header line '" + line + "'");
+    KTR_REQUIRE(eq != std::string::npos && eq > 0, name, "malformed header line '" + escaped(line) + "'");
     ckpt.header[line.substr(0, eq)] = line.substr(eq + 1);
   }
   auto const count = r.get<std::uint64_t>("buffer count");

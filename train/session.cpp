@@ -169,6 +169,18 @@ RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace con
   RunConfig config;
   try {
     config.model = c.get("model");
+    // The description is the file's: parsed and sized here, so a bad one is refused naming the file, and a forged
+    // size is refused against the parameters the file holds before anything is allocated for it.
+    ModelPlan plan;
+    try {
+      plan = Model::plan(config.model, 1);
+    } catch (Error const& e) {
+      throw Error(path + ": header field 'model': " + e.what());
+    }
+    KTR_REQUIRE(!c.buffers.empty() && std::int64_t(c.buffers[0].size()) == plan.arena_floats, path,
+                "header field 'model' describes " + std::to_string(plan.parameters) + " parameters (" +
+                    std::to_string(plan.arena_floats) + " floats), the file holds " +
+                    std::to_string(c.buffers.empty() ? 0 : c.buffers[0].size()));
     read_run_settings(c, path, config);
     KTR_REQUIRE(config.accumulate <= config.batch, path,
                 "header field 'accumulate' is " + std::to_string(config.accumulate) +
