@@ -8,9 +8,12 @@
 #include <ktr/ktr_config.hpp>
 
 #include <ktr/core/file.hpp>
+#include <ktr/models/description.hpp>
 #include <ktr/train/checkpoint.hpp>
+#include <ktr/train/interop.hpp>
 #include <ktr/train/run_settings.hpp>
 #include <ktr/train/runtime.hpp>
+#include <ktr/train/safetensors.hpp>
 #include <ktr/train/session.hpp>
 #include <ktr/train/trainer.hpp>
 #include <nlohmann/json.hpp>
@@ -20,6 +23,7 @@
 #include "apps/progress.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -168,7 +172,7 @@ CLI::Validator setting_validator(RunSetting const& s) {
 // Every flag of `ktr train`, as parsed.
 struct TrainFlags {
   std::string model_name, normalize = "standard", precision = "fp32";
-  std::string ckpt_path, resume, metrics_path, config_path;
+  std::string ckpt_path, resume, init, metrics_path, config_path;
   std::map<std::string, std::string> setting;  // the value given for each of setting_flags(), as text
   std::string loss_text = "default";
   LossChoice loss;  // from --loss or --config, checked against the data
@@ -239,7 +243,11 @@ void add_run_flags(CLI::App& app, TrainFlags& f) {
                  "save here after every epoch and on Ctrl-C (an existing file is replaced only if it is a ktr "
                  "checkpoint)");
   app.add_option("--resume", f.resume,
-                 "continue from a checkpoint (model, optimiser, batch, seed, normalisation come from it)");
+                 "continue from a checkpoint (model, optimiser, batch, seed, normalisation come from it; a flag "
+                 "of one of these is accepted where it equals the recorded value)");
+  app.add_option("--init", f.init,
+                 "a fresh run whose initial parameters come from FILE.safetensors (ktr export's, or Flax-named "
+                 "float32 tensors of this model; its recorded input transform too); the optimiser starts fresh");
   app.add_option("--metrics", f.metrics_path,
                  "JSON lines: one per dispatch, one per epoch, a summary (appended to when resuming; non-finite "
                  "values are written as null)");
@@ -418,6 +426,44 @@ int finish_run(Trainer& trainer, RunSummary const& s, CliHooks& hooks, MetricsFi
 
 }  // namespace
 
+// --resume continues the checkpoint's run: a flag of one of its recorded settings is accepted where it says what
+// the checkpoint records (a script that repeats its flags), and refused naming both values where it differs.
+void check_resume_flags(CLI::App const& app, TrainFlags const& f, Checkpoint const& resumed) {
+  auto same = [&](char const* flag, char const* name, auto&& set) {
+    if (!given(app, flag)) return;
+    RunSetting const& s = setting_named(run_settings(), name);
+    RunConfig mine;
+    set(mine);
+    std::string const want = s.get(mine);
+    std::string const recorded = resumed.has(name) ? resumed.get(name) : s.omit_default ? s.get(RunConfig{}) : "";
+    if (want == recorded) return;
+    auto shown = [&](std::string const& text) {  // a float setting as the float it is ("0.001")
+      if (s.type != RunSetting::Type::number) return escaped(text);
+      char buf[32];
+      auto const r = std::to_chars(buf, buf + sizeof buf, float(std::strtod(text.c_str(), nullptr)));
+      return std::string(buf, r.ptr);
+    };
+    throw FlagError(std::string(flag) + ": '" + shown(want) + "' differs from " + f.resume + ", which records '" +
+                    shown(recorded) + "' (a resumed run keeps its checkpoint's settings)");
+  };
+  for (SettingFlag const& sf : setting_flags())
+    if (std::string(sf.setting) != "accumulate")  // the trajectory does not depend on it: it may change
+      same(sf.flag, sf.setting, [&](RunConfig& c) { set_run_setting(c, sf.setting, f.setting.at(sf.setting)); });
+  same("--nesterov", "nesterov", [&](RunConfig& c) { c.optimizer.nesterov = f.nesterov; });
+  same("--normalize", "normalize", [&](RunConfig& c) { c.normalize = parse_normalize_mode(f.normalize); });
+  if (given(app, "--model")) {
+    std::string const want = parse_description(model_flag(f.model_name)).text();
+    std::string recorded = resumed.has("model") ? resumed.get("model") : "";
+    try {
+      recorded = parse_description(recorded).text();
+    } catch (Error const&) {  // the checkpoint's own fault: reported, naming it, when the run is read
+    }
+    if (want != recorded)
+      throw FlagError("--model: '" + want + "' differs from " + f.resume + ", which records '" +
+                      escaped(recorded) + "' (a resumed run keeps its checkpoint's model)");
+  }
+}
+
 int train(int argc, char* argv[]) {
   CLI::App app{"Trains a model with the whole training loop on the device.", "ktr train"};
   TrainFlags f;
@@ -426,9 +472,7 @@ int train(int argc, char* argv[]) {
   if (!parse(app, argc, argv, 2)) return 0;
   // Flags first: every usage error is reported before any file is read or memory committed.
   if (!f.resume.empty()) {
-    for (char const* fixed :
-         {"--model", "--batch", "--optimizer", "--lr", "--momentum", "--nesterov", "--weight-decay", "--clip-norm",
-          "--schedule", "--seed", "--normalize", "--config", "--loss", "--loss-reduction"})
+    for (char const* fixed : {"--config", "--loss", "--init"})
       if (given(app, fixed)) throw FlagError(std::string(fixed) + ": comes from the checkpoint when resuming");
   }
   std::optional<Runtime> runtime;  // declared first: it outlives every device view below
@@ -448,7 +492,12 @@ int train(int argc, char* argv[]) {
   if (!f.ckpt_path.empty()) check_checkpoint_output(f.ckpt_path, "--checkpoint");
   if (!f.metrics_path.empty() && lead) MetricsFile::check(f.metrics_path, !f.resume.empty());
   Checkpoint resumed;
-  if (!f.resume.empty()) resumed = read_checkpoint(f.resume);
+  if (!f.resume.empty()) {
+    resumed = read_checkpoint(f.resume);
+    check_resume_flags(app, f, resumed);
+  }
+  SafeTensors initial;
+  if (!f.init.empty()) initial = read_safetensors(f.init);  // before any work: a bad file is refused first
   // Several ranks on a GPU node: one device each, by node-local rank.
   runtime.emplace(f.threads, comm.size() > 1 && !device_is_host ? comm.local_rank() : -1);
   if (!f.resume.empty()) {
@@ -495,6 +544,14 @@ int train(int argc, char* argv[]) {
   std::unique_ptr<Trainer> trainer =
       f.resume.empty() ? std::make_unique<Trainer>(space, config, data.train, test, options, comm)
                        : Trainer::resume(space, resumed, f.resume, config, data.train, test, options, comm);
+  if (!f.init.empty()) {  // the model's initial parameters (and the file's input transform) from --init
+    ImportedWeights const w = import_weights(trainer->model(), initial, "--init " + f.init);
+    char const* const task = config.task == Task::regression ? "regression" : "classification";
+    if (!w.task.empty() && w.task != task)
+      throw Error("--init " + f.init + ": holds a " + escaped(w.task) + " model, the data make this run a " +
+                  task);
+    trainer->set_weights(space, w.params, w.has_transform ? &w.norm : nullptr, f.init);
+  }
   if (trainer->step() > f.epochs * trainer->steps_per_epoch())
     throw FlagError("--epochs: " + std::to_string(f.epochs) + " epochs are " +
                     std::to_string(f.epochs * trainer->steps_per_epoch()) +

@@ -110,7 +110,23 @@ case $case_name in
     # Same seed, same steps: the resumed run ends with exactly the parameters of the uninterrupted one.
     cmp -s "$work/whole.ckpt" "$work/resumed.ckpt" || fail "resumed checkpoint differs from the uninterrupted run"
     expect 0 "accuracy [0-9.]+%" -- "$ktr" eval --checkpoint "$work/whole.ckpt" --data "$work/data"
-    expect 2 "--lr: comes from the checkpoint" -- "$ktr" train --data "$work/data" --resume "$work/half.ckpt" --lr 0.1
+    # A flag of a recorded setting is accepted where it equals the checkpoint's (train passes the same --model
+    # and --batch, --seed 3 is the run's), refused naming both values where it differs.
+    expect 0 "resumed at step 20" -- train --epochs 1 --seed 3 --resume "$work/half.ckpt"
+    expect 2 "--lr: '0.1' differs from $work/half.ckpt, which records '0.001'" -- "$ktr" train --data "$work/data" \
+      --resume "$work/half.ckpt" --lr 0.1
+    expect 2 "--model: 'in=28x28x1 flatten dense:16 dense:10' differs from $work/half.ckpt" -- "$ktr" train \
+      --data "$work/data" --resume "$work/half.ckpt" --model "in=28x28x1 flatten dense:16 dense:10"
+    # --init: a fresh run from given weights (and their input transform): at a negligible learning rate it
+    # evaluates as the weights' own checkpoint does; a model the weights do not fit is refused naming the file.
+    "$ktr" export --checkpoint "$work/half.ckpt" --out "$work/half.safetensors" >/dev/null || fail "export failed"
+    want=$("$ktr" eval --checkpoint "$work/half.ckpt" --data "$work/data" | sed -n 's/.*accuracy \([0-9.]*%\).*/\1/p')
+    out=$(train --epochs 1 --lr 1e-12 --init "$work/half.safetensors" 2>&1) || fail "--init failed: $out"
+    grep -q "test accuracy $want" <<<"$out" || fail "--init: the run does not start from the weights ($want): $out"
+    expect 1 "--init $work/half.safetensors: .*Dense_0" -- "$ktr" train --data "$work/data" --epochs 1 \
+      --model "in=28x28x1 flatten dense:16 dense:10" --init "$work/half.safetensors"
+    expect 2 "--init: comes from the checkpoint when resuming" -- "$ktr" train --data "$work/data" \
+      --resume "$work/half.ckpt" --init "$work/half.safetensors"
     ;;
   corrupt-checkpoint)
     synth
@@ -199,7 +215,7 @@ case $case_name in
     expect 1 "$work: not a ktr checkpoint" -- "$ktr" eval --checkpoint "$work" --data "$work/data"
     train --epochs 1 --seed 1 --checkpoint "$work/c.ckpt" >/dev/null 2>&1 || fail "training failed"
     for flag in "--normalize unit" "--nesterov" "--batch 16" "--seed 2"; do
-      expect 2 "${flag%% *}: comes from the checkpoint when resuming" -- \
+      expect 2 "${flag%% *}: '.*' differs from $work/c.ckpt, which records" -- \
         "$ktr" train --data "$work/data" --resume "$work/c.ckpt" $flag
     done
     # Resuming a run that is already complete reports the model's real accuracy, not 0.00%.
