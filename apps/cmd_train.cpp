@@ -598,8 +598,16 @@ int eval(int argc, char* argv[]) {
   // The split to evaluate: IDX t10k/train, or the held-out (else the training) arrays.
   RunData const loaded = load_run_data(data_options, split == "t10k", config.seed);
   DeviceDataset const& data = split == "t10k" && loaded.test.count > 0 ? loaded.test : loaded.train;
-  std::string const which =
-      split == "train" || loaded.test.count == 0 ? "train" : (loaded.arrays ? "held-out" : "t10k");
+  bool const held_out = split == "t10k" && loaded.test.count > 0;
+  std::string which = held_out ? (loaded.arrays ? "held-out" : "t10k") : "train";
+  if (loaded.arrays)  // the arrays' own file, whatever it is called
+    which += " split (" +
+             (held_out ? data_options.test_features.empty() ? "--test-fraction of " + data_options.features
+                                                            : data_options.test_features
+                       : data_options.features) +
+             ")";
+  else
+    which += " split";
   config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
   if (config.task == Task::regression) check_target_shape(loaded, Model::plan(config.model, 1).output, ckpt);
   validate_run(config, data, nullptr, ckpt);
@@ -611,8 +619,8 @@ int eval(int argc, char* argv[]) {
                                  ? fmt("mse %.6g, rmse %.6g", r.mse, r.rmse()) +
                                        (r.loss != r.mse ? fmt(", loss %.6g", r.loss) : std::string())
                                  : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);
-  std::printf("%s: %s on %s split: %s over %lld samples (step %s)\n", ckpt.c_str(), config.model.c_str(),
-              which.c_str(), result.c_str(), (long long)r.count, c.get("step").c_str());
+  std::printf("%s: %s on %s: %s over %lld samples (step %s)\n", ckpt.c_str(), config.model.c_str(), which.c_str(),
+              result.c_str(), (long long)r.count, c.get("step").c_str());
   return 0;
 }
 

@@ -357,33 +357,33 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
 
 namespace {
 
-// "convKxK:N[:ACT][:s2][:valid|:circular]", K = 1, 3, 5, 7.
+// "convKxK:N[:ACT][:s2][:valid|:circular]", K = 1, 3, 5, 7; the suffixes in any order, each once.
 bool conv_accepts(std::string const& head) {
   return head == "conv1x1" || head == "conv3x3" || head == "conv5x5" || head == "conv7x7";
 }
 
 std::unique_ptr<Layer> make_conv(LayerToken const& t) {
-  char const* usage = "convKxK:N[:ACT][:s2][:valid|:circular] (K = 1, 3, 5, 7)";
+  char const* usage = "convKxK:N[:ACT][:s2][:valid|:circular] (K = 1, 3, 5, 7; the suffixes in any order)";
   t.expect_parts(2, 5, usage);
   ConvForm form;
   form.kernel = t.parts[0][4] - '0';
   Activation act = Activation::identity;
-  std::size_t i = 2;
-  auto is_padding = [&](std::size_t k) { return t.parts[k] == "valid" || t.parts[k] == "circular"; };
-  if (i < t.parts.size() && t.parts[i] != "s2" && !is_padding(i)) {
-    auto a = parse_activation(t.parts[i]);
-    if (!a)
-      t.fail("'" + t.parts[i] + "' is not an activation (" + activation_names() + "), s2, valid or circular");
-    act = *a, ++i;
+  bool has_act = false, has_stride = false, has_padding = false;
+  for (std::size_t i = 2; i < t.parts.size(); ++i) {  // each suffix once, in any order
+    std::string const& part = t.parts[i];
+    if (part == "s2") {
+      if (has_stride) t.fail("gives s2 twice");
+      form.stride = 2, has_stride = true;
+    } else if (part == "valid" || part == "circular") {
+      if (has_padding) t.fail("takes one padding: valid (none) or circular (wrapped), not both");
+      form.padding = part == "valid" ? Padding::valid : Padding::circular, has_padding = true;
+    } else {
+      auto a = parse_activation(part);
+      if (!a) t.fail("'" + part + "' is not an activation (" + activation_names() + "), s2, valid or circular");
+      if (has_act) t.fail("takes one activation");
+      act = *a, has_act = true;
+    }
   }
-  if (i < t.parts.size() && t.parts[i] == "s2") form.stride = 2, ++i;
-  if (i < t.parts.size() && is_padding(i)) {
-    form.padding = t.parts[i] == "valid" ? Padding::valid : Padding::circular;
-    ++i;
-    if (i < t.parts.size() && is_padding(i))
-      t.fail("takes one padding: valid (none) or circular (wrapped), not both");
-  }
-  if (i != t.parts.size()) t.fail(std::string("expected ") + usage);
   return std::make_unique<Conv2D>(t.extent(1, "feature count"), act, ConvAlgorithm::automatic, form);
 }
 

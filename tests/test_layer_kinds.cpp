@@ -3,6 +3,7 @@
 // average pooling, layer normalisation and dropout. Forward against a host double reference, gradients against
 // finite differences of it (tests/layer_check.hpp); tokens through the registry.
 #include <ktr/core/error.hpp>
+#include <ktr/models/description.hpp>
 #include <ktr/models/layers.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/models/registry.hpp>
@@ -155,8 +156,14 @@ TEST(LayerKinds, CircularConvolutionWrapsTheGridAndGathersWrappedGradients) {
         },
         29);
   }
-  for (char const* token : {"conv3x3:4:circular:valid", "conv3x3:4:valid:circular", "conv3x3:4:circular:s2"})
+  for (char const* token : {"conv3x3:4:circular:valid", "conv3x3:4:valid:circular", "conv3x3:4:s2:s2",
+                            "conv3x3:4:relu:gelu", "conv3x3:4:relu:s2:relu"})
     EXPECT_THROW(ktr::make_layer(token), ktr::Error) << token;
+  // Issue 40, also seen: the suffixes come in any order, each once, and name the same layer.
+  EXPECT_EQ(ktr::parse_description("in=8x8x1 conv3x3:4:circular:s2:gelu").text(),
+            ktr::parse_description("in=8x8x1 conv3x3:4:gelu:s2:circular").text());
+  EXPECT_EQ(ktr::parse_description("in=8x8x1 conv3x3:4:valid:relu").text(),
+            ktr::parse_description("in=8x8x1 conv3x3:4:relu:valid").text());
   try {
     ktr::make_layer("conv3x3:4:relu:circular:valid");
     ADD_FAILURE() << "circular and valid together were taken";
@@ -355,9 +362,10 @@ TEST(LayerKinds, RegistryParsesPrintsAndRejectsTokens) {
   EXPECT_EQ(ktr::make_layer("dense:8:swish")->describe(), "dense:8:silu");
   EXPECT_EQ(ktr::make_layer("conv3x3:8:identity")->describe(), "conv3x3:8");
   EXPECT_EQ(ktr::make_layer("dropout:0.250")->describe(), "dropout:0.25");
-  for (char const* token : {"dense:12:tanhh", "dense:12:relu:relu", "conv4x4:3", "conv3x3:8:s3",
-                            "conv3x3:8:valid:s2", "conv3x3", "dropout:1", "dropout:-0.1", "dropout:nan", "dropout",
-                            "maxpool2:2", "layernorm:3", "relu:1", "dense:", "lstm:3", ""})
+  EXPECT_EQ(ktr::make_layer("conv3x3:8:valid:s2")->describe(), "conv3x3:8:s2:valid");  // suffixes in any order
+  for (char const* token :
+       {"dense:12:tanhh", "dense:12:relu:relu", "conv4x4:3", "conv3x3:8:s3", "conv3x3", "dropout:1",
+        "dropout:-0.1", "dropout:nan", "dropout", "maxpool2:2", "layernorm:3", "relu:1", "dense:", "lstm:3", ""})
     EXPECT_THROW(ktr::make_layer(token), ktr::Error) << token;
   std::string message;
   try {
