@@ -2,6 +2,7 @@
 #include "arrays.hpp"
 
 #include "../backends/device_info.hpp"
+#include "../data/strided.hpp"
 
 #include <vector>
 
@@ -23,52 +24,9 @@ char const* dtype_name(ktr_datatype_t t) {
   return "an unknown datatype";
 }
 
-// The element at flat row-major position e of `a` (extents in order, strides in elements).
-template <class T>
-KOKKOS_INLINE_FUNCTION T const& element(Array const& a, T const* p, std::int64_t e) {
-  std::int64_t offset = 0;
-  for (int d = a.rank - 1; d >= 0; --d) {
-    offset += (e % a.extent[d]) * a.stride[d];
-    e /= a.extent[d];
-  }
-  return p[offset];
-}
-
-// a as a contiguous device buffer of Out (row-major), converted from its datatype, wherever it lives.
-template <class Out, class T>
-Kokkos::View<Out*, MemSpace> pack_as(ExecSpace const& space, Array const& a, std::int64_t total) {
-  Kokkos::View<Out*, MemSpace> out(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::capi::pack"),
-                                   std::size_t(total));
-  T const* const src = static_cast<T const*>(a.data);
-  if (device_can_read(a.data)) {
-    Out* const dst = out.data();
-    Array const shape = a;
-    Kokkos::parallel_for(
-        "ktr::capi::pack", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, total),
-        KOKKOS_LAMBDA(std::int64_t e) { dst[e] = static_cast<Out>(element(shape, src, e)); });
-  } else {  // host memory on a GPU build: packed on the host, one copy
-    std::vector<Out> host(static_cast<std::size_t>(total));
-    for (std::int64_t e = 0; e < total; ++e) host[std::size_t(e)] = static_cast<Out>(element(a, src, e));
-    Kokkos::deep_copy(space, out, HostView<Out const*>(host.data(), host.size()));
-    space.fence();  // `host` goes at the end of this scope
-  }
-  return out;
-}
-
 template <class Out>
 Kokkos::View<Out*, MemSpace> pack(ExecSpace const& space, Array const& a) {
-  std::int64_t const total = a.count() * a.sample_size();
-  switch (a.dtype) {
-    case KTR_FLOAT:
-      return pack_as<Out, float>(space, a, total);
-    case KTR_DOUBLE:
-      return pack_as<Out, double>(space, a, total);
-    case KTR_INT32:
-      return pack_as<Out, std::int32_t>(space, a, total);
-    case KTR_INT64:
-      return pack_as<Out, std::int64_t>(space, a, total);
-  }
-  throw UsageError("unknown datatype");
+  return pack_strided<Out>(space, a.strided());
 }
 
 // The stride of one element within a sample if the sample dimensions collapse into one strided run, else 0.
@@ -162,22 +120,8 @@ void check_target_layout(Array const& y, Shape const& output) {
 
 // 64-bit class labels fit the int32 the model reads (4294967297 would wrap to 1): one pass, read back.
 void check_int32_labels(ExecSpace const& space, Array const& y) {
-  std::int64_t const n = y.count();
-  std::int64_t const* const src = static_cast<std::int64_t const*>(y.data);
-  std::int64_t const stride = y.stride[0];
-  std::int64_t outside = 0;
-  if (device_can_read(y.data)) {
-    Kokkos::parallel_reduce(
-        "ktr::capi::check_labels", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, n),
-        KOKKOS_LAMBDA(std::int64_t i, std::int64_t & count) {
-          std::int64_t const v = src[i * stride];
-          if (v < 0 || v > 2147483647) ++count;
-        },
-        outside);
-  } else {
-    for (std::int64_t i = 0; i < n; ++i)
-      if (src[i * stride] < 0 || src[i * stride] > 2147483647) ++outside;
-  }
+  std::int64_t const outside =
+      count_outside_int32(space, static_cast<std::int64_t const*>(y.data), y.count(), y.stride[0]);
   KTR_REQUIRE(outside == 0, "label", std::to_string(outside) + " class labels lie outside 0 .. 2^31 - 1");
 }
 
@@ -226,31 +170,51 @@ DeviceDataset batch_with_shape(ExecSpace const& space, Array const& x, Array con
 
 }  // namespace
 
+StridedArray Array::strided() const {
+  StridedArray s;
+  s.data = data, s.type = ElementType(int(dtype)), s.rank = rank;  // ktr_datatype_t's order
+  for (int d = 0; d < rank; ++d) s.extent[d] = extent[d], s.stride[d] = stride[d];
+  return s;
+}
+
 std::int64_t Array::sample_size() const {
   std::int64_t s = 1;
   for (int d = 1; d < rank; ++d) s *= extent[d];
   return s;
 }
 
-Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datatype_t dtype, char const* what) {
+static_assert(int(ElementType::float32) == KTR_FLOAT && int(ElementType::float64) == KTR_DOUBLE &&
+                  int(ElementType::int32) == KTR_INT32 && int(ElementType::int64) == KTR_INT64,
+              "ktr_datatype_t and ElementType list the types in one order");
+
+Array array_of(void* data, int dtype, std::int64_t rank, std::int64_t const* extent, std::int64_t const* stride,
+               char const* what) {
   KTR_REQUIRE(data != nullptr, what, "is a null pointer");
-  KTR_REQUIRE(shape != nullptr, what, "has a null shape pointer");
-  KTR_REQUIRE(dim >= 1 && dim <= kMaxRank, what,
-              "has " + std::to_string(dim) + " dimensions; 1 to " + std::to_string(kMaxRank) + " (batch first)");
-  KTR_REQUIRE(dtype == KTR_FLOAT || dtype == KTR_DOUBLE || dtype == KTR_INT32 || dtype == KTR_INT64, what,
-              "has an unknown datatype " + std::to_string(int(dtype)));
+  KTR_REQUIRE(extent != nullptr, what, "has a null shape pointer");
+  KTR_REQUIRE(rank >= 1 && rank <= kMaxRank, what,
+              "has " + std::to_string(rank) + " dimensions; 1 to " + std::to_string(kMaxRank) + " (batch first)");
+  KTR_REQUIRE(dtype >= KTR_FLOAT && dtype <= KTR_INT64, what, "has an unknown datatype " + std::to_string(dtype));
   Array a;
-  a.data = data, a.dtype = dtype, a.rank = int(dim);
-  std::int64_t stride = 1;
+  a.data = data, a.dtype = ktr_datatype_t(dtype), a.rank = int(rank);
+  std::int64_t elements = 1;
   for (int d = a.rank - 1; d >= 0; --d) {
-    KTR_REQUIRE(shape[d] > 0 && shape[d] <= kMaxElements, what,
-                "dimension " + std::to_string(d) + " is " + std::to_string(shape[d]) + ", not a positive size");
-    a.extent[d] = shape[d], a.stride[d] = stride;
-    KTR_REQUIRE(stride <= kMaxElements / shape[d], what,
+    KTR_REQUIRE(extent[d] > 0 && extent[d] <= kMaxElements, what,
+                "dimension " + std::to_string(d) + " is " + std::to_string(extent[d]) + ", not a positive size");
+    KTR_REQUIRE(elements <= kMaxElements / extent[d], what,
                 "holds more than 2^40 elements (the product of its dimensions overflows)");
-    stride *= shape[d];
+    a.extent[d] = extent[d], a.stride[d] = stride ? stride[d] : elements;  // row-major unless strides are given
+    elements *= extent[d];
   }
   return a;
+}
+
+Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datatype_t dtype, char const* what) {
+  return array_of(data, int(dtype), dim, shape, nullptr, what);
+}
+
+Array described_array(ktr_array_t const* d, char const* what) {
+  KTR_REQUIRE(d != nullptr, what, "is a null pointer");
+  return array_of(d->data, d->dtype, d->rank, d->extent, d->stride, what);
 }
 
 DeviceDataset features_of(ExecSpace const& space, Array const& x, Model const& model, char const* what) {
@@ -289,34 +253,7 @@ void store_output(ExecSpace const& space, Kokkos::View<float**, Kokkos::LayoutRi
               "must hold (" + std::to_string(n) + ", " + std::to_string(w) + ") values, not " +
                   std::to_string(out.count()) + " x " + std::to_string(out.sample_size()));
   check_layout(out, sample_of(output), "output");
-  float const* const src = values.data();
-  Array const a = out;
-  std::int64_t const total = n * w;
-  if (device_can_read(out.data)) {
-    bool const is_float = out.dtype == KTR_FLOAT;
-    void* const dst = out.data;
-    Kokkos::parallel_for(
-        "ktr::capi::store", Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, total),
-        KOKKOS_LAMBDA(std::int64_t e) {
-          if (is_float)
-            const_cast<float&>(element(a, static_cast<float const*>(dst), e)) = src[e];
-          else
-            const_cast<double&>(element(a, static_cast<double const*>(dst), e)) = double(src[e]);
-        });
-    space.fence();
-    return;
-  }
-  std::vector<float> host(static_cast<std::size_t>(total));
-  Kokkos::deep_copy(
-      space, HostView<float*>(host.data(), host.size()),
-      Kokkos::View<float const*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(src, host.size()));
-  space.fence();
-  for (std::int64_t e = 0; e < total; ++e) {
-    if (out.dtype == KTR_FLOAT)
-      const_cast<float&>(element(a, static_cast<float const*>(out.data), e)) = host[std::size_t(e)];
-    else
-      const_cast<double&>(element(a, static_cast<double const*>(out.data), e)) = double(host[std::size_t(e)]);
-  }
+  scatter_strided(space, values.data(), out.strided());
 }
 
 }  // namespace ktr::capi

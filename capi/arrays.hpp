@@ -6,8 +6,10 @@
 // contiguous float (or int32) device buffer.
 #pragma once
 
+#include "ktr_array.h"
 #include "ktr_c.h"
 
+#include "../data/strided.hpp"
 #include "../train/trainer.hpp"
 
 #include <cstdint>
@@ -27,10 +29,18 @@ struct Array {
   std::int64_t stride[kMaxRank] = {};  ///< elements
   std::int64_t count() const { return rank ? extent[0] : 0; }
   std::int64_t sample_size() const;
+  StridedArray strided() const;  ///< for data/'s kernels
 };
 
-/// A C array: `dim` dimensions of `shape`, row-major. Throws UsageError naming `what`.
+/// The one builder of every door's arrays, checked: data not null, 1 to kMaxRank dimensions, a known datatype,
+/// positive extents whose product stays within kMaxElements; `stride` (elements) as given, or row-major for
+/// nullptr. Throws UsageError naming `what`.
+Array array_of(void* data, int dtype, std::int64_t rank, std::int64_t const* extent, std::int64_t const* stride,
+               char const* what);
+/// A C array: `dim` dimensions of `shape`, row-major.
 Array c_array(void* data, std::int64_t dim, std::int64_t const* shape, ktr_datatype_t dtype, char const* what);
+/// A binding's description (the Fortran module's, TorchFort's tensor lists).
+Array described_array(ktr_array_t const* d, char const* what);
 
 /// Features as `model` takes them ((N, D) or (N, H, W, C)), in place or packed; `keep` holds any copy.
 DeviceDataset features_of(ExecSpace const& space, Array const& x, Model const& model, char const* what);

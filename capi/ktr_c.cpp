@@ -603,25 +603,9 @@ ktr_result_t ktr_push(char const* name, void* input, std::int64_t input_dim, std
 }
 
 namespace {
-// A binding's description as an Array, checked like a C array's.
+// A binding's description as an Array (arrays.hpp's one builder).
 ktr_result_t described(ktr_array_t const* d, char const* what, Array& a) {
-  return guarded([&] {
-    KTR_REQUIRE(d != nullptr && d->data != nullptr, what, "is a null pointer");
-    KTR_REQUIRE(d->rank >= 1 && d->rank <= kMaxRank, what,
-                "has " + std::to_string(d->rank) + " dimensions; 1 to " + std::to_string(kMaxRank));
-    KTR_REQUIRE(d->dtype >= KTR_FLOAT && d->dtype <= KTR_INT64, what,
-                "has an unknown datatype " + std::to_string(d->dtype));
-    a.data = d->data, a.dtype = ktr_datatype_t(d->dtype), a.rank = d->rank;
-    std::int64_t elements = 1;
-    for (int i = 0; i < d->rank; ++i) {
-      KTR_REQUIRE(d->extent[i] > 0 && d->extent[i] <= kMaxElements, what,
-                  "dimension " + std::to_string(i) + " is empty or absurdly large");
-      KTR_REQUIRE(elements <= kMaxElements / d->extent[i], what,
-                  "holds more than 2^40 elements (the product of its dimensions overflows)");
-      elements *= d->extent[i];
-      a.extent[i] = d->extent[i], a.stride[i] = d->stride[i];
-    }
-  });
+  return guarded([&] { a = described_array(d, what); });
 }
 }  // namespace
 

@@ -139,16 +139,18 @@ torchfort_result_t add_tensor(char const* call, torchfort_tensor_list_t list, vo
     return refused(call, KTR_RESULT_INVALID_USAGE, "data_ptr or shape: is a null pointer");
   if (dim < 1 || dim > KTR_MAX_RANK)
     return refused(call, KTR_RESULT_INVALID_USAGE, "dim: " + std::to_string(dim) + " dimensions; 1 to 5");
-  ktr_array_t a{};
-  a.data = data, a.dtype = t, a.rank = int(dim);
-  std::int64_t stride = 1;  // contiguous, row-major (C) or column-major (Fortran: dimensions reversed)
-  for (int d = a.rank - 1; d >= 0; --d) {
-    std::int64_t const extent = fortran ? shape[a.rank - 1 - d] : shape[d];
-    if (extent <= 0 || extent > (std::int64_t(1) << 40) || stride > (std::int64_t(1) << 40) / extent)
-      return refused(call, KTR_RESULT_INVALID_USAGE, "shape: a dimension is empty or the product overflows");
-    a.extent[d] = extent, a.stride[d] = stride;
-    stride *= extent;
+  // Contiguous, row-major (C) or column-major (Fortran: dimensions reversed), checked by the API's one builder.
+  std::int64_t extent[KTR_MAX_RANK] = {};
+  for (std::size_t d = 0; d < dim; ++d) extent[d] = fortran ? shape[dim - 1 - d] : shape[d];
+  ktr::capi::Array built;
+  try {
+    built = ktr::capi::array_of(data, t, std::int64_t(dim), extent, nullptr, "shape");
+  } catch (ktr::Error const& e) {
+    return refused(call, KTR_RESULT_INVALID_USAGE, e.what());
   }
+  ktr_array_t a{};
+  a.data = built.data, a.dtype = built.dtype, a.rank = built.rank;
+  for (int d = 0; d < built.rank; ++d) a.extent[d] = built.extent[d], a.stride[d] = built.stride[d];
   return add_array(call, list, a);
 }
 
