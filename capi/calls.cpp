@@ -1,0 +1,177 @@
+// The C API's steps, predictions and pushes on the caller's arrays (each on the model's instance of the caller's
+// stream), and the C functions that build those arrays.
+#include "api.hpp"
+#include "guard.hpp"
+#include "registry.hpp"
+
+#include "../backends/region.hpp"
+
+#include <cmath>
+
+namespace ktr::capi {
+
+ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss_val, void* stream) {
+  return guarded([&] {
+    Region const region("ktr::capi::train");
+    Entry& e = entry(name);
+    ExecSpace const space = e.instances.of(stream);
+    Trainer* t = &trainer_for(space, e, x, y, true);
+    DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
+    if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0 && t->pending_calls() == 0) {
+      // TorchFort takes any batch: without general.batch_size the run grows to the larger one, exactly as it was.
+      e.trainer = t->with_batch(space, batch.count * e.comm.size() * e.cfg.run.accumulate);
+      t = e.trainer.get();
+    }
+    t->enqueue_step(space, batch);
+    if (loss_val != nullptr || e.cfg.general.report_frequency > 0) {
+      float const loss = t->last_loss(space);
+      KTR_REQUIRE(std::isfinite(loss), "model '" + std::string(name) + "'",
+                  "diverged: this step, or one taken since the last loss was read back, had a non-finite loss or "
+                  "gradient, and its update was refused (the model is unchanged by it; " +
+                      std::to_string(t->step()) + " steps taken)");
+      if (loss_val) *loss_val = loss;
+      report(e, name, loss);
+    }
+  });
+}
+
+ktr_result_t inference(char const* name, Array const& x, Array const& out, void* stream) {
+  return guarded([&] {
+    Region const region("ktr::capi::inference");
+    Entry& e = entry(name);
+    if (!e.trainer && e.torchfort)  // TorchFort infers with the model's initial weights
+      e.trainer = Trainer::untrained(ExecSpace(), untrained_config(e, e.cfg.loss.mismatch(false).empty()),
+                                     options_of(e.cfg, e.torchfort), e.comm);
+    KTR_REQUIRE(e.trainer != nullptr, "model '" + std::string(name) + "'",
+                "has not been trained or loaded yet (ktr_train, ktr_push or ktr_load_checkpoint first)");
+    ExecSpace const space = e.instances.of(stream);
+    Trainer& t = *e.trainer;
+    DeviceDataset const features = features_of(space, x, t.model(), "input");
+    Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> values(
+        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::capi::output"), std::size_t(features.count),
+        std::size_t(t.model().output_width()));
+    t.predict(space, features, values);
+    store_output(space, values, out, t.model().output_shape(1));
+    ++e.inference_calls;
+  });
+}
+
+ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream) {
+  return guarded([&] {
+    Region const region("ktr::capi::push");
+    Entry& e = entry(name);
+    std::int64_t const capacity = e.cfg.general.buffer_size;
+    if (capacity == 0)
+      throw Error(e.cfg.path + ": general.buffer_size is not set: the model has no replay buffer to push to");
+    ExecSpace const space = e.instances.of(stream);
+    Trainer& t = trainer_for(space, e, x, y, false);
+    DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.model().output_width()));
+    if (!e.buffer)  // made whole before it is kept: a failed allocation leaves no half-made buffer
+      e.buffer = std::make_unique<ReplayBuffer>(space, capacity, t.model().input_shape(1), t.config().task,
+                                                t.model().output_width());
+    e.buffer->push(space, batch);
+  });
+}
+
+ktr_result_t train_steps(char const* name, int k, float* loss_val, void* stream) {
+  return guarded([&] {
+    Region const region("ktr::capi::train_steps");
+    Entry& e = entry(name);
+    KTR_REQUIRE(k > 0, "k", std::to_string(k) + " is not a positive number of steps");
+    KTR_REQUIRE(e.trainer != nullptr && e.buffer != nullptr && e.buffer->filled() > 0,
+                "model '" + std::string(name) + "'", "has an empty replay buffer (ktr_push first)");
+    Trainer& t = *e.trainer;
+    std::int64_t const share = t.samples_per_update_here();  // this rank's part of general.batch_size
+    KTR_REQUIRE(e.buffer->filled() >= share, "model '" + std::string(name) + "'",
+                "the replay buffer holds " + std::to_string(e.buffer->filled()) + " samples, fewer than " +
+                    (e.comm.size() > 1 ? "this rank's share of a batch (" : "a batch (") + std::to_string(share) +
+                    ")");
+    ExecSpace const space = e.instances.of(stream);
+    t.set_data(e.buffer->data());
+    // The Trainer's dispatches of K and, if asked for, its one read-back (divergence, the mean over the ranks:
+    // every rank alike).
+    t.enqueue_advance(space, k);
+    if (loss_val != nullptr || e.cfg.general.report_frequency > 0) {
+      float const loss = float(t.last_advance_loss(space));
+      if (loss_val) *loss_val = loss;
+      report(e, name, loss);
+    }
+  });
+}
+
+}  // namespace ktr::capi
+
+using namespace ktr;
+using namespace ktr::capi;
+
+extern "C" {
+
+ktr_result_t ktr_train(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
+                       ktr_datatype_t input_dtype, void* label, std::int64_t label_dim,
+                       std::int64_t const* label_shape, ktr_datatype_t label_dtype, float* loss_val,
+                       void* stream) {
+  Array x, y;
+  ktr_result_t const r = guarded([&] {
+    x = c_array(input, input_dim, input_shape, input_dtype, "input");
+    y = c_array(label, label_dim, label_shape, label_dtype, "label");
+  });
+  return r != KTR_RESULT_SUCCESS ? r : train(name, x, y, loss_val, stream);
+}
+
+ktr_result_t ktr_inference(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
+                           ktr_datatype_t input_dtype, void* output, std::int64_t output_dim,
+                           std::int64_t const* output_shape, ktr_datatype_t output_dtype, void* stream) {
+  Array x, out;
+  ktr_result_t const r = guarded([&] {
+    x = c_array(input, input_dim, input_shape, input_dtype, "input");
+    out = c_array(output, output_dim, output_shape, output_dtype, "output");
+  });
+  return r != KTR_RESULT_SUCCESS ? r : inference(name, x, out, stream);
+}
+
+ktr_result_t ktr_push(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
+                      ktr_datatype_t input_dtype, void* label, std::int64_t label_dim,
+                      std::int64_t const* label_shape, ktr_datatype_t label_dtype, void* stream) {
+  Array x, y;
+  ktr_result_t const r = guarded([&] {
+    x = c_array(input, input_dim, input_shape, input_dtype, "input");
+    y = c_array(label, label_dim, label_shape, label_dtype, "label");
+  });
+  return r != KTR_RESULT_SUCCESS ? r : push(name, x, y, stream);
+}
+
+namespace {
+// A binding's description as an Array (arrays.hpp's one builder).
+ktr_result_t described(ktr_array_t const* d, char const* what, Array& a) {
+  return guarded([&] { a = described_array(d, what); });
+}
+}  // namespace
+
+ktr_result_t ktr_train_array(char const* name, ktr_array_t const* input, ktr_array_t const* label, float* loss_val,
+                             void* stream) {
+  Array x, y;
+  ktr_result_t r = described(input, "input", x);
+  if (r == KTR_RESULT_SUCCESS) r = described(label, "label", y);
+  return r != KTR_RESULT_SUCCESS ? r : train(name, x, y, loss_val, stream);
+}
+
+ktr_result_t ktr_inference_array(char const* name, ktr_array_t const* input, ktr_array_t const* output,
+                                 void* stream) {
+  Array x, out;
+  ktr_result_t r = described(input, "input", x);
+  if (r == KTR_RESULT_SUCCESS) r = described(output, "output", out);
+  return r != KTR_RESULT_SUCCESS ? r : inference(name, x, out, stream);
+}
+
+ktr_result_t ktr_push_array(char const* name, ktr_array_t const* input, ktr_array_t const* label, void* stream) {
+  Array x, y;
+  ktr_result_t r = described(input, "input", x);
+  if (r == KTR_RESULT_SUCCESS) r = described(label, "label", y);
+  return r != KTR_RESULT_SUCCESS ? r : push(name, x, y, stream);
+}
+
+ktr_result_t ktr_train_steps(char const* name, int k, float* loss_val, void* stream) {
+  return train_steps(name, k, loss_val, stream);
+}
+
+}  // extern "C"
