@@ -6,7 +6,9 @@
 
 #include "../backends/region.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace ktr::capi {
 
@@ -47,9 +49,14 @@ ktr_result_t inference(char const* name, Array const& x, Array const& out, void*
     ExecSpace const space = e.instances.of(stream);
     Trainer& t = *e.trainer;
     DeviceDataset const features = features_of(space, x, t.model(), "input");
-    Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> values(
-        Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::capi::output"), std::size_t(features.count),
-        std::size_t(t.model().output_width()));
+    // The model's output buffer, made by the first call of a size and kept (store_output waits for the values
+    // before the call returns, so the next call may reuse it).
+    std::size_t const n = std::size_t(features.count), w = std::size_t(t.model().output_width());
+    if (e.outputs.extent(0) < n || e.outputs.extent(1) != w)
+      e.outputs = decltype(e.outputs)(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::capi::output"),
+                                      std::max(n, e.outputs.extent(0)), w);
+    Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> const values =
+        Kokkos::subview(e.outputs, std::make_pair(std::size_t(0), n), Kokkos::ALL);
     t.predict(space, features, values);
     store_output(space, values, out, t.model().output_shape(1));
     ++e.inference_calls;

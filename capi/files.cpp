@@ -72,21 +72,10 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     KTR_REQUIRE(directory != nullptr, "directory", "is a null pointer");
     RunDirectory const saved = read_run_directory(directory);
     std::string const& path = saved.checkpoint_path;
-    RunConfig config = run_config(saved.checkpoint, path);
+    RunConfig config = saved.restorable_into(e.cfg.run.model, e.cfg.general.buffer_size,
+                                             "the configuration of '" + std::string(name) + "'");
     config.precision = e.cfg.run.precision;  // the model's (its file's, checked at creation), not the saved run's
-    ModelPlan const plan = Model::plan(config.model, 1);
-    KTR_REQUIRE(plan.description == Model::plan(e.cfg.run.model, 1).description, path,
-                "holds the model '" + config.model + "', the configuration of '" + std::string(name) + "' says '" +
-                    e.cfg.run.model + "'");
     RunDirectoryState const& st = saved.state;
-    if (st.has_buffer)
-      KTR_REQUIRE(st.buffer_capacity == e.cfg.general.buffer_size && st.buffer_task == config.task &&
-                      st.buffer_sample == plan.input.size() && st.buffer_width == plan.output_width,
-                  saved.state_path,
-                  "holds a replay buffer of " + std::to_string(st.buffer_capacity) + " samples of " +
-                      std::to_string(st.buffer_sample) + " values and " + std::to_string(st.buffer_width) +
-                      " targets; the model needs " + std::to_string(e.cfg.general.buffer_size) + " of " +
-                      std::to_string(plan.input.size()) + " and " + std::to_string(plan.output_width));
     e.instances.fence();  // no step on a caller's stream is running while the run is replaced
     ExecSpace const space;
     auto t = Trainer::resume(space, saved.checkpoint, path, config, DeviceDataset{}, DeviceDataset{},

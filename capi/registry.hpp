@@ -28,6 +28,7 @@ struct Entry {
   std::string metric_log;          // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
   StreamInstances instances;       // one per caller stream, for the model's life (captured programs refer to them)
   bool metric_log_warned = false;  // a metric line that could not be written has been reported once
+  Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> outputs;  // ktr_inference's, kept between calls
 };
 
 /// Every model by name.

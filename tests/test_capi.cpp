@@ -239,6 +239,35 @@ TEST(CApi, BadArgumentsAreRefusedNamingTheProblemAndTheModelGoesOn) {
 
 // The same steps from float + float targets and from double + double give the same model (the conversions are
 // exact for these values), and double outputs hold the float predictions.
+// ktr_inference keeps its output buffer: after a call of a size, calls of that size or smaller allocate nothing on
+// a host build (a GPU build packs a host input into a device buffer of its own each call: one allocation).
+TEST(CApi, InferenceKeepsItsOutputBufferBetweenCalls) {
+  std::string const cfg = write_file("capi_infer.yaml", config());
+  ASSERT_EQ(ktr_create_model("infer", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
+  Surface const s(64, 12);
+  int64_t const xs[2] = {64, 3}, ys[2] = {64, 1}, small[2] = {16, 3}, small_out[2] = {16, 1};
+  float* x = const_cast<float*>(s.x.data());
+  ASSERT_EQ(
+      ktr_train("infer", x, 2, xs, KTR_FLOAT, const_cast<float*>(s.y.data()), 2, ys, KTR_FLOAT, nullptr, nullptr),
+      KTR_RESULT_SUCCESS)
+      << last_error();
+  std::vector<float> out(64), again(64);
+  ASSERT_EQ(ktr_inference("infer", x, 2, xs, KTR_FLOAT, out.data(), 2, ys, KTR_FLOAT, nullptr),
+            KTR_RESULT_SUCCESS);
+  {
+    ktr::ToolsCounter counter;
+    ASSERT_EQ(ktr_inference("infer", x, 2, xs, KTR_FLOAT, again.data(), 2, ys, KTR_FLOAT, nullptr),
+              KTR_RESULT_SUCCESS);
+    std::vector<float> part(16);
+    ASSERT_EQ(ktr_inference("infer", x, 2, small, KTR_FLOAT, part.data(), 2, small_out, KTR_FLOAT, nullptr),
+              KTR_RESULT_SUCCESS);
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(part[std::size_t(i)], out[std::size_t(i)]) << i;
+    EXPECT_EQ(counter.allocations(), ktr::device_is_host ? 0 : 2) << "an inference call allocated";
+  }
+  EXPECT_EQ(out, again);
+  EXPECT_EQ(ktr_destroy_model("infer"), KTR_RESULT_SUCCESS);
+}
+
 // KTR_DEVICE_DEFAULT is the build's device wherever it runs; KTR_DEVICE_CPU is the host build's alone; another
 // GPU, or any device of a host build but 0, is not supported; other negative numbers are not devices at all.
 TEST(CApi, DevicesAreTheBuildsOwn) {

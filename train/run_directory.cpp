@@ -264,6 +264,24 @@ void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer 
     remove_generation(files_of(dir, was));
 }
 
+RunConfig RunDirectory::restorable_into(std::string const& model, std::int64_t buffer_capacity,
+                                        std::string const& whose) const {
+  RunConfig const config = run_config(checkpoint, checkpoint_path);
+  ModelPlan const plan = Model::plan(config.model, 1);
+  KTR_REQUIRE(plan.description == Model::plan(model, 1).description, checkpoint_path,
+              "holds the model '" + config.model + "', " + whose + " says '" + model + "'");
+  RunDirectoryState const& st = state;
+  if (st.has_buffer)
+    KTR_REQUIRE(st.buffer_capacity == buffer_capacity && st.buffer_task == config.task &&
+                    st.buffer_sample == plan.input.size() && st.buffer_width == plan.output_width,
+                state_path,
+                "holds a replay buffer of " + std::to_string(st.buffer_capacity) + " samples of " +
+                    std::to_string(st.buffer_sample) + " values and " + std::to_string(st.buffer_width) +
+                    " targets; the model needs " + std::to_string(buffer_capacity) + " of " +
+                    std::to_string(plan.input.size()) + " and " + std::to_string(plan.output_width));
+  return config;
+}
+
 RunDirectory read_run_directory(std::string const& dir) {
   std::string const manifest = dir + "/" + kManifest;
   KTR_REQUIRE(exists(manifest), dir,

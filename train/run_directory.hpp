@@ -51,6 +51,13 @@ struct RunDirectory {
   std::string checkpoint_path;
   std::string state_path;  ///< where `state` was read from (the current generation's state.bin)
   RunDirectoryState state;
+
+  /// The saved run's configuration, once it is checked to restore into a model of `model` (a description) with a
+  /// replay buffer of `buffer_capacity` samples (0: none): the same model, and a saved buffer of that capacity and
+  /// of the model's sample and target sizes. Throws ktr::Error naming the file and `whose` ("the configuration
+  /// of 'm'") otherwise. Allocates nothing but the checkpoint's per-feature transform.
+  RunConfig restorable_into(std::string const& model, std::int64_t buffer_capacity,
+                            std::string const& whose) const;
 };
 RunDirectory read_run_directory(std::string const& dir);
 
