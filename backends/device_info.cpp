@@ -131,7 +131,11 @@ bool device_can_read(void const* p) {
     (void)hipGetLastError();
     return false;
   }
+#if HIP_VERSION_MAJOR >= 6  // ROCm 6 renamed hipPointerAttribute_t::memoryType to type
+  return a.type == hipMemoryTypeDevice || a.isManaged;
+#else
   return a.memoryType == hipMemoryTypeDevice || a.isManaged;
+#endif
 #else
   return true;  // the device is the host
 #endif

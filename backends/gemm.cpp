@@ -58,6 +58,16 @@ thread_local ScopedBf16Copy const* t_bf16_copy = nullptr;  // this thread's inne
 std::atomic<std::int64_t> g_bf16_roundings{0};             // operands gemm rounded itself
 
 #if defined(KOKKOS_ENABLE_CUDA)
+// A CUDA or cuBLAS call that failed: ktr::Error naming it and the runtime's reason (none is ignored).
+void check_cuda(cudaError_t status, char const* call) {
+  if (status != cudaSuccess)
+    throw Error(std::string("ktr::gemm: ") + call + " failed: " + cudaGetErrorString(status));
+}
+void check_cublas(cublasStatus_t status, char const* call) {
+  if (status != CUBLAS_STATUS_SUCCESS)
+    throw Error(std::string("ktr::gemm: ") + call + " failed with cuBLAS status " + std::to_string(int(status)));
+}
+
 // One cuBLAS handle per stream, each bound to its stream once, with a ktr-owned workspace: cuBLAS would otherwise
 // allocate its workspace itself, which a captured graph must not see, and a shared handle re-pointed at each
 // call's stream races between host threads.
@@ -84,8 +94,9 @@ class CublasRegistry {
     if (it == streams_.end()) it = streams_.emplace(stream, create(stream)).first;
     CublasStream& s = it->second;
     if (s.precision != precision) {
-      cublasSetMathMode(s.handle,
-                        precision == MatmulPrecision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+      check_cublas(cublasSetMathMode(s.handle, precision == MatmulPrecision::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                                  : CUBLAS_DEFAULT_MATH),
+                   "cublasSetMathMode");
       s.precision = precision;
     }
     return s.handle;
@@ -100,11 +111,11 @@ class CublasRegistry {
     CublasStream& s = it->second;
     if (s.bf16_elements < elements) {
       cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-      cudaStreamIsCapturing(stream, &capturing);
+      check_cuda(cudaStreamIsCapturing(stream, &capturing), "cudaStreamIsCapturing");
       KTR_REQUIRE(capturing == cudaStreamCaptureStatusNone, "ktr::gemm",
                   "a bf16 gemm larger than any before it while the stream is captured (run it plainly first)");
-      cudaStreamSynchronize(stream);
-      if (s.bf16) cudaFree(s.bf16);
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      if (s.bf16) check_cuda(cudaFree(s.bf16), "cudaFree");
       s.bf16 = nullptr, s.bf16_elements = 0;
       KTR_REQUIRE(cudaMalloc(reinterpret_cast<void**>(&s.bf16), elements * sizeof(std::uint16_t)) == cudaSuccess,
                   "ktr::gemm", "cannot allocate " + std::to_string(elements * 2 >> 20) + " MiB for bf16 operands");
@@ -125,7 +136,9 @@ class CublasRegistry {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = streams_.find(stream);
     if (it == streams_.end()) return;
-    cudaStreamSynchronize(stream);
+    // Called from DeviceStream's destructor, which cannot throw: a failed wait is cleared, and the handle and its
+    // buffers go whatever the stream says.
+    if (cudaStreamSynchronize(stream) != cudaSuccess) (void)cudaGetLastError();
     destroy(it->second);
     streams_.erase(it);
   }
@@ -139,8 +152,9 @@ class CublasRegistry {
     CublasStream s;
     KTR_REQUIRE(cublasCreate(&s.handle) == CUBLAS_STATUS_SUCCESS, "ktr::gemm", "cublasCreate failed");
     int device = 0, major = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+    check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+               "cudaDeviceGetAttribute");
     // NVIDIA's recommendation: 32 MiB on Hopper and newer, 4 MiB before.
     std::size_t const bytes = std::size_t(major >= 9 ? 32 : 4) << 20;
     if (cudaMalloc(&s.workspace, bytes) != cudaSuccess) {
