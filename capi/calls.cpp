@@ -111,70 +111,83 @@ ktr_result_t train_steps(char const* name, int k, float* loss_val, void* stream)
 using namespace ktr;
 using namespace ktr::capi;
 
+namespace {
+
+// A call's two arrays as its C function hands them over: checked and built (arrays.hpp's one builder), then `call`
+// runs with them; a refused array answers for the call.
+struct CArray {
+  void* data;
+  std::int64_t dim;
+  std::int64_t const* shape;
+  ktr_datatype_t dtype;
+  char const* what;
+};
+template <class Call>
+ktr_result_t with_arrays(CArray const& a, CArray const& b, Call&& call) {
+  Array x, y;
+  ktr_result_t const r = guarded([&] {
+    x = c_array(a.data, a.dim, a.shape, a.dtype, a.what);
+    y = c_array(b.data, b.dim, b.shape, b.dtype, b.what);
+  });
+  return r != KTR_RESULT_SUCCESS ? r : call(x, y);
+}
+
+// The same for a binding's two descriptions (the Fortran module's).
+template <class Call>
+ktr_result_t with_described(ktr_array_t const* a, char const* a_what, ktr_array_t const* b, char const* b_what,
+                            Call&& call) {
+  Array x, y;
+  ktr_result_t const r = guarded([&] {
+    x = described_array(a, a_what);
+    y = described_array(b, b_what);
+  });
+  return r != KTR_RESULT_SUCCESS ? r : call(x, y);
+}
+
+}  // namespace
+
 extern "C" {
 
 ktr_result_t ktr_train(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
                        ktr_datatype_t input_dtype, void* label, std::int64_t label_dim,
                        std::int64_t const* label_shape, ktr_datatype_t label_dtype, float* loss_val,
                        void* stream) {
-  Array x, y;
-  ktr_result_t const r = guarded([&] {
-    x = c_array(input, input_dim, input_shape, input_dtype, "input");
-    y = c_array(label, label_dim, label_shape, label_dtype, "label");
-  });
-  return r != KTR_RESULT_SUCCESS ? r : train(name, x, y, loss_val, stream);
+  return with_arrays({input, input_dim, input_shape, input_dtype, "input"},
+                     {label, label_dim, label_shape, label_dtype, "label"},
+                     [&](Array const& x, Array const& y) { return train(name, x, y, loss_val, stream); });
 }
 
 ktr_result_t ktr_inference(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
                            ktr_datatype_t input_dtype, void* output, std::int64_t output_dim,
                            std::int64_t const* output_shape, ktr_datatype_t output_dtype, void* stream) {
-  Array x, out;
-  ktr_result_t const r = guarded([&] {
-    x = c_array(input, input_dim, input_shape, input_dtype, "input");
-    out = c_array(output, output_dim, output_shape, output_dtype, "output");
-  });
-  return r != KTR_RESULT_SUCCESS ? r : inference(name, x, out, stream);
+  return with_arrays({input, input_dim, input_shape, input_dtype, "input"},
+                     {output, output_dim, output_shape, output_dtype, "output"},
+                     [&](Array const& x, Array const& out) { return inference(name, x, out, stream); });
 }
 
 ktr_result_t ktr_push(char const* name, void* input, std::int64_t input_dim, std::int64_t const* input_shape,
                       ktr_datatype_t input_dtype, void* label, std::int64_t label_dim,
                       std::int64_t const* label_shape, ktr_datatype_t label_dtype, void* stream) {
-  Array x, y;
-  ktr_result_t const r = guarded([&] {
-    x = c_array(input, input_dim, input_shape, input_dtype, "input");
-    y = c_array(label, label_dim, label_shape, label_dtype, "label");
-  });
-  return r != KTR_RESULT_SUCCESS ? r : push(name, x, y, stream);
+  return with_arrays({input, input_dim, input_shape, input_dtype, "input"},
+                     {label, label_dim, label_shape, label_dtype, "label"},
+                     [&](Array const& x, Array const& y) { return push(name, x, y, stream); });
 }
-
-namespace {
-// A binding's description as an Array (arrays.hpp's one builder).
-ktr_result_t described(ktr_array_t const* d, char const* what, Array& a) {
-  return guarded([&] { a = described_array(d, what); });
-}
-}  // namespace
 
 ktr_result_t ktr_train_array(char const* name, ktr_array_t const* input, ktr_array_t const* label, float* loss_val,
                              void* stream) {
-  Array x, y;
-  ktr_result_t r = described(input, "input", x);
-  if (r == KTR_RESULT_SUCCESS) r = described(label, "label", y);
-  return r != KTR_RESULT_SUCCESS ? r : train(name, x, y, loss_val, stream);
+  return with_described(input, "input", label, "label",
+                        [&](Array const& x, Array const& y) { return train(name, x, y, loss_val, stream); });
 }
 
 ktr_result_t ktr_inference_array(char const* name, ktr_array_t const* input, ktr_array_t const* output,
                                  void* stream) {
-  Array x, out;
-  ktr_result_t r = described(input, "input", x);
-  if (r == KTR_RESULT_SUCCESS) r = described(output, "output", out);
-  return r != KTR_RESULT_SUCCESS ? r : inference(name, x, out, stream);
+  return with_described(input, "input", output, "output",
+                        [&](Array const& x, Array const& out) { return inference(name, x, out, stream); });
 }
 
 ktr_result_t ktr_push_array(char const* name, ktr_array_t const* input, ktr_array_t const* label, void* stream) {
-  Array x, y;
-  ktr_result_t r = described(input, "input", x);
-  if (r == KTR_RESULT_SUCCESS) r = described(label, "label", y);
-  return r != KTR_RESULT_SUCCESS ? r : push(name, x, y, stream);
+  return with_described(input, "input", label, "label",
+                        [&](Array const& x, Array const& y) { return push(name, x, y, stream); });
 }
 
 ktr_result_t ktr_train_steps(char const* name, int k, float* loss_val, void* stream) {
