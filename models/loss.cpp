@@ -5,6 +5,7 @@
 #include "../core/error.hpp"
 #include "../core/parse.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <sstream>
 
@@ -149,6 +150,58 @@ std::string RegressionLoss::str() const {
   return "mse";
 }
 
+namespace {
+
+// One element of a regression loss: its loss, and (where dp is given) d loss / d pred written as it goes.
+struct Element {
+  RegressionLoss::Kind k;
+  double delta, inv_n;
+  float const* p;
+  float const* y;
+  float* dp;
+  KOKKOS_INLINE_FUNCTION double operator()(std::int64_t i) const {
+    double const e = double(p[i]) - double(y[i]);
+    double const a = e < 0 ? -e : e, sign = e > 0 ? 1.0 : (e < 0 ? -1.0 : 0.0);
+    double l = 0, g = 0;                   // the element's loss and d loss / d pred
+    if (k == RegressionLoss::Kind::bce) {  // stable for any logit: no exp of a positive number
+      double const z = p[i], az = z < 0 ? -z : z, ez = compat::exp(-az);
+      l = (z > 0 ? z : 0.0) - z * double(y[i]) + compat::log1p(ez);
+      g = (z >= 0 ? 1.0 / (1.0 + ez) : ez / (1.0 + ez)) - double(y[i]);  // sigmoid(z) - y
+    } else if (k == RegressionLoss::Kind::mse) {
+      l = e * e, g = 2.0 * e;
+    } else if (k == RegressionLoss::Kind::l1) {
+      l = a, g = sign;
+    } else if (a <= delta) {
+      l = 0.5 * e * e, g = e;
+    } else {
+      l = delta * (a - 0.5 * delta), g = delta * sign;
+    }
+    if (dp) dp[i] = float(g * inv_n);
+    return l;
+  }
+};
+
+// Writes a regression loss's metric from the sum over its elements.
+struct Metric {
+  DeviceView<float*> loss;
+  DeviceView<std::int32_t*> correct;
+  int index;
+  bool accumulate;
+  std::int64_t rows;
+  double inv_n;
+  KOKKOS_INLINE_FUNCTION void operator()(double sum) const {
+    if (accumulate) {
+      loss(index) += float(sum);
+      correct(index) += int(rows);
+    } else {
+      loss(index) = float(sum * inv_n);
+      correct(index) = 0;
+    }
+  }
+};
+
+}  // namespace
+
 void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& pred, Tensor const& targets,
                      Tensor const& dpred, LossOutput const& out) {
   // Predictions (B, T) or a field (B, H, W, C); targets the same values per sample, flattened or not.
@@ -167,46 +220,44 @@ void regression_loss(ExecSpace const& space, RegressionLoss kind, Tensor const& 
   int const index = out.index;
   bool const accumulate = out.accumulate;
   double const inv_n = out.reduction == Reduction::sum ? 1.0 : 1.0 / double(n);
-  RegressionLoss::Kind const k = kind.kind;
-  double const delta = kind.delta;
+  Element const element{kind.kind, double(kind.delta), inv_n, p, y, dp};
   using Team = Kokkos::TeamPolicy<ExecSpace>::member_type;
+  Metric const write{loss, correct, index, accumulate, rows, inv_n};
+  if (out.partials.extent(0) > 0 && n >= kLossSplitElements) {
+    // Many elements (a field): each of `teams` teams sums a contiguous chunk into its partial, then one team sums
+    // the partials in order. The chunks depend on n alone, so a replayed program sums bit for bit as the plain
+    // one.
+    std::int64_t const teams = std::min<std::int64_t>(std::int64_t(out.partials.extent(0)), n / 4096 + 1);
+    std::int64_t const chunk = (n + teams - 1) / teams;
+    DeviceView<double*> const partials = out.partials;
+    Kokkos::parallel_for(
+        "ktr::loss::regression_partials", Kokkos::TeamPolicy<ExecSpace>(space, int(teams), Kokkos::AUTO),
+        KOKKOS_LAMBDA(Team const& team) {
+          std::int64_t const begin = team.league_rank() * chunk, end = begin + chunk < n ? begin + chunk : n;
+          double sum = 0.0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, begin, end), [&](std::int64_t i, double& acc) { acc += element(i); },
+              sum);
+          Kokkos::single(Kokkos::PerTeam(team), [&] { partials(team.league_rank()) = sum; });
+        });
+    Kokkos::parallel_for(
+        "ktr::loss::regression_total", Kokkos::TeamPolicy<ExecSpace>(space, 1, Kokkos::AUTO),
+        KOKKOS_LAMBDA(Team const& team) {
+          double sum = 0.0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, teams), [&](std::int64_t t, double& acc) { acc += partials(t); }, sum);
+          Kokkos::single(Kokkos::PerTeam(team), [&] { write(sum); });
+        });
+    return;
+  }
   // One team, as the cross-entropy: it finishes the reduction and writes the metric in the same kernel.
   Kokkos::parallel_for(
       "ktr::loss::regression", Kokkos::TeamPolicy<ExecSpace>(space, 1, Kokkos::AUTO),
       KOKKOS_LAMBDA(Team const& team) {
         double sum = 0.0;
         Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, n),
-            [&](std::int64_t i, double& acc) {
-              double const e = double(p[i]) - double(y[i]);
-              double const a = e < 0 ? -e : e, sign = e > 0 ? 1.0 : (e < 0 ? -1.0 : 0.0);
-              double l = 0, g = 0;                   // the element's loss and d loss / d pred
-              if (k == RegressionLoss::Kind::bce) {  // stable for any logit: no exp of a positive number
-                double const z = p[i], az = z < 0 ? -z : z, ez = compat::exp(-az);
-                l = (z > 0 ? z : 0.0) - z * double(y[i]) + compat::log1p(ez);
-                g = (z >= 0 ? 1.0 / (1.0 + ez) : ez / (1.0 + ez)) - double(y[i]);  // sigmoid(z) - y
-              } else if (k == RegressionLoss::Kind::mse) {
-                l = e * e, g = 2.0 * e;
-              } else if (k == RegressionLoss::Kind::l1) {
-                l = a, g = sign;
-              } else if (a <= delta) {
-                l = 0.5 * e * e, g = e;
-              } else {
-                l = delta * (a - 0.5 * delta), g = delta * sign;
-              }
-              acc += l;
-              if (dp) dp[i] = float(g * inv_n);
-            },
-            sum);
-        Kokkos::single(Kokkos::PerTeam(team), [&] {
-          if (accumulate) {
-            loss(index) += float(sum);
-            correct(index) += int(rows);
-          } else {
-            loss(index) = float(sum * inv_n);
-            correct(index) = 0;
-          }
-        });
+            Kokkos::TeamThreadRange(team, n), [&](std::int64_t i, double& acc) { acc += element(i); }, sum);
+        Kokkos::single(Kokkos::PerTeam(team), [&] { write(sum); });
       });
 }
 

@@ -22,7 +22,16 @@ struct LossOutput {
   int index = 0;
   bool accumulate = false;  ///< add the batch's loss *sum* and count instead of storing the reduced loss/count
   Reduction reduction = Reduction::mean;
+  /// Room for the per-team partial sums of a regression loss over many elements (a field's millions): where it is
+  /// given (GPU runs give kLossPartials) and the batch has at least kLossSplitElements, the sum runs over many
+  /// teams, then one (the same teams whatever the call: deterministic). Empty: one team sums everything.
+  DeviceView<double*> partials = {};
 };
+
+/// A GPU run's room for a regression loss's partial sums (LossOutput::partials), and the elements from which the
+/// sum is split over teams.
+constexpr std::int64_t kLossPartials = 1024;
+constexpr std::int64_t kLossSplitElements = std::int64_t(1) << 16;
 
 /// logits (B, C), labels (B) in [0, C). loss_b = logsumexp(z_b) - z_b[y_b]; writes mean_b loss_b (or the sum) and
 /// the correct count to `out`, and, if dlogits is non-empty, dlogits = (softmax(z) - onehot(y)) / B (or not

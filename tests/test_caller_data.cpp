@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 namespace {
@@ -288,6 +289,41 @@ TEST(Loss, L1AndHuberMatchReferenceAndFiniteDifferences) {
   }
   EXPECT_THROW(ktr::RegressionLoss::parse("huber:-1"), ktr::Error);
   EXPECT_THROW(ktr::RegressionLoss::parse("bce:1"), ktr::Error);
+}
+
+// A field's loss over many elements sums over many teams, then one (GPU runs give the room for the partial sums;
+// here the test does): the same loss and gradients as one team within rounding, for every kind and with
+// accumulation, and the same bits on every call (the teams depend on the size alone).
+TEST(Loss, AFieldsLossSplitOverTeamsEqualsOneTeamAndRepeatsBitForBit) {
+  ktr::ExecSpace space;
+  std::int64_t const B = 3, H = 160, W = 160;  // 76,800 elements: above kLossSplitElements
+  ASSERT_GE(B * H * W, ktr::kLossSplitElements);
+  auto const hp = ktr::test::random_floats(int(B * H * W), 41, -2.0f, 2.0f);
+  auto const hy = ktr::test::random_floats(int(B * H * W), 42, 0.0f, 1.0f);
+  ktr::Tensor p("test::p", ktr::Shape{B, H, W, 1}), y("test::y", ktr::Shape{B, H, W, 1});
+  ktr::from_host(p, hp);
+  ktr::from_host(y, hy);
+  ktr::DeviceView<double*> partials("test::partials", std::size_t(ktr::kLossPartials));
+  for (std::string const name : {"mse", "l1", "huber:0.5", "bce"}) {
+    SCOPED_TRACE(name);
+    ktr::RegressionLoss const kind = ktr::RegressionLoss::parse(name);
+    auto run = [&](bool split, bool accumulate) {
+      ktr::DeviceView<float*> loss("test::loss", 1);
+      ktr::DeviceView<std::int32_t*> correct("test::correct", 1);
+      ktr::Tensor dp("test::dp", ktr::Shape{B, H, W, 1});
+      ktr::regression_loss(space, kind, p, y, accumulate ? ktr::Tensor() : dp,
+                           ktr::LossOutput{loss, correct, 0, accumulate, ktr::Reduction::mean,
+                                           split ? partials : ktr::DeviceView<double*>()});
+      auto const hl = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), loss);
+      return std::make_pair(hl(0), accumulate ? std::vector<float>() : ktr::to_host(dp));
+    };
+    auto const one = run(false, false), split = run(true, false), again = run(true, false);
+    EXPECT_NEAR(split.first, one.first, 1e-6 * std::abs(one.first));
+    EXPECT_EQ(split.second, one.second) << "the gradient is per element: the same either way";
+    EXPECT_EQ(std::memcmp(&split.first, &again.first, sizeof(float)), 0) << "the split sum is not deterministic";
+    auto const summed = run(true, true), summed_one = run(false, true);
+    EXPECT_NEAR(summed.first, summed_one.first, 1e-6 * std::abs(summed_one.first));
+  }
 }
 
 // Sigmoid binary cross-entropy of logits (optax.sigmoid_binary_cross_entropy) on multi-label targets, logits up

@@ -72,7 +72,11 @@ TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConf
                                        : DeviceView<float*>()),
       loss(Kokkos::view_alloc(space, "ktr::train::loss"), std::size_t(max_k_) * std::size_t(parallel.accumulate)),
       correct(Kokkos::view_alloc(space, "ktr::train::correct"),
-              std::size_t(max_k_) * std::size_t(parallel.accumulate)) {
+              std::size_t(max_k_) * std::size_t(parallel.accumulate)),
+      loss_partials(!device_is_host && task_ == Task::regression
+                        ? DeviceView<double*>(Kokkos::view_alloc(space, "ktr::train::loss_partials"),
+                                              std::size_t(kLossPartials))
+                        : DeviceView<double*>()) {
   KTR_REQUIRE(max_k_ > 0, "steps_per_dispatch", "must be positive");
 }
 
@@ -107,7 +111,7 @@ void micro_batch_pass(ExecSpace const& space, TrainState& state, Model& model, D
   // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
   RandomKey const key{state.seed, state.step.data(), key_row};
   Tensor const out = model.forward(space, state.x, &key);  // (b, classes) or (b, T)
-  LossOutput const metrics{state.loss, state.correct, index, false, state.reduction};
+  LossOutput const metrics{state.loss, state.correct, index, false, state.reduction, state.loss_partials};
   if (state.task == Task::classification)
     softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
   else
@@ -284,7 +288,11 @@ Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t ba
       values_(task == Task::regression ? Tensor(space, "ktr::eval::values", Shape{batch_, model.output_width()})
                                        : Tensor()),
       loss_(Kokkos::view_alloc(space, "ktr::eval::loss"), 2),
-      correct_(Kokkos::view_alloc(space, "ktr::eval::correct"), 2) {}
+      correct_(Kokkos::view_alloc(space, "ktr::eval::correct"), 2),
+      partials_(!device_is_host && task == Task::regression
+                    ? DeviceView<double*>(Kokkos::view_alloc(space, "ktr::eval::loss_partials"),
+                                          std::size_t(kLossPartials))
+                    : DeviceView<double*>()) {}
 
 EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
   Region const region("ktr::Evaluator::run");
@@ -297,13 +305,14 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
     Tensor const values = task_ == Task::regression ? values_.reshaped(Shape{b, model.output_width()}) : Tensor();
     gather_range(space, data, first, norm_, Batch{x, y_, values});
     Tensor const out = model.forward(space, x);
-    LossOutput const sums{loss_, correct_, 0, true};
+    LossOutput const sums{loss_, correct_, 0, true, Reduction::mean, partials_};
     if (task_ == Task::classification)
       softmax_cross_entropy(space, out, y_, Tensor(), sums);
     else
       mean_squared_error(space, out, values, Tensor(), sums);
     if (task_ == Task::regression && regression_.kind != RegressionLoss::Kind::mse)  // the run's loss, in slot 1
-      regression_loss(space, regression_, out, values, Tensor(), LossOutput{loss_, correct_, 1, true});
+      regression_loss(space, regression_, out, values, Tensor(),
+                      LossOutput{loss_, correct_, 1, true, Reduction::mean, partials_});
   }
   float sums[2] = {0, 0};
   std::int32_t hits = 0;

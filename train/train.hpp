@@ -92,6 +92,7 @@ struct TrainState {
   DeviceView<float*> grad_sum;  ///< (arena) the update's gradient, summed over micro-batches (accumulate > 1)
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
+  DeviceView<double*> loss_partials;  ///< GPU builds: a regression loss's per-team sums (LossOutput::partials)
   MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's gemms (set for the dispatch's duration)
   /// A bf16 run's copy of its parameters, what its gemms read instead of rounding the weights in every product:
   /// made by its first train_steps or train_micro_step, rounded once at the start of each, then rewritten by every
@@ -204,6 +205,7 @@ class Evaluator {
   Tensor values_;
   DeviceView<float*> loss_;
   DeviceView<std::int32_t*> correct_;
+  DeviceView<double*> partials_;  // GPU builds, regression: the loss's per-team sums
 };
 
 }  // namespace ktr
