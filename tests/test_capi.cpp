@@ -261,7 +261,11 @@ TEST(CApi, InferenceKeepsItsOutputBufferBetweenCalls) {
     std::vector<float> part(16);
     ASSERT_EQ(ktr_inference("infer", x, 2, small, KTR_FLOAT, part.data(), 2, small_out, KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS);
-    for (int i = 0; i < 16; ++i) EXPECT_EQ(part[std::size_t(i)], out[std::size_t(i)]) << i;
+    for (int i = 0; i < 16;
+         ++i)  // cuBLAS may take another kernel for 16 rows than for 64: the last bit may differ
+      EXPECT_NEAR(part[std::size_t(i)], out[std::size_t(i)],
+                  ktr::device_is_host ? 0.0f : 1e-6f * (1.0f + std::abs(out[std::size_t(i)])))
+          << i;
     EXPECT_EQ(counter.allocations(), ktr::device_is_host ? 0 : 2) << "an inference call allocated";
   }
   EXPECT_EQ(out, again);
