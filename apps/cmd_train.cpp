@@ -132,17 +132,8 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
               cfg.task == Task::regression ? "the model was trained for regression, the data has class labels"
                                            : "the model was trained for classification, the data has regression "
                                              "targets");
-  KTR_REQUIRE(
-      cfg.task == Task::regression || plan.output.rank == 2, model_flag,
-      "ends in a field " + plan.output.str() + ", which takes float targets of that shape, not class labels");
-  if (cfg.task == Task::classification)
-    KTR_REQUIRE(plan.output_width == train_data.num_classes, model_flag,
-                "the model outputs " + std::to_string(plan.output_width) + " classes, the data has " +
-                    std::to_string(train_data.num_classes));
-  else
-    KTR_REQUIRE(plan.output_width == train_data.target_width(), model_flag,
-                "the model outputs " + std::to_string(plan.output_width) + " values, the targets have " +
-                    std::to_string(train_data.target_width()));
+  std::string const why = targets_mismatch(plan, train_data, true);
+  KTR_REQUIRE(why.empty(), model_flag, why);
   if (test_data) {
     KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",
                 "the test split's samples are " + test_data->batch_shape(1).str() + ", the training split's " +
@@ -153,11 +144,7 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
   KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
               std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
                   " samples)");
-  std::int64_t const need = run_device_bytes(cfg, plan, ranks);
-  std::int64_t const have = device_memory_available();
-  if (have >= 0 && need > have)
-    throw Error("--batch " + std::to_string(cfg.batch) + ": the model and its workspace need " +
-                fmt("%.2f GiB of device memory, %.2f GiB are free", need / 1073741824.0, have / 1073741824.0));
+  check_fits_in_memory(cfg, ranks, "--batch " + std::to_string(cfg.batch));
 }
 
 }  // namespace

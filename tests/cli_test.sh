@@ -167,7 +167,7 @@ case $case_name in
     run() { "$ktr" train --data "$work/data" "$@"; }
     expect 1 "--model: the model outputs 5 classes, the data has 10" -- run --model "in=28x28x1 flatten dense:5"
     expect 1 "--batch: 1000000 is larger than the training set \(640 samples\)" -- run --model cnn --batch 1000000
-    expect 1 "--batch 32: the model and its workspace need [0-9.]+ GiB of device memory" -- \
+    expect 1 "--batch 32: the model .* with a batch of 32 needs [0-9.]+ GiB of device memory" -- \
       run --batch 32 --model "in=28x28x1 flatten dense:16000000 dense:10"
     # A malformed description is a bad flag value, as an unknown model name is: exit 2 naming --model.
     expect 2 "--model: model description: bad input extent" -- run --model "in=99999999999x28x1 flatten dense:10"

@@ -13,17 +13,8 @@ std::unique_ptr<Trainer> trainer_from_first_batch(ExecSpace const& space, RunCon
                                                   DeviceDataset const& first, bool stepped, TrainerOptions options,
                                                   Communicator comm) {
   ModelPlan const plan = Model::plan(run.model, 1);
-  bool const labels = first.task() == Task::classification;
-  KTR_REQUIRE(!labels || plan.output.rank == 2, "label",
-              "integer class labels need a model that ends in (B, classes); the model gives a field " +
-                  plan.output.str() + ": give its targets as KTR_FLOAT or KTR_DOUBLE arrays of that shape");
-  KTR_REQUIRE(!labels || plan.output_width >= 2, "label",
-              "integer class labels need a model of at least 2 outputs (one per class); the model has " +
-                  std::to_string(plan.output_width) + ": give its targets as KTR_FLOAT or KTR_DOUBLE values");
-  if (!labels)
-    KTR_REQUIRE(first.target_width() == plan.output_width, "label",
-                std::to_string(first.target_width()) + " targets per sample, the model has " +
-                    std::to_string(plan.output_width) + " outputs");
+  std::string const why = targets_mismatch(plan, first, false);
+  KTR_REQUIRE(why.empty(), "label", why);
   run.batch = batch > 0 ? batch : first.count * comm.size() * std::max(run.accumulate, 1);
   std::int64_t const micro = micro_batch(run, comm.size()) > 0 ? micro_batch(run, comm.size()) : run.batch;
   KTR_REQUIRE(!stepped || first.count <= micro, "batch",

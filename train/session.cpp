@@ -64,6 +64,25 @@ RunConfig const& fitting_in_memory(RunConfig const& config, int ranks) {
 
 }  // namespace
 
+std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, bool check_classes) {
+  std::string const outputs = std::to_string(plan.output_width);
+  if (data.task() == Task::classification) {
+    if (plan.output.rank != 2)
+      return "class labels need a model that ends in (B, classes); the model gives a field " + plan.output.str() +
+             ": float targets of that shape make a regression";
+    if (plan.output_width < 2)
+      return "class labels need a model of at least 2 outputs (one per class); the model has " + outputs +
+             ": float targets make a regression";
+    if (check_classes && plan.output_width != data.num_classes)
+      return "the model outputs " + outputs + " classes, the data has " + std::to_string(data.num_classes);
+    return "";
+  }
+  if (data.target_width() != plan.output_width)
+    return "the model outputs " + outputs + " values, the targets have " + std::to_string(data.target_width()) +
+           " (" + std::to_string(data.target_width()) + " targets per sample)";
+  return "";
+}
+
 void check_fits_in_memory(RunConfig const& config, int ranks, std::string const& what) {
   std::int64_t const micro = micro_batch(config, ranks) > 0 ? micro_batch(config, ranks) : config.batch;
   std::int64_t const need = run_device_bytes(config, Model::plan(config.model, micro), ranks);

@@ -103,6 +103,11 @@ Predictor predictor_for(ExecSpace const& space, TrainedModel const& model, std::
 /// the micro-batch); checked arithmetic.
 std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, int ranks = 1);
 
+/// Why a model of `plan` cannot learn `data`'s targets, "" if it can (the one statement of the rule, for every
+/// door): class labels need a model that ends in (B, classes) with at least 2 outputs, and (`check_classes`)
+/// exactly the data's num_classes; float targets one value per output.
+std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, bool check_classes);
+
 /// Refuses (ktr::Error) a run whose model, optimiser state and workspace on one of `ranks` ranks
 /// (run_device_bytes) exceed the device memory free now: a model of hundreds of GiB is refused by name, not by a
 /// failed allocation. Every Session checks it. The message starts with `what`.

@@ -30,13 +30,8 @@ RunConfig fitted(ExecSpace const& space, RunConfig config, DeviceDataset const& 
   KTR_REQUIRE(!config.model.empty(), "ktr::Trainer", "no model description (RunConfig::model) given");
   config.task = train.task();
   ModelPlan const plan = Model::plan(config.model, 1);
-  std::int64_t const outputs = plan.output_width;
-  KTR_REQUIRE(config.task != Task::classification || plan.output.rank == 2, "ktr::Trainer",
-              "class labels need a model that ends in (B, classes); '" + config.model + "' gives a field " +
-                  plan.output.str() + ": float targets of that shape make a regression");
-  KTR_REQUIRE(config.task != Task::classification || outputs >= 2, "ktr::Trainer",
-              "class labels need a model of at least 2 outputs (one per class), '" + config.model + "' has " +
-                  std::to_string(outputs) + ": float targets make a regression");
+  std::string const why = targets_mismatch(plan, train, false);
+  KTR_REQUIRE(why.empty(), "ktr::Trainer", "'" + config.model + "': " + why);
   config.norm = fit_normalization(space, train, config.normalize);
   return config;
 }
