@@ -55,15 +55,17 @@ Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size, ExecSpace
       grad_norm_sq_(Kokkos::view_alloc(space, "ktr::optim::grad_norm_sq")),
       refused_(Kokkos::view_alloc(space, "ktr::optim::refused")) {
   // Library checks name the setting, not a command-line flag: the values may come from a checkpoint or an API.
-  KTR_REQUIRE(std::isfinite(config.lr) && config.lr > 0, "ktr::Optimizer", "lr must be a finite number > 0");
-  KTR_REQUIRE(config.b1 >= 0 && config.b1 < 1 && config.b2 >= 0 && config.b2 < 1, "ktr::Optimizer",
-              "b1 and b2 must be in [0, 1)");
-  KTR_REQUIRE(config.momentum >= 0 && config.momentum < 1, "ktr::Optimizer", "momentum must be in [0, 1)");
-  KTR_REQUIRE(std::isfinite(config.eps) && config.eps > 0, "ktr::Optimizer", "eps must be a finite number > 0");
-  KTR_REQUIRE(std::isfinite(config.l2) && config.l2 >= 0, "ktr::Optimizer", "l2 must be a finite number >= 0");
-  KTR_REQUIRE(std::isfinite(config.weight_decay) && config.weight_decay >= 0 && std::isfinite(config.clip_norm) &&
-                  config.clip_norm >= 0,
-              "ktr::Optimizer", "weight_decay and clip_norm must be finite numbers >= 0");
+  using R = OptimizerRanges;
+  // The settings are floats: the bounds as the floats they round to (1e-12 given is float(1e-12)); NaN is false.
+  auto in = [](float v, double lo, double hi) { return v >= float(lo) && v <= float(hi); };
+  KTR_REQUIRE(in(config.lr, R::lr_min, R::lr_max), "ktr::Optimizer", "lr must be in [1e-12, 1e6]");
+  KTR_REQUIRE(in(config.b1, 0, R::below_one) && in(config.b2, 0, R::below_one), "ktr::Optimizer",
+              "b1 and b2 must be in [0, 0.999999]");
+  KTR_REQUIRE(in(config.momentum, 0, R::below_one), "ktr::Optimizer", "momentum must be in [0, 0.999999]");
+  KTR_REQUIRE(in(config.eps, R::eps_min, R::eps_max), "ktr::Optimizer", "eps must be in [1e-30, 1]");
+  KTR_REQUIRE(in(config.l2, 0, R::decay_max), "ktr::Optimizer", "l2 must be in [0, 1e6]");
+  KTR_REQUIRE(in(config.weight_decay, 0, R::decay_max) && in(config.clip_norm, 0, R::clip_max), "ktr::Optimizer",
+              "weight_decay must be in [0, 1e6] and clip_norm in [0, 3.4e38]");
   bool const adam = config.kind != OptimizerConfig::Kind::sgd;
   if (adam || config.momentum > 0)
     m_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::optim::m"), std::size_t(size));

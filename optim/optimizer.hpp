@@ -22,6 +22,16 @@
 
 namespace ktr {
 
+/// The accepted range of each optimiser setting, stated once: the Optimizer refuses values outside them, and the
+/// settings table (train/run_settings.cpp) reads, checks and prints them for files, flags and checkpoints.
+struct OptimizerRanges {
+  static constexpr double lr_min = 1e-12, lr_max = 1e6;
+  static constexpr double below_one = 0.999999;  ///< momentum, b1 and b2 lie in [0, below_one]
+  static constexpr double eps_min = 1e-30, eps_max = 1;
+  static constexpr double decay_max = 1e6;  ///< weight_decay and l2 lie in [0, decay_max]
+  static constexpr double clip_max = 3.4e38;
+};
+
 struct OptimizerConfig {
   enum class Kind { sgd, adam, adamw };
   Kind kind = Kind::adam;

@@ -2,12 +2,15 @@
 #include <ktr/core/error.hpp>
 #include <ktr/core/tensor.hpp>
 #include <ktr/optim/optimizer.hpp>
+#include <ktr/train/run_settings.hpp>
 #include "reference.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <vector>
 
 namespace {
 
@@ -267,6 +270,43 @@ TEST(Optimizer, RejectsBadConfigurations) {
   EXPECT_THROW(ktr::Optimizer(c, 4), ktr::Error);
   EXPECT_THROW(OptimizerConfig::parse_kind("rmsprop"), ktr::Error);
   EXPECT_EQ(OptimizerConfig::parse_kind("adamw"), OptimizerConfig::Kind::adamw);
+}
+
+}  // namespace
+
+namespace {
+
+// Issue 41: one range per optimiser setting. The settings table (files, flags, checkpoints) and the Optimizer (any
+// C++ caller) accept and refuse the same values: each bound and a value just beyond it.
+TEST(Optimizer, AcceptsExactlyWhatTheSettingsTableAccepts) {
+  auto const& table = ktr::run_settings();
+  struct Case {
+    char const* name;
+    float ktr::OptimizerConfig::*field;
+    std::vector<char const*> values;
+  };
+  for (Case const& c :
+       std::vector<Case>{{"lr", &ktr::OptimizerConfig::lr, {"1e-12", "1e6", "1e-13", "1e7", "0", "nan"}},
+                         {"momentum", &ktr::OptimizerConfig::momentum, {"0", "0.999999", "1", "-0.1"}},
+                         {"b1", &ktr::OptimizerConfig::b1, {"0", "0.999999", "1"}},
+                         {"eps", &ktr::OptimizerConfig::eps, {"1e-30", "1", "2", "0"}},
+                         {"weight_decay", &ktr::OptimizerConfig::weight_decay, {"0", "1e6", "2e6", "-1"}},
+                         {"l2", &ktr::OptimizerConfig::l2, {"0", "1e6", "2e6"}},
+                         {"clip_norm", &ktr::OptimizerConfig::clip_norm, {"0", "3.4e38", "-1"}}}) {
+    auto const& setting = ktr::setting_named(table, c.name);
+    for (char const* text : c.values) {
+      bool const table_accepts = setting.check(text).empty();
+      ktr::OptimizerConfig config;
+      config.*c.field = float(std::strtod(text, nullptr));
+      bool optimizer_accepts = true;
+      try {
+        ktr::Optimizer(config, 4);
+      } catch (ktr::Error const&) {
+        optimizer_accepts = false;
+      }
+      EXPECT_EQ(optimizer_accepts, table_accepts) << c.name << " = " << text;
+    }
+  }
 }
 
 }  // namespace

@@ -65,14 +65,15 @@ void set_seed(RunConfig& c, std::string const& t) {
 }
 
 std::vector<RunSetting> make_table() {
-  constexpr double below_one = 0.999999;
+  using R = OptimizerRanges;
+  constexpr double below_one = R::below_one;
   std::vector<RunSetting> t;
   t.push_back(word(
       "optimizer", {"sgd", "adam", "adamw"}, "sgd, adam or adamw",
       [](RunConfig const& c) { return std::string(OptimizerConfig::kind_name(c.optimizer.kind)); },
       [](RunConfig& c, std::string const& v) { c.optimizer.kind = OptimizerConfig::parse_kind(v); }));
   t.push_back(number(
-      "lr", 1e-12, 1e6, "learning rate", [](auto& c) -> auto& { return c.optimizer.lr; }));
+      "lr", R::lr_min, R::lr_max, "learning rate", [](auto& c) -> auto& { return c.optimizer.lr; }));
   t.push_back(number(
       "momentum", 0, below_one, "sgd momentum", [](auto& c) -> auto& { return c.optimizer.momentum; }));
   RunSetting nesterov;
@@ -88,17 +89,17 @@ std::vector<RunSetting> make_table() {
   t.push_back(number(
       "b2", 0, below_one, "adam's second-moment decay", [](auto& c) -> auto& { return c.optimizer.b2; }));
   t.push_back(number(
-      "eps", 1e-30, 1, "adam's epsilon", [](auto& c) -> auto& { return c.optimizer.eps; }));
+      "eps", R::eps_min, R::eps_max, "adam's epsilon", [](auto& c) -> auto& { return c.optimizer.eps; }));
   t.push_back(number(
-      "weight_decay", 0, 1e6, "adamw decoupled weight decay",
+      "weight_decay", 0, R::decay_max, "adamw decoupled weight decay",
       [](auto& c) -> auto& { return c.optimizer.weight_decay; }));
   RunSetting l2 = number(
-      "l2", 0, 1e6, "sgd and adam: an L2 penalty's gradient l2 * p added to the gradient",
+      "l2", 0, R::decay_max, "sgd and adam: an L2 penalty's gradient l2 * p added to the gradient",
       [](auto& c) -> auto& { return c.optimizer.l2; });
   l2.omit_default = true, l2.required = false;  // checkpoints before it: none
   t.push_back(l2);
   t.push_back(number(
-      "clip_norm", 0, 3.4e38, "clip gradients to this global norm (0: off)",
+      "clip_norm", 0, R::clip_max, "clip gradients to this global norm (0: off)",
       [](auto& c) -> auto& { return c.optimizer.clip_norm; }));
   t.push_back(text(
       "schedule",
