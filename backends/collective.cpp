@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <climits>
+#include <memory>
 
 #if defined(KTR_ENABLE_MPI) && defined(KOKKOS_ENABLE_CUDA) && defined(OPEN_MPI)
 #include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
@@ -38,9 +39,25 @@ struct Communicator::State {
   bool gpu_aware = false;
 #endif
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KTR_ENABLE_NCCL)
-  ncclComm_t nccl = nullptr;
-  ~State() {
-    if (nccl) ncclCommDestroy(nccl);
+  // The NCCL communicator, destroyed with the State or at Kokkos::finalize, whichever comes first (a State that
+  // outlives Kokkos, held by an application's Communicator, would destroy it after the CUDA context's teardown).
+  struct Nccl {
+    ncclComm_t comm = nullptr;
+    void destroy() {
+      if (comm) (void)ncclCommDestroy(comm);
+      comm = nullptr;
+    }
+    ~Nccl() { destroy(); }
+  };
+  std::shared_ptr<Nccl> nccl_owner = std::make_shared<Nccl>();
+  ncclComm_t nccl = nullptr;  // nccl_owner's, while it lives
+  // This rank's communicator of `ranks`, destroyed with the State or at Kokkos::finalize.
+  void init_nccl(ncclUniqueId const& id, int ranks, int me) {
+    nccl_check(ncclCommInitRank(&nccl_owner->comm, ranks, id, me), "ncclCommInitRank");
+    nccl = nccl_owner->comm;
+    Kokkos::push_finalize_hook([weak = std::weak_ptr<Nccl>(nccl_owner)] {
+      if (auto const owner = weak.lock()) owner->destroy();
+    });
   }
   // Several ranks: rank 0's unique id, sent over MPI (collective; every rank reaches its first allreduce).
   void init_nccl() {
@@ -49,7 +66,7 @@ struct Communicator::State {
     ncclUniqueId id;
     if (rank == 0) nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     MPI_Bcast(&id, int(sizeof id), MPI_BYTE, 0, comm);
-    nccl_check(ncclCommInitRank(&nccl, size, id, rank), "ncclCommInitRank");
+    init_nccl(id, size, rank);
 #endif
   }
 #endif
@@ -101,7 +118,7 @@ Communicator Communicator::loopback() {
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KTR_ENABLE_NCCL)
   ncclUniqueId id;
   nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
-  nccl_check(ncclCommInitRank(&c.state_->nccl, 1, id, 0), "ncclCommInitRank");
+  c.state_->init_nccl(id, 1, 0);
   c.state_->loopback = true;
 #endif
   return c;
