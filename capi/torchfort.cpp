@@ -8,9 +8,7 @@
 #include "torchfort/torchfort.h"
 
 #include "../core/types.hpp"
-#include "api.hpp"
-#include "ktr_array.h"
-#include "ktr_c.h"
+#include "torchfort_door.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -23,15 +21,9 @@
 
 namespace {
 
-using ktr::capi::torchfort_refused;
-using ktr::capi::torchfort_reported;
-
-torchfort_result_t reported(char const* call, ktr_result_t r) {
-  return torchfort_result_t(torchfort_reported(call, r));
-}
-torchfort_result_t refused(char const* call, ktr_result_t r, std::string const& message) {
-  return torchfort_result_t(torchfort_refused(call, r, message));
-}
+using ktr::capi::refused;
+using ktr::capi::ktr_dtype;
+using ktr::capi::reported;
 
 // A value as TorchFort's log writes it (an ostream's default format).
 template <class T>
@@ -39,25 +31,6 @@ std::string text_of(T value) {
   std::ostringstream o;
   o << value;
   return o.str();
-}
-
-// TorchFort's datatype as ktr's; false for a value that is none of the four.
-bool ktr_dtype(torchfort_datatype_t t, ktr_datatype_t& out) {
-  switch (t) {
-    case TORCHFORT_FLOAT:
-      out = KTR_FLOAT;
-      return true;
-    case TORCHFORT_DOUBLE:
-      out = KTR_DOUBLE;
-      return true;
-    case TORCHFORT_INT32:
-      out = KTR_INT32;
-      return true;
-    case TORCHFORT_INT64:
-      out = KTR_INT64;
-      return true;
-  }
-  return false;
 }
 
 // A shape as ktr reads it (row-major, batch first): Fortran's reversed. At most 8 dimensions are read (none of a
@@ -113,56 +86,6 @@ torchfort_result_t inference(char const* call, char const* name, void* input, st
       call,
       ktr_inference(name, input, std::int64_t(input_dim), fortran ? xs.data(input_shape) : input_shape, t, output,
                     std::int64_t(output_dim), fortran ? os.data(output_shape) : output_shape, t, stream));
-}
-
-// A tensor list: the caller's arrays, described with their strides (nothing is copied until a call reads them).
-struct TensorList {
-  std::vector<ktr_array_t> tensors;
-};
-
-torchfort_result_t add_array(char const* call, torchfort_tensor_list_t list, ktr_array_t const& a) {
-  if (list == nullptr) return refused(call, KTR_RESULT_INVALID_USAGE, "tensor_list: is a null pointer");
-  try {
-    static_cast<TensorList*>(list)->tensors.push_back(a);
-  } catch (...) {
-    return refused(call, KTR_RESULT_DEVICE_ERROR, "out of memory");
-  }
-  return TORCHFORT_RESULT_SUCCESS;
-}
-
-torchfort_result_t add_tensor(char const* call, torchfort_tensor_list_t list, void* data, std::size_t dim,
-                              std::int64_t* shape, torchfort_datatype_t dtype, bool fortran) {
-  ktr_datatype_t t{};
-  if (!ktr_dtype(dtype, t))
-    return refused(call, KTR_RESULT_INVALID_USAGE, "dtype " + std::to_string(int(dtype)) + " is not a datatype");
-  if (data == nullptr || shape == nullptr)
-    return refused(call, KTR_RESULT_INVALID_USAGE, "data_ptr or shape: is a null pointer");
-  if (dim < 1 || dim > KTR_MAX_RANK)
-    return refused(call, KTR_RESULT_INVALID_USAGE, "dim: " + std::to_string(dim) + " dimensions; 1 to 5");
-  // Contiguous, row-major (C) or column-major (Fortran: dimensions reversed), checked by the API's one builder.
-  std::int64_t extent[KTR_MAX_RANK] = {};
-  for (std::size_t d = 0; d < dim; ++d) extent[d] = fortran ? shape[dim - 1 - d] : shape[d];
-  ktr::capi::Array built;
-  try {
-    built = ktr::capi::array_of(data, t, std::int64_t(dim), extent, nullptr, "shape");
-  } catch (ktr::Error const& e) {
-    return refused(call, KTR_RESULT_INVALID_USAGE, e.what());
-  }
-  ktr_array_t a{};
-  a.data = built.data, a.dtype = built.dtype, a.rank = built.rank;
-  for (int d = 0; d < built.rank; ++d) a.extent[d] = built.extent[d], a.stride[d] = built.stride[d];
-  return add_array(call, list, a);
-}
-
-// The one tensor of `list` (ktr's models take one input and give one output), or why not.
-std::string one_tensor(torchfort_tensor_list_t list, char const* what, ktr_array_t const*& out) {
-  auto const* l = static_cast<TensorList const*>(list);
-  if (l == nullptr) return std::string(what) + ": is a null pointer";
-  if (l->tensors.size() != 1)
-    return std::string(what) + ": holds " + std::to_string(l->tensors.size()) +
-           " tensors; ktr's models take one input and give one output";
-  out = &l->tensors[0];
-  return "";
 }
 
 // Settings for the models created from here on (TorchFort's process-wide switches).
@@ -232,33 +155,6 @@ torchfort_result_t torchfort_inference_F(char const* name, void* input, size_t i
                    dtype, (void*)stream, true);
 }
 
-torchfort_result_t torchfort_train_multiarg(char const* name, torchfort_tensor_list_t inputs,
-                                            torchfort_tensor_list_t labels, float* loss_val,
-                                            torchfort_tensor_list_t extra_loss_args, torchfort_stream_t stream) {
-  char const* const call = "torchfort_train_multiarg";
-  ktr_array_t const *x = nullptr, *y = nullptr;
-  if (inputs == nullptr || labels == nullptr)
-    return refused(call, KTR_RESULT_INVALID_USAGE, "inputs or labels: is a null pointer");
-  std::string why = one_tensor(inputs, "inputs", x);
-  if (why.empty()) why = one_tensor(labels, "labels", y);
-  if (!why.empty()) return refused(call, KTR_RESULT_NOT_SUPPORTED, why);
-  if (extra_loss_args != nullptr && !static_cast<TensorList*>(extra_loss_args)->tensors.empty())
-    return refused(call, KTR_RESULT_NOT_SUPPORTED, "extra_loss_args: ktr's losses take no extra arguments");
-  return reported(call, ktr_train_array(name, x, y, loss_val, (void*)stream));
-}
-
-torchfort_result_t torchfort_inference_multiarg(char const* name, torchfort_tensor_list_t inputs,
-                                                torchfort_tensor_list_t outputs, torchfort_stream_t stream) {
-  char const* const call = "torchfort_inference_multiarg";
-  ktr_array_t const *x = nullptr, *out = nullptr;
-  if (inputs == nullptr || outputs == nullptr)
-    return refused(call, KTR_RESULT_INVALID_USAGE, "inputs or outputs: is a null pointer");
-  std::string why = one_tensor(inputs, "inputs", x);
-  if (why.empty()) why = one_tensor(outputs, "outputs", out);
-  if (!why.empty()) return refused(call, KTR_RESULT_NOT_SUPPORTED, why);
-  return reported(call, ktr_inference_array(name, x, out, (void*)stream));
-}
-
 torchfort_result_t torchfort_save_model(char const* name, char const* fname) {
   return reported("torchfort_save_model", ktr_save_model(name, fname));
 }
@@ -304,37 +200,6 @@ torchfort_result_t torchfort_wandb_log_double(char const* name, char const* metr
   return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
 }
 
-torchfort_result_t torchfort_tensor_list_create(torchfort_tensor_list_t* tensor_list) {
-  if (tensor_list == nullptr)
-    return refused("torchfort_tensor_list_create", KTR_RESULT_INVALID_USAGE, "tensor_list: is a null pointer");
-  *tensor_list = new (std::nothrow) TensorList();
-  return *tensor_list != nullptr
-             ? TORCHFORT_RESULT_SUCCESS
-             : refused("torchfort_tensor_list_create", KTR_RESULT_DEVICE_ERROR, "out of memory");
-}
-
-torchfort_result_t torchfort_tensor_list_destroy(torchfort_tensor_list_t tensor_list) {
-  delete static_cast<TensorList*>(tensor_list);
-  return TORCHFORT_RESULT_SUCCESS;
-}
-
-torchfort_result_t torchfort_tensor_list_add_tensor(torchfort_tensor_list_t tensor_list, void* data_ptr,
-                                                    size_t dim, int64_t* shape, torchfort_datatype_t dtype) {
-  return add_tensor("torchfort_tensor_list_add_tensor", tensor_list, data_ptr, dim, shape, dtype, false);
-}
-
-torchfort_result_t torchfort_tensor_list_add_tensor_F(torchfort_tensor_list_t tensor_list, void* data_ptr,
-                                                      size_t dim, int64_t* shape, torchfort_datatype_t dtype) {
-  return add_tensor("torchfort_tensor_list_add_tensor", tensor_list, data_ptr, dim, shape, dtype, true);
-}
-
-// The Fortran module's: an array as its C descriptor described it (fortran.c), strides and all.
-ktr_result_t ktr_tensor_list_add_array(void* tensor_list, ktr_array_t const* array) {
-  if (array == nullptr)
-    return ktr_result_t(refused("torchfort_tensor_list_add_tensor", KTR_RESULT_INVALID_USAGE, "array: is null"));
-  return ktr_result_t(add_array("torchfort_tensor_list_add_tensor", tensor_list, *array));
-}
-
 }  // extern "C"
 
 namespace ktr::capi {
@@ -353,6 +218,24 @@ ktr_result_t torchfort_reported(char const* call, ktr_result_t r) {
 ktr_result_t torchfort_refused(char const* call, ktr_result_t r, std::string const& message) {
   set_last_error(message);
   return torchfort_reported(call, r);
+}
+
+bool ktr_dtype(torchfort_datatype_t t, ktr_datatype_t& out) {
+  switch (t) {
+    case TORCHFORT_FLOAT:
+      out = KTR_FLOAT;
+      return true;
+    case TORCHFORT_DOUBLE:
+      out = KTR_DOUBLE;
+      return true;
+    case TORCHFORT_INT32:
+      out = KTR_INT32;
+      return true;
+    case TORCHFORT_INT64:
+      out = KTR_INT64;
+      return true;
+  }
+  return false;
 }
 
 }  // namespace ktr::capi
