@@ -435,7 +435,7 @@ def acceptance_case(args, work, failures, name, model_desc, paths, loss, epochs)
     subprocess.run([args.ktr, "export", "--checkpoint", ckpt, "--out", st], check=True, stdout=subprocess.DEVNULL)
     out = subprocess.run([args.ktr, "eval", "--checkpoint", ckpt, *arrays, "--threads", "2"],
                          check=True, capture_output=True, text=True).stdout
-    m = re.search(r"held-out split: mse ([0-9.eE+-]+), rmse [0-9.eE+-]+(?:, loss [0-9.eE+-]+)? over ([0-9]+) samples", out)
+    m = re.search(r"held-out split(?: \([^)]*\))?: mse ([0-9.eE+-]+), rmse [0-9.eE+-]+(?:, loss [0-9.eE+-]+)? over ([0-9]+) samples", out)
     model, params, x = exported(st, np.load(paths["xtest"]))
     err = np.asarray(model.apply(params, x), np.float64) - np.load(paths["ytest"])
     flax_mse = float(np.mean(err ** 2))
