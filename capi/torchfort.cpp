@@ -21,8 +21,8 @@
 
 namespace {
 
-using ktr::capi::refused;
 using ktr::capi::ktr_dtype;
+using ktr::capi::refused;
 using ktr::capi::reported;
 
 // A value as TorchFort's log writes it (an ostream's default format).
