@@ -599,9 +599,11 @@ int eval(int argc, char* argv[]) {
   if (config.task == Task::regression) check_target_shape(loaded, Model::plan(config.model, 1).output, ckpt);
   validate_run(config, data, nullptr, ckpt);
   ExecSpace const space;
-  ScopedMatmulPrecision const scope(parse_matmul_precision(precision, "--precision"));
+  MatmulPrecision const arithmetic = parse_matmul_precision(precision, "--precision");
   TrainedModel m = load_trained_model(space, c, ckpt, config.batch);
-  EvalResult const r = evaluator_for(space, m, config.batch).run(space, *m.model, data);
+  Evaluator evaluator = evaluator_for(space, m, config.batch);
+  evaluator.set_precision(arithmetic);  // the flag's, whatever the checkpoint's run used
+  EvalResult const r = evaluator.run(space, *m.model, data);
   std::string const result = config.task == Task::regression
                                  ? fmt("mse %.6g, rmse %.6g", r.mse, r.rmse()) +
                                        (r.loss != r.mse ? fmt(", loss %.6g", r.loss) : std::string())

@@ -64,16 +64,16 @@ std::int64_t gemm_calls(MatmulPrecision p) { return g_gemm_calls[int(p)].load();
 
 namespace {
 
-void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bool trans_b, float alpha,
-             ConstMatrix const& a, ConstMatrix const& b, float beta, Matrix const& c) {
+void gemm_in(MatmulPrecision precision, Bf16Copy const& copy, ExecSpace const& space, bool trans_a, bool trans_b,
+             float alpha, ConstMatrix const& a, ConstMatrix const& b, float beta, Matrix const& c) {
   check_shapes(trans_a, trans_b, a, b, c);
   g_gemm_calls[int(precision)].fetch_add(1, std::memory_order_relaxed);
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
   ShapeRegion const region(trans_a, trans_b, a, c);
   std::uint16_t const *a16 = nullptr, *b16 = nullptr;
   if (precision == MatmulPrecision::bf16) {
-    a16 = bf16_copy_of(a.data(), std::int64_t(a.size()));
-    b16 = bf16_copy_of(b.data(), std::int64_t(b.size()));
+    a16 = copy.of(a.data(), std::int64_t(a.size()));
+    b16 = copy.of(b.data(), std::int64_t(b.size()));
     g_bf16_roundings.fetch_add(int(a16 == nullptr) + int(b16 == nullptr), std::memory_order_relaxed);
   }
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -81,26 +81,24 @@ void gemm_in(MatmulPrecision precision, ExecSpace const& space, bool trans_a, bo
 #else
   if (precision == MatmulPrecision::bf16) {
 #if defined(KTR_ENABLE_ONEDNN)
+    std::string const why = impl::onednn_bf16_unavailable();
+    KTR_REQUIRE(why.empty(), "ktr::gemm", why);
     impl::gemm_bf16_onednn(space, trans_a, trans_b, alpha, a, a16, b, b16, beta, c);
     return;
 #else
     throw Error("ktr::gemm: " + matmul_unavailable(precision));
 #endif
   }
+  KTR_REQUIRE(precision == MatmulPrecision::fp32, "ktr::gemm", matmul_unavailable(precision));
   impl::gemm_kokkos(space, trans_a, trans_b, alpha, a, b, beta, c);
 #endif
 }
 
 }  // namespace
 
-void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-          ConstMatrix const& b, float beta, Matrix const& c) {
-  gemm_in(matmul_precision(), space, trans_a, trans_b, alpha, a, b, beta, c);
-}
-
-void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-               ConstMatrix const& b, float beta, Matrix const& c) {
-  gemm_in(MatmulPrecision::fp32, space, trans_a, trans_b, alpha, a, b, beta, c);
+void gemm(ExecSpace const& space, Precision const& precision, bool trans_a, bool trans_b, float alpha,
+          ConstMatrix const& a, ConstMatrix const& b, float beta, Matrix const& c) {
+  gemm_in(precision.matmul, precision.params16, space, trans_a, trans_b, alpha, a, b, beta, c);
 }
 
 void column_sums(ExecSpace const& space, ConstMatrix const& x, float const* ones, float* sums) {
@@ -113,15 +111,15 @@ void column_sums(ExecSpace const& space, ConstMatrix const& x, float const* ones
 #endif
 }
 
-std::string gemm_backend() {
+std::string gemm_backend(MatmulPrecision p) {
 #if defined(KOKKOS_ENABLE_CUDA)
-  MatmulPrecision const p = matmul_precision();
   return std::string("cuBLAS (per-stream handle and workspace, ") +
          (p == MatmulPrecision::tf32   ? "TF32"
           : p == MatmulPrecision::bf16 ? "BF16 tensor cores, FP32 accumulation"
                                        : "FP32") +
          ")";
 #else
+  (void)p;
   return impl::gemm_kokkos_name();
 #endif
 }

@@ -27,14 +27,11 @@ namespace ktr {
 
 /// C = alpha * op(A) * op(B) + beta * C on row-major matrices; op(X) is X or X^T as `trans_*` says.
 /// Shapes: op(A) (M, K), op(B) (K, N), C (M, N).
-/// The arithmetic is the calling thread's matmul_precision(): under bf16 the operands are rounded to bfloat16
-/// (nearest even) and the products accumulated in fp32 (hosts: oneDNN; CUDA: cuBLAS tensor cores).
-void gemm(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-          ConstMatrix const& b, float beta, Matrix const& c);
-
-/// gemm in fp32 whatever the precision in force (counted as an fp32 gemm call).
-void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
-               ConstMatrix const& b, float beta, Matrix const& c);
+/// The arithmetic is `precision.matmul`: under bf16 the operands are rounded to bfloat16 (nearest even; those that
+/// `precision.params16` holds are read from it) and the products accumulated in fp32 (hosts: oneDNN; CUDA: cuBLAS
+/// tensor cores); `Precision{}` is fp32. Throws ktr::Error for a precision this build or machine cannot run.
+void gemm(ExecSpace const& space, Precision const& precision, bool trans_a, bool trans_b, float alpha,
+          ConstMatrix const& a, ConstMatrix const& b, float beta, Matrix const& c);
 
 /// sums[j] = sum over i of x(i, j), in fp32 whatever the precision in force: the bias and layernorm gradients. A
 /// reduction, not a matmul: never counted as a gemm call, deterministic (a replayed program sums bit for bit as
@@ -42,21 +39,21 @@ void gemm_fp32(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, 
 /// stream); the other backends run a Kokkos team reduction per column and ignore it (nullptr is fine there).
 void column_sums(ExecSpace const& space, ConstMatrix const& x, float const* ones, float* sums);
 
-/// What gemm calls in this build, e.g. "cuBLAS (per-stream handle, FP32)" or "KokkosBlas -> OpenBLAS ...".
-std::string gemm_backend();
+/// What gemm calls in this build at precision `p`, e.g. "cuBLAS (per-stream handle, FP32)" or "KokkosBlas ->
+/// OpenBLAS ...".
+std::string gemm_backend(MatmulPrecision p = MatmulPrecision::fp32);
 
 /// True where each stream has a BLAS handle of its own, so that two host threads may run gemm on two streams at
 /// once (CUDA). False elsewhere: HIP's rocBLAS TPL shares one handle, the host backends one thread pool.
 bool gemm_handles_per_stream();
 
 /// How many gemm calls this process has made (for launch accounting in benchmarks), and how many of them ran in
-/// precision `p` (the precision in force on the calling thread when the call was made; a captured program's
-/// replays make no calls: its capture counts).
+/// precision `p` (a captured program's replays make no calls: its capture counts).
 std::int64_t gemm_calls();
 std::int64_t gemm_calls(MatmulPrecision p);
 
-/// How many bf16 gemm operands this process has rounded into gemm's own buffers (those a ScopedBf16Copy held were
-/// read from it instead): for tests and benchmarks that count the rounding a step does.
+/// How many bf16 gemm operands this process has rounded into gemm's own buffers (those a Precision's params16
+/// held were read from it instead): for tests and benchmarks that count the rounding a step does.
 std::int64_t gemm_bf16_roundings();
 
 /// Identifies the BLAS resources gemm keeps for `space`'s stream (CUDA: its cuBLAS handle and workspace, created

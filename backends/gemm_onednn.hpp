@@ -13,7 +13,8 @@ namespace ktr::impl {
 /// thread that drives Kokkos, outside any parallel region (oneDNN's OpenMP team is then Kokkos's). The primitive
 /// of each shape is created on its first call and kept; the bf16 copies and oneDNN's scratchpad live in buffers
 /// ktr owns, grown to the largest shape seen, so that later calls allocate nothing. `a16` and `b16`, where not
-/// null, are the operands' bits already rounded (a ScopedBf16Copy's, same layout): those are read, not rounded.
+/// null, are the operands' bits already rounded (a Precision's params16, same layout): those are read, not
+/// rounded.
 void gemm_bf16_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
                       std::uint16_t const* a16, ConstMatrix const& b, std::uint16_t const* b16, float beta,
                       Matrix const& c);

@@ -12,16 +12,9 @@
 #include <cuda_runtime.h>
 #endif
 
-#include <atomic>
 #include <string>
 
 namespace ktr {
-
-namespace {
-std::atomic<MatmulPrecision> g_precision{MatmulPrecision::fp32};  // the process default
-thread_local int t_precision = -1;  // this thread's scoped precision (a MatmulPrecision), -1 for none
-thread_local ScopedBf16Copy const* t_bf16_copy = nullptr;  // this thread's innermost ScopedBf16Copy
-}  // namespace
 
 bool matmul_tf32_available() {
 #if defined(KOKKOS_ENABLE_CUDA)
@@ -93,39 +86,13 @@ MatmulPrecision parse_matmul_precision(std::string const& text, std::string cons
   return p;
 }
 
-void set_matmul_precision(MatmulPrecision p) {
-  std::string const why = matmul_unavailable(p);
-  KTR_REQUIRE(why.empty(), "ktr::set_matmul_precision", why);
-  g_precision.store(p);
-}
-
-MatmulPrecision matmul_precision() { return t_precision >= 0 ? MatmulPrecision(t_precision) : g_precision.load(); }
-
-ScopedMatmulPrecision::ScopedMatmulPrecision(MatmulPrecision p) : previous_(t_precision) {
-  if (p != MatmulPrecision::fp32 && p != MatmulPrecision(previous_)) {  // checked once, where a run enters it
-    std::string const why = matmul_unavailable(p);
-    KTR_REQUIRE(why.empty(), "ktr::ScopedMatmulPrecision", why);
-  }
-  t_precision = int(p);
-}
-
-ScopedMatmulPrecision::~ScopedMatmulPrecision() { t_precision = previous_; }
-
-ScopedBf16Copy::ScopedBf16Copy(float const* fp32, std::uint16_t const* bits, std::int64_t n)
-    : outer_(t_bf16_copy), fp32_(fp32), bits_(bits), n_(n) {
-  t_bf16_copy = this;
-}
-
-ScopedBf16Copy::~ScopedBf16Copy() { t_bf16_copy = outer_; }
-
-std::uint16_t const* bf16_copy_of(float const* data, std::int64_t n) {
-  for (ScopedBf16Copy const* s = t_bf16_copy; s != nullptr; s = s->outer_) {
-    // Compared as addresses: the operand need not point into this copy's buffer at all.
-    auto const at = reinterpret_cast<std::uintptr_t>(data), lo = reinterpret_cast<std::uintptr_t>(s->fp32_);
-    if (at >= lo && (at - lo) % sizeof(float) == 0) {
-      std::int64_t const offset = std::int64_t((at - lo) / sizeof(float));
-      if (offset <= s->n_ && n <= s->n_ - offset) return s->bits_ + offset;
-    }
+std::uint16_t const* Bf16Copy::of(float const* data, std::int64_t count) const {
+  if (bits == nullptr) return nullptr;
+  // Compared as addresses: the operand need not point into this copy's buffer at all.
+  auto const at = reinterpret_cast<std::uintptr_t>(data), lo = reinterpret_cast<std::uintptr_t>(fp32);
+  if (at >= lo && (at - lo) % sizeof(float) == 0) {
+    std::int64_t const offset = std::int64_t((at - lo) / sizeof(float));
+    if (offset <= n && count <= n - offset) return bits + offset;
   }
   return nullptr;
 }

@@ -1,5 +1,5 @@
 // The arithmetic of a run's matmuls and convolutions (fp32, tf32, bf16): which this build and machine can run, and
-// the precision in force on a host thread.
+// the context a run hands to its model's forward and backward.
 #pragma once
 
 #include "../core/bf16.hpp"
@@ -34,63 +34,42 @@ bool matmul_bf16_available();
 std::string matmul_unavailable(MatmulPrecision p);
 /// What bf16 runs on here, e.g. "oneDNN 2.6.3, avx512_core_bf16 (AVX512-BF16, no AMX)", or why it cannot run.
 std::string matmul_bf16_backend();
-/// Runs f(std::true_type{}) where the calling thread's precision is bf16, else f(std::false_type{}): for the
-/// layers' own product kernels (narrow dense, direct convolutions), which round their inputs to bf16 when it is.
-template <class F>
-void with_bf16_inputs(F const& f);
-
-/// Sets the process default: the precision of gemm calls made outside any ScopedMatmulPrecision (a run's own
-/// precision, RunConfig::precision, takes precedence inside its dispatches, evaluations and predictions). Throws
-/// ktr::Error for tf32 where matmul_tf32_available() is false. A captured program keeps the precision it was
-/// captured with.
-void set_matmul_precision(MatmulPrecision p);
-/// The precision of a gemm called now on this host thread: the innermost ScopedMatmulPrecision's, else the
-/// process default.
-MatmulPrecision matmul_precision();
-
-/// The precision of the gemm calls this host thread makes while the object lives (a run's, set by dispatch and
-/// by the Trainer around evaluation and prediction): two runs of one process may use different precisions.
-class ScopedMatmulPrecision {
- public:
-  explicit ScopedMatmulPrecision(MatmulPrecision p);
-  ~ScopedMatmulPrecision();
-  ScopedMatmulPrecision(ScopedMatmulPrecision const&) = delete;
-  ScopedMatmulPrecision& operator=(ScopedMatmulPrecision const&) = delete;
-
- private:
-  int previous_;
+/// A bf16 copy that a run keeps of an fp32 buffer (its parameter arena, which the optimiser's update kernel
+/// rewrites in the pass that updates the parameters): a bf16 gemm whose operand lies wholly within [fp32, fp32 +
+/// n) reads its bits at the same offset in `bits` instead of rounding the operand into a buffer of its own. The
+/// run keeps bits[i] == bf16_bits(fp32[i]) for every gemm it makes, so the products are the same either way.
+struct Bf16Copy {
+  float const* fp32 = nullptr;
+  std::uint16_t const* bits = nullptr;
+  std::int64_t n = 0;
+  /// The bits of [data, data + count) where this copy holds all of it, else nullptr.
+  std::uint16_t const* of(float const* data, std::int64_t count) const;
 };
 
-/// A bf16 copy that the caller keeps of an fp32 buffer (a run keeps one of its parameter arena, which the
-/// optimiser's update kernel rewrites in the pass that updates the parameters): while the object lives, a bf16
-/// gemm on this host thread whose operand lies wholly within [fp32, fp32 + n) reads its bits at the same offset
-/// in `bits` instead of rounding the operand into a buffer of its own. The caller keeps bits[i] ==
-/// bf16_bits(fp32[i]) for every gemm made meanwhile, so the products are the same either way. Scopes nest; the
-/// innermost covers its range, the outer ones theirs.
-class ScopedBf16Copy {
- public:
-  ScopedBf16Copy(float const* fp32, std::uint16_t const* bits, std::int64_t n);
-  ~ScopedBf16Copy();
-  ScopedBf16Copy(ScopedBf16Copy const&) = delete;
-  ScopedBf16Copy& operator=(ScopedBf16Copy const&) = delete;
-
- private:
-  ScopedBf16Copy const* outer_;
-  float const* fp32_;
-  std::uint16_t const* bits_;
-  std::int64_t n_;
-  friend std::uint16_t const* bf16_copy_of(float const* data, std::int64_t n);
+/// The arithmetic of a run, an explicit value: the run (its dispatch, the Trainer's evaluations and predictions)
+/// hands it to the model's forward and backward, which hand it to gemm and to the layers' own kernels; no
+/// thread-local or process-wide state decides a product's precision, so two runs of one process (or one thread)
+/// may use different precisions, and a captured program keeps the one it was captured with. Storage (parameters,
+/// gradients, optimiser state, activations) is fp32 in every precision. `Precision{}` is fp32 with no bf16 copy.
+struct Precision {
+  MatmulPrecision matmul = MatmulPrecision::fp32;
+  Bf16Copy params16;  ///< the run's bf16 copy of its parameters (bf16 runs that keep one), else empty
 };
 
-/// The bits of [data, data + n) in the innermost ScopedBf16Copy on this thread that holds all of it, else nullptr.
-std::uint16_t const* bf16_copy_of(float const* data, std::int64_t n);
-
+/// The operand type of the layers' own product kernels (narrow dense, direct convolutions): the type their inputs
+/// are rounded to before the products, fp32 accumulation either way.
+enum class Operand { fp32, bf16 };
+/// `p`'s operand type: bf16 under bf16 matmuls, fp32 under fp32 and tf32 (the own kernels have no tf32 form).
+constexpr Operand operand_of(Precision const& p) {
+  return p.matmul == MatmulPrecision::bf16 ? Operand::bf16 : Operand::fp32;
+}
+/// Runs f(std::integral_constant<Operand, op>{}): the kernels are instantiated per operand type.
 template <class F>
-void with_bf16_inputs(F const& f) {
-  if (matmul_precision() == MatmulPrecision::bf16)
-    f(std::true_type{});
+void with_operand(Operand op, F const& f) {
+  if (op == Operand::bf16)
+    f(std::integral_constant<Operand, Operand::bf16>{});
   else
-    f(std::false_type{});
+    f(std::integral_constant<Operand, Operand::fp32>{});
 }
 
 }  // namespace ktr

@@ -1,6 +1,7 @@
 // Benchmarks behind `ktr bench kernels`, `pipeline` and `profile` (also used by the micro-benchmarks).
 #pragma once
 
+#include <ktr/backends/precision.hpp>
 #include <ktr/data/dataset.hpp>
 
 #include <string>
@@ -15,8 +16,9 @@ struct ModelRate {
 double gather_gbps(ExecSpace const& space, DeviceDataset const& data, std::int64_t batch);
 /// Adam update over an arena of n floats, GB/s of arena traffic.
 double adam_gbps(ExecSpace const& space, std::int64_t n);
-/// Forward + loss + backward of a model at a batch.
-ModelRate model_rate(ExecSpace const& space, std::string const& description, std::int64_t batch);
+/// Forward + loss + backward of a model at a batch, its matmuls in `precision`.
+ModelRate model_rate(ExecSpace const& space, std::string const& description, std::int64_t batch,
+                     MatmulPrecision precision);
 
 /// The kernel table (quick: tiny sizes, for smoke tests).
 int run_kernels(ExecSpace const& space, bool quick);

@@ -44,7 +44,8 @@ double adam_gbps(ExecSpace const& space, std::int64_t n) {
   return 7.0 * 4.0 * double(n) / s / 1e9;  // read p, g, m, v; write p, m, v
 }
 
-ModelRate model_rate(ExecSpace const& space, std::string const& description, std::int64_t batch) {
+ModelRate model_rate(ExecSpace const& space, std::string const& description, std::int64_t batch,
+                     MatmulPrecision precision) {
   Model model(description, batch);
   model.init(space, 0);
   Tensor x("ktr::bench::x", model.input_shape(batch));
@@ -58,13 +59,13 @@ ModelRate model_rate(ExecSpace const& space, std::string const& description, std
   double const s = median_seconds(
       space,
       [&] {
-        Tensor const logits = model.forward(space, x);
+        Tensor const logits = model.forward(space, Precision{precision, {}}, x);
         if (field)
           regression_loss(space, RegressionLoss{}, logits, targets, model.dlogits(),
                           LossOutput{loss, correct, 0, false});
         else
           softmax_cross_entropy(space, logits, y, model.dlogits(), LossOutput{loss, correct, 0, false});
-        model.backward(space);
+        model.backward(space, Precision{precision, {}});
       },
       batch >= 256 ? 9 : 31, 3);
   return ModelRate{double(batch) / s, model.train_flops(batch) / s / 1e9};
@@ -113,10 +114,7 @@ int run_kernels(ExecSpace const& space, bool quick) {
       "in=16x16x1 conv3x3:16:relu save:a maxpool2 conv3x3:32:relu upsample2 concat:a conv3x3:16:relu conv1x1:1";
   // bf16 (where this build and machine run it): each model again, beside a bf16 gemm of the same size.
   bool const bf16 = matmul_bf16_available();
-  auto bf16_gemm = [&space, n, quick] {
-    ScopedMatmulPrecision const p(MatmulPrecision::bf16);
-    return sgemm_gflops(space, n, quick ? 1 : 3, 1);
-  };
+  auto bf16_gemm = [&space, n, quick] { return sgemm_gflops(space, n, quick ? 1 : 3, 1, MatmulPrecision::bf16); };
   std::vector<double> samples(12);
   int slot = 0;
   for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
@@ -131,8 +129,7 @@ int run_kernels(ExecSpace const& space, bool quick) {
         rows.push_back(Row{std::string(name) + tag + " fwd+bwd batch " + std::to_string(batch), "GF/s",
                            tag.empty() ? "sgemm" : "bf16mm",
                            [&space, desc = desc, batch, sps, precision] {
-                             ScopedMatmulPrecision const p(precision);
-                             ModelRate const r = model_rate(space, desc, batch);
+                             ModelRate const r = model_rate(space, desc, batch, precision);
                              *sps = r.samples_per_s;
                              return r.gflops;
                            },

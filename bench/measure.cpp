@@ -68,12 +68,16 @@ double copy_gbps(ExecSpace const& space, std::int64_t bytes, int reps) {
   return 2.0 * double(bytes) / s / 1e9;
 }
 
-double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps, int warmup) {
+double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps, int warmup, MatmulPrecision precision) {
   Tensor a("ktr::bench::gemm_a", {n, n}), b("ktr::bench::gemm_b", {n, n}), c("ktr::bench::gemm_c", {n, n});
   fill(space, a.view(), 0.5f);
   fill(space, b.view(), 0.25f);
   double const s = median_seconds(
-      space, [&] { gemm(space, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix()); }, reps, warmup);
+      space,
+      [&] {
+        gemm(space, Precision{precision, {}}, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix());
+      },
+      reps, warmup);
   return 2.0 * double(n) * double(n) * double(n) / s / 1e9;
 }
 

@@ -33,8 +33,9 @@ double median_seconds(ExecSpace const& space, std::function<void()> const& body,
 /// Device-to-device copy of `bytes` bytes: GB/s counting read + write traffic (2 * bytes per copy).
 double copy_gbps(ExecSpace const& space, std::int64_t bytes, int reps = 15);
 
-/// Square sgemm of size n through ktr::gemm: GFLOP/s (2 n^3 per call).
-double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps = 7, int warmup = 2);
+/// Square matmul of size n through ktr::gemm in `precision` (default fp32, an sgemm): GFLOP/s (2 n^3 per call).
+double sgemm_gflops(ExecSpace const& space, std::int64_t n, int reps = 7, int warmup = 2,
+                    MatmulPrecision precision = MatmulPrecision::fp32);
 
 /// Empty-kernel launch cost in microseconds: {back-to-back launches per launch, launch + fence}.
 struct LaunchCost {

@@ -30,7 +30,7 @@ void BM_Gemm(benchmark::State& state) {
   ktr::fill(space, x.view(), 0.5f);
   ktr::fill(space, w.view(), 0.25f);
   for (auto _ : state) {
-    ktr::gemm(space, false, false, 1.0f, x.matrix(), w.matrix(), 0.0f, y.matrix());
+    ktr::gemm(space, ktr::Precision{}, false, false, 1.0f, x.matrix(), w.matrix(), 0.0f, y.matrix());
     space.fence();
   }
   set_rate(state, 2.0 * b * in * out, "FLOP/s");
@@ -55,9 +55,9 @@ void BM_GemmBackward(benchmark::State& state) {
   ktr::fill(space, dy.view(), 0.25f);
   for (auto _ : state) {
     if (input_gradient)
-      ktr::gemm(space, false, true, 1.0f, dy.matrix(), w.matrix(), 0.0f, x.matrix());
+      ktr::gemm(space, ktr::Precision{}, false, true, 1.0f, dy.matrix(), w.matrix(), 0.0f, x.matrix());
     else
-      ktr::gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, w.matrix());
+      ktr::gemm(space, ktr::Precision{}, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, w.matrix());
     space.fence();
   }
   set_rate(state, 2.0 * b * in * out, "FLOP/s");
@@ -80,12 +80,12 @@ void BM_Layer(benchmark::State& state, LayerT layer, Shape sample) {
   Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
   ktr::fill(space, x.view(), 0.5f);
   ktr::fill(space, dy.view(), 0.1f);
-  layer.forward(space, x, y);
+  layer.forward(space, ktr::Precision{}, x, y);
   for (auto _ : state) {
     if (Backward)
-      layer.backward(space, x, y, dy, dx);
+      layer.backward(space, ktr::Precision{}, x, y, dy, dx);
     else
-      layer.forward(space, x, y);
+      layer.forward(space, ktr::Precision{}, x, y);
     space.fence();
   }
   double const flops = layer.forward_flops(in) * (Backward ? 2 : 1);
@@ -113,12 +113,12 @@ void BM_ConvPool(benchmark::State& state) {
   Tensor x("x", in), y("y", out), dy("dy", out);
   ktr::fill(space, x.view(), 0.5f);
   ktr::fill(space, dy.view(), 0.1f);
-  layer.forward(space, x, y);
+  layer.forward(space, ktr::Precision{}, x, y);
   for (auto _ : state) {
     if (Backward)
-      layer.backward(space, x, y, dy, Tensor());
+      layer.backward(space, ktr::Precision{}, x, y, dy, Tensor());
     else
-      layer.forward(space, x, y);
+      layer.forward(space, ktr::Precision{}, x, y);
     space.fence();
   }
   set_rate(state, layer.forward_flops(in), "FLOP/s");

@@ -70,7 +70,7 @@ class NaiveStepper {
         hy_("ktr::bench::naive_y", std::size_t(batch)) {}
 
   void step(ExecSpace const& space, Session& s, std::int64_t step) {
-    ScopedMatmulPrecision const precision(s.state().precision);  // the run's, as dispatch sets it
+    Precision const precision{s.state().precision, {}};  // the run's, as dispatch hands it to the model
     std::int64_t const spe = n_ / batch_;
     Permutation const perm(std::uint64_t(n_), seed_, std::uint64_t(step / spe));
     for (std::int64_t b = 0; b < batch_; ++b) {
@@ -81,9 +81,9 @@ class NaiveStepper {
     TrainState& st = s.state();
     Kokkos::deep_copy(st.x.view(), hx_);  // host -> device, every step
     Kokkos::deep_copy(st.y, hy_);
-    Tensor const logits = s.model().forward(space, st.x);
+    Tensor const logits = s.model().forward(space, precision, st.x);
     softmax_cross_entropy(space, logits, st.y, s.model().dlogits(), LossOutput{st.loss, st.correct, 0, false});
-    s.model().backward(space);
+    s.model().backward(space, precision);
     st.optimizer.update(space, s.model().arena().params(), s.model().arena().grads(), st.step);
     float loss = 0;
     Kokkos::deep_copy(loss, Kokkos::subview(st.loss, 0));  // device -> host, every step
@@ -304,13 +304,9 @@ int run_pipeline(ExecSpace const& space, PipelineOptions const& o) {
   for (std::string const& model : model_names(o.models))
     benches.push_back(make_bench(space, model, o, precision, ks, images, data));
 
-  Limits limits{};
-  {
-    ScopedMatmulPrecision const scoped(precision);
-    limits = Limits{sgemm_gflops(space, o.sgemm_n), launch_cost(space)};
-  }
+  Limits const limits{sgemm_gflops(space, o.sgemm_n, 7, 2, precision), launch_cost(space)};
   std::printf("%s\n", version_line().c_str());
-  std::printf("gemm: %s, matmul precision %s (every variant's session)\n", gemm_backend().c_str(),
+  std::printf("gemm: %s, matmul precision %s (every variant's session)\n", gemm_backend(precision).c_str(),
               matmul_precision_name(precision));
   std::printf(
       "limits (same run): large sgemm (%s) %s GFLOP/s, empty kernel %s us back-to-back / %s us with a fence\n",

@@ -44,7 +44,6 @@ int run_profile(ExecSpace const& space, ProfileOptions const& o) {
     RunConfig config = model_config(model, o.mlp_batch, o.cnn_batch);
     config.precision = precision;
     Session s(config, o.k);
-    ScopedMatmulPrecision const scope(precision);
     auto const run = [&] {  // o.steps steps in dispatches of K, one read-back each
       for (std::int64_t i = 0; i < o.steps / o.k; ++i) {
         train_steps(space, s.state(), s.model(), data, o.k);

@@ -33,10 +33,10 @@ class ActivationLayer : public Layer {
   explicit ActivationLayer(Activation act) : act_(act) {}
   std::string describe() const override { return activation_name(act_); }
   Shape output_shape(Shape const& in) const override { return in; }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
+  void forward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y) override {
     with_activation(act_, [&](auto a) { forward_kernel<decltype(a)>(space, x.size(), x.data(), y.data()); });
   }
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
+  void backward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y, Tensor const& dy,
                 Tensor const& dx) override {
     if (dx.size() == 0) return;
     with_activation(act_, [&](auto a) {

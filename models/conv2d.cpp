@@ -301,14 +301,15 @@ std::int64_t Conv2D::direct_w16_offset(Shape const& in) const {
   return impl::conv_direct_chunks(d) * d.partial_size() + geometry(in, form_).pixels() * features_;
 }
 
-void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) {
   if (direct(x.shape())) {
     auto const d = dims(x.shape(), features_, pool_);
     KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
                 "output " + y.shape().str() + " does not fit the (pooled) convolution");
     float* const w16 = scratch_.data() + direct_w16_offset(x.shape());
-    float const* const w = impl::conv_direct_operands(space, d, act_, x.data(), w_.data(), w16);
-    impl::conv_direct_forward(space, d, x.data(), w, b_.data(), act_, y.data(), w16);
+    float const* const w =
+        impl::conv_direct_operands(space, operand_of(precision), d, act_, x.data(), w_.data(), w16);
+    impl::conv_direct_forward(space, operand_of(precision), d, x.data(), w, b_.data(), act_, y.data(), w16);
     return;
   }
   auto g = geometry(x.shape(), form_);
@@ -317,21 +318,21 @@ void Conv2D::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
   Matrix w(w_.data(), g.patch(), features_);
   Matrix out(y.data(), g.pixels(), features_);
   im2col(space, g, x.data(), cols);
-  gemm(space, false, false, 1.0f, cols, w, 0.0f, out);  // (BHoWo, F) = (BHoWo, K^2 C) (K^2 C, F)
+  gemm(space, precision, false, false, 1.0f, cols, w, 0.0f, out);  // (BHoWo, F) = (BHoWo, K^2 C) (K^2 C, F)
   impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
 }
 
-void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                      Tensor const& dx) {
+void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                      Tensor const& dy, Tensor const& dx) {
   if (direct(x.shape())) {
     auto const d = dims(x.shape(), features_, pool_);
     float* const partials = scratch_.data();
     float* const dz = dx.size() > 0 ? partials + impl::conv_direct_chunks(d) * d.partial_size() : nullptr;
     // Under bf16 the forward left the rounded weights in scratch (the weights do not change in between).
     float const* const w =
-        matmul_precision() == MatmulPrecision::bf16 ? scratch_.data() + direct_w16_offset(x.shape()) : w_.data();
-    impl::conv_direct_backward(space, d, x.data(), w, b_.data(), act_, dy.data(), dw_.data(), db_.data(), partials,
-                               dz);
+        operand_of(precision) == Operand::bf16 ? scratch_.data() + direct_w16_offset(x.shape()) : w_.data();
+    impl::conv_direct_backward(space, operand_of(precision), d, x.data(), w, b_.data(), act_, dy.data(),
+                               dw_.data(), db_.data(), partials, dz);
     if (dz != nullptr) impl::conv_direct_input_grad(space, d, dz, w, dx.data());
     return;
   }
@@ -341,17 +342,18 @@ void Conv2D::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, 
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
   impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);
-  gemm(space, true, false, 1.0f, cols, dout, 0.0f, dw);  // (K^2 C, F) = (BHoWo, K^2 C)^T (BHoWo, F)
+  gemm(space, precision, true, false, 1.0f, cols, dout, 0.0f, dw);  // (K^2 C, F) = (BHoWo, K^2 C)^T (BHoWo, F)
   if (dx.size() == 0) return;
   if (input_grad_as_conv(g, features_)) {
     Geometry const d = input_grad_geometry(g, features_);
     Matrix dcols(sc.cols, d.pixels(), d.patch()), flipped(sc.flipped, d.patch(), g.channels);
     flip_kernel(space, g, features_, w_.data(), sc.flipped);
     im2col(space, d, dy.data(), dcols);
-    gemm(space, false, false, 1.0f, dcols, flipped, 0.0f, Matrix(dx.data(), d.pixels(), g.channels));
+    gemm(space, precision, false, false, 1.0f, dcols, flipped, 0.0f, Matrix(dx.data(), d.pixels(), g.channels));
     return;
   }
-  gemm(space, false, true, 1.0f, dout, w, 0.0f, cols);  // dcols (BHoWo, K^2 C) = (BHoWo, F) (K^2 C, F)^T
+  gemm(space, precision, false, true, 1.0f, dout, w, 0.0f,
+       cols);  // dcols (BHoWo, K^2 C) = (BHoWo, F) (K^2 C, F)^T
   col2im(space, g, cols, dx.data());
 }
 

@@ -332,9 +332,9 @@ std::int64_t conv_direct_operands_size(ConvDims const& d) {
   return 9 * d.channels * d.features + (d.channels == 1 ? conv_dpbf16_scratch_size(d) : 0);
 }
 
-float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Activation act, float const* x,
-                                  float const* w, float* w16) {
-  if (matmul_precision() != MatmulPrecision::bf16) return w;
+float const* conv_direct_operands(ExecSpace const& space, Operand operand, ConvDims const& d, Activation act,
+                                  float const* x, float const* w, float* w16) {
+  if (operand != Operand::bf16) return w;
   Kokkos::parallel_for(
       "ktr::conv2d::direct_weights_bf16",
       Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, 9 * d.channels * d.features),
@@ -344,10 +344,10 @@ float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Act
 }
 
 // The kernels are instantiated once per activation, for host builds only (GPU builds take im2col + gemm).
-void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                         Activation act, float* y, float* w16) {
+void conv_direct_forward(ExecSpace const& space, Operand operand, ConvDims const& d, float const* x,
+                         float const* w, float const* b, Activation act, float* y, float* w16) {
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
-  bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
+  bool const bf16 = operand == Operand::bf16;
   if (bf16 && conv_dpbf16_takes(d, act)) return conv_dpbf16_forward(space, d, dpbf16_operands(d, w16), b, act, y);
   // Two packs per pixel: 2 P^2 accumulators fit the vector registers.
   host_builds_only([&](auto) {
@@ -361,12 +361,12 @@ void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const*
   });
 }
 
-void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
-                          float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
-                          float* dz) {
+void conv_direct_backward(ExecSpace const& space, Operand operand, ConvDims const& d, float const* x,
+                          float const* w, float const* b, Activation act, float const* dy, float* dw, float* db,
+                          float* partials, float* dz) {
   KTR_REQUIRE(device_is_host, "ktr::conv2d::direct", "the direct kernels run on host builds only");
   if (dz != nullptr) zero_dropped(space, d, dz);
-  bool const bf16 = matmul_precision() == MatmulPrecision::bf16;
+  bool const bf16 = operand == Operand::bf16;
   if (bf16 && conv_dpbf16_takes(d, act)) {
     conv_dpbf16_backward(space, d, dpbf16_operands(d, w), act, dy, partials, dz);
   } else {

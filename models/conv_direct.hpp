@@ -16,6 +16,7 @@
 // the accumulators in vector registers; on a GPU the same loops run per thread.
 #pragma once
 
+#include "../backends/precision.hpp"
 #include "../core/types.hpp"
 #include "activation.hpp"
 
@@ -51,19 +52,19 @@ std::int64_t conv_direct_operands_size(ConvDims const& d);
 /// kernel), so that the kernels round no weight as they load it, followed there by the AVX512-BF16 kernels'
 /// operands (from w and x) where they take the layer. Under bf16 the forward and the backward of this input must
 /// be given this pointer.
-float const* conv_direct_operands(ExecSpace const& space, ConvDims const& d, Activation act, float const* x,
-                                  float const* w, float* w16);
+float const* conv_direct_operands(ExecSpace const& space, Operand operand, ConvDims const& d, Activation act,
+                                  float const* x, float const* w, float* w16);
 
 /// y = avgpool_P(act(conv(x, w) + b)).  x (B, H, W, C), w (3, 3, C, F), b (F), y (B, H/P, W/P, F); w16 is the
 /// buffer given to conv_direct_operands, where the AVX512-BF16 kernels leave what their backward reads.
-void conv_direct_forward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w, float const* b,
-                         Activation act, float* y, float* w16);
+void conv_direct_forward(ExecSpace const& space, Operand operand, ConvDims const& d, float const* x,
+                         float const* w, float const* b, Activation act, float* y, float* w16);
 
 /// dw (3, 3, C, F), db (F) from dy (B, H/P, W/P, F); `partials` holds conv_direct_chunks(d) * partial_size()
 /// floats. If dz is not null it receives d loss / d z (B, H, W, F) (zero where the pool drops pixels).
-void conv_direct_backward(ExecSpace const& space, ConvDims const& d, float const* x, float const* w,
-                          float const* b, Activation act, float const* dy, float* dw, float* db, float* partials,
-                          float* dz);
+void conv_direct_backward(ExecSpace const& space, Operand operand, ConvDims const& d, float const* x,
+                          float const* w, float const* b, Activation act, float const* dy, float* dw, float* db,
+                          float* partials, float* dz);
 
 /// dx (B, H, W, C) = the 3x3 transposed convolution of dz (B, H, W, F) with w.
 void conv_direct_input_grad(ExecSpace const& space, ConvDims const& d, float const* dz, float const* w, float* dx);

@@ -56,9 +56,9 @@ class ConvTranspose2 : public KernelBiasLayer {
            (activation_needs_input(act_) ? outputs * features_ : 0);
   }
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                Tensor const& dx) override;
+  void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                Tensor const& dy, Tensor const& dx) override;
 
  private:
   struct Parts {
@@ -77,7 +77,8 @@ class ConvTranspose2 : public KernelBiasLayer {
   DeviceView<float*> scratch_;
 };
 
-void ConvTranspose2::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+void ConvTranspose2::forward(ExecSpace const& space, Precision const& precision, Tensor const& x,
+                             Tensor const& y) {
   Shape const in = x.shape();
   std::int64_t const C = in[3], N = features_, pixels = in[0] * in[1] * in[2];
   Parts const s = parts(in);
@@ -88,20 +89,20 @@ void ConvTranspose2::forward(ExecSpace const& space, Tensor const& x, Tensor con
       KOKKOS_LAMBDA(std::int64_t k, std::int64_t tap, std::int64_t n) {
         wt[(k * 4 + tap) * N + n] = w[(kernel_tap(tap) * C + k) * N + n];
       });
-  gemm(space, false, false, 1.0f, ConstMatrix(x.data(), pixels, C), s.wt, 0.0f, s.t);
+  gemm(space, precision, false, false, 1.0f, ConstMatrix(x.data(), pixels, C), s.wt, 0.0f, s.t);
   scatter(space, in, N, s.t.data(), y.data(), true);
   impl::bias_act_forward(space, Matrix(y.data(), 4 * pixels, N), b_.view(), act_, s.z);
 }
 
-void ConvTranspose2::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                              Tensor const& dx) {
+void ConvTranspose2::backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                              Tensor const& dy, Tensor const& dx) {
   Shape const in = x.shape();
   std::int64_t const C = in[3], N = features_, pixels = in[0] * in[1] * in[2];
   Parts const s = parts(in);
   impl::act_bias_backward(space, Matrix(dy.data(), 4 * pixels, N), ConstMatrix(y.data(), 4 * pixels, N), s.z,
                           db_.view(), act_, s.ones);
   scatter(space, in, N, s.t.data(), dy.data(), false);
-  gemm(space, true, false, 1.0f, ConstMatrix(x.data(), pixels, C), s.t, 0.0f, s.dwt);  // (C, 4N)
+  gemm(space, precision, true, false, 1.0f, ConstMatrix(x.data(), pixels, C), s.t, 0.0f, s.dwt);  // (C, 4N)
   float const* dwt = s.dwt.data();
   float* dw = dw_.data();
   Kokkos::parallel_for(
@@ -109,7 +110,7 @@ void ConvTranspose2::backward(ExecSpace const& space, Tensor const& x, Tensor co
       KOKKOS_LAMBDA(std::int64_t tap, std::int64_t k, std::int64_t n) {
         dw[(tap * C + k) * N + n] = dwt[(k * 4 + kernel_tap(tap)) * N + n];
       });
-  if (dx.size() > 0) gemm(space, false, true, 1.0f, s.t, s.wt, 0.0f, Matrix(dx.data(), pixels, C));
+  if (dx.size() > 0) gemm(space, precision, false, true, 1.0f, s.t, s.wt, 0.0f, Matrix(dx.data(), pixels, C));
 }
 
 bool conv_transpose_accepts(std::string const& head) { return head == "convT2x2"; }

@@ -142,32 +142,36 @@ float* Dense::saved_input(Shape const& in) const {
   return activation_needs_input(act_) ? scratch_.data() + kernel_scratch(in) : nullptr;
 }
 
-void Dense::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+void Dense::forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) {
   std::int64_t const batch = x.shape()[0], in = x.shape().inner();
   if (impl::dense_narrow(features_)) {  // few outputs on a host: the kernel transposed once, no gemm
-    impl::dense_narrow_transpose(space, in, features_, w_.data(), scratch_.data());
-    impl::dense_narrow_forward(space, batch, in, features_, x.data(), scratch_.data(), b_.data(), act_,
-                               saved_input(x.shape()), y.data());
+    impl::dense_narrow_transpose(space, operand_of(precision), in, features_, w_.data(), scratch_.data());
+    impl::dense_narrow_forward(space, operand_of(precision), batch, in, features_, x.data(), scratch_.data(),
+                               b_.data(), act_, saved_input(x.shape()), y.data());
     return;
   }
   // (B, out) = (B, in) (in, out)
-  gemm(space, false, false, 1.0f, x.matrix(), w_.matrix(), 0.0f, y.matrix());
+  gemm(space, precision, false, false, 1.0f, x.matrix(), w_.matrix(), 0.0f, y.matrix());
   impl::bias_act_forward(space, y.matrix(), b_.view(), act_, saved_input(x.shape()));
 }
 
-void Dense::backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                     Tensor const& dx) {
+void Dense::backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                     Tensor const& dy, Tensor const& dx) {
   impl::act_bias_backward(space, dy.matrix(), y.matrix(), saved_input(x.shape()), db_.view(), act_,
                           scratch_.data());
   if (impl::dense_narrow(features_)) {  // the transposed kernel is still in scratch from the forward
     std::int64_t const batch = x.shape()[0], in = x.shape().inner();
-    impl::dense_narrow_kernel_grad(space, batch, in, features_, x.data(), dy.data(), dw_.data());
+    impl::dense_narrow_kernel_grad(space, operand_of(precision), batch, in, features_, x.data(), dy.data(),
+                                   dw_.data());
     if (dx.size() > 0)
-      impl::dense_narrow_input_grad(space, batch, in, features_, dy.data(), scratch_.data(), dx.data());
+      impl::dense_narrow_input_grad(space, operand_of(precision), batch, in, features_, dy.data(), scratch_.data(),
+                                    dx.data());
     return;
   }
-  gemm(space, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f, dw_.matrix());  // (in, out) = (B, in)^T (B, out)
-  if (dx.size() > 0) gemm(space, false, true, 1.0f, dy.matrix(), w_.matrix(), 0.0f, dx.matrix());  // (B, in)
+  gemm(space, precision, true, false, 1.0f, x.matrix(), dy.matrix(), 0.0f,
+       dw_.matrix());  // (in, out) = (B, in)^T (B, out)
+  if (dx.size() > 0)
+    gemm(space, precision, false, true, 1.0f, dy.matrix(), w_.matrix(), 0.0f, dx.matrix());  // (B, in)
 }
 
 namespace {

@@ -142,14 +142,15 @@ std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t feature
 
 namespace {
 // Under bf16 on a CPU with AVX512-BF16 the products run as dot products (dense_narrow_dpbf16.hpp).
-bool dot_products() { return matmul_precision() == MatmulPrecision::bf16 && dense_dpbf16_takes(); }
+bool dot_products(Operand operand) { return operand == Operand::bf16 && dense_dpbf16_takes(); }
 }  // namespace
 
-void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t N, float const* w, float* wt) {
-  if (dot_products()) return dense_dpbf16_transpose(space, K, N, w, wt);
+void dense_narrow_transpose(ExecSpace const& space, Operand operand, std::int64_t K, std::int64_t N,
+                            float const* w, float* wt) {
+  if (dot_products(operand)) return dense_dpbf16_transpose(space, K, N, w, wt);
   constexpr std::int64_t chunk = 64;  // rows of w per iteration, read contiguously
   std::int64_t const NB = dense_narrow_rows(N);
-  bool const r16 = matmul_precision() == MatmulPrecision::bf16;  // the copy the kernels read is rounded
+  bool const r16 = operand == Operand::bf16;  // the copy the kernels read is rounded
   Kokkos::parallel_for(
       "ktr::dense::narrow_transpose", Range(space, 0, (K + chunk - 1) / chunk), KOKKOS_LAMBDA(std::int64_t c) {
         std::int64_t const k1 = (c + 1) * chunk < K ? (c + 1) * chunk : K;
@@ -166,39 +167,40 @@ void dense_narrow_transpose(ExecSpace const& space, std::int64_t K, std::int64_t
 }
 
 // The kernels are instantiated for host builds only (GPU builds never take them: dense_narrow() is false there).
-void dense_narrow_forward(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N, float const* x,
-                          float const* wt, float const* b, Activation act, float* z, float* y) {
-  if (dot_products()) return dense_dpbf16_forward(space, B, K, N, x, wt, b, act, z, y);
+void dense_narrow_forward(ExecSpace const& space, Operand operand, std::int64_t B, std::int64_t K, std::int64_t N,
+                          float const* x, float const* wt, float const* b, Activation act, float* z, float* y) {
+  if (dot_products(operand)) return dense_dpbf16_forward(space, B, K, N, x, wt, b, act, z, y);
   host_builds_only([&](auto) {
     with_activation(act, [&](auto a) {
-      with_bf16_inputs([&](auto r) {
+      with_operand(operand, [&](auto r) {
         with_narrow_rows(N, [&](auto nb) {
-          forward_impl<decltype(nb)::value, decltype(a), decltype(r)::value>(space, B, K, N, x, wt, b, z, y);
+          forward_impl<decltype(nb)::value, decltype(a), decltype(r)::value == Operand::bf16>(space, B, K, N, x,
+                                                                                              wt, b, z, y);
         });
       });
     });
   });
 }
 
-void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
-                              float const* x, float const* dy, float* dw) {
-  if (dot_products()) return dense_dpbf16_kernel_grad(space, B, K, N, x, dy, dw);
+void dense_narrow_kernel_grad(ExecSpace const& space, Operand operand, std::int64_t B, std::int64_t K,
+                              std::int64_t N, float const* x, float const* dy, float* dw) {
+  if (dot_products(operand)) return dense_dpbf16_kernel_grad(space, B, K, N, x, dy, dw);
   host_builds_only([&](auto) {
-    with_bf16_inputs([&](auto r) {
+    with_operand(operand, [&](auto r) {
       with_narrow_rows(N, [&](auto nb) {
-        kernel_grad_impl<decltype(nb)::value, decltype(r)::value>(space, B, K, N, x, dy, dw);
+        kernel_grad_impl<decltype(nb)::value, decltype(r)::value == Operand::bf16>(space, B, K, N, x, dy, dw);
       });
     });
   });
 }
 
-void dense_narrow_input_grad(ExecSpace const& space, std::int64_t B, std::int64_t K, std::int64_t N,
-                             float const* dy, float const* wt, float* dx) {
-  if (dot_products()) return dense_dpbf16_input_grad(space, B, K, N, dy, wt, dx);
+void dense_narrow_input_grad(ExecSpace const& space, Operand operand, std::int64_t B, std::int64_t K,
+                             std::int64_t N, float const* dy, float const* wt, float* dx) {
+  if (dot_products(operand)) return dense_dpbf16_input_grad(space, B, K, N, dy, wt, dx);
   host_builds_only([&](auto) {
-    with_bf16_inputs([&](auto r) {
+    with_operand(operand, [&](auto r) {
       with_narrow_rows(N, [&](auto nb) {
-        input_grad_impl<decltype(nb)::value, decltype(r)::value>(space, B, K, N, dy, wt, dx);
+        input_grad_impl<decltype(nb)::value, decltype(r)::value == Operand::bf16>(space, B, K, N, dy, wt, dx);
       });
     });
   });

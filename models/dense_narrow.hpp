@@ -14,6 +14,7 @@
 // count. GPU builds keep the vendor gemm (these loops are written for host vector registers).
 #pragma once
 
+#include "../backends/precision.hpp"
 #include "../core/types.hpp"
 #include "activation.hpp"
 
@@ -47,20 +48,21 @@ bool dense_narrow(std::int64_t features);
 std::int64_t dense_narrow_scratch(std::int64_t in_features, std::int64_t features);
 
 /// wt (NB, K) = w (K, N) transposed, zero rows from N to NB.
-void dense_narrow_transpose(ExecSpace const& space, std::int64_t in_features, std::int64_t features,
-                            float const* w, float* wt);
+void dense_narrow_transpose(ExecSpace const& space, Operand operand, std::int64_t in_features,
+                            std::int64_t features, float const* w, float* wt);
 
 /// y (B, N) = act(x (B, K) w + b), from wt; z = x w + b too if the activation needs it.
-void dense_narrow_forward(ExecSpace const& space, std::int64_t batch, std::int64_t in_features,
+void dense_narrow_forward(ExecSpace const& space, Operand operand, std::int64_t batch, std::int64_t in_features,
                           std::int64_t features, float const* x, float const* wt, float const* b, Activation act,
                           float* z, float* y);
 
 /// dw (K, N) = x^T dy.
-void dense_narrow_kernel_grad(ExecSpace const& space, std::int64_t batch, std::int64_t in_features,
-                              std::int64_t features, float const* x, float const* dy, float* dw);
+void dense_narrow_kernel_grad(ExecSpace const& space, Operand operand, std::int64_t batch,
+                              std::int64_t in_features, std::int64_t features, float const* x, float const* dy,
+                              float* dw);
 
 /// dx (B, K) = dy w^T, from wt.
-void dense_narrow_input_grad(ExecSpace const& space, std::int64_t batch, std::int64_t in_features,
+void dense_narrow_input_grad(ExecSpace const& space, Operand operand, std::int64_t batch, std::int64_t in_features,
                              std::int64_t features, float const* dy, float const* wt, float* dx);
 
 }  // namespace ktr::impl

@@ -38,10 +38,10 @@ class Dropout : public Layer {
     if (key != nullptr) key_ = *key;
     index_ = index;
   }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
+  void forward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y) override {
     apply(space, x, y, "forward");
   }
-  void backward(ExecSpace const& space, Tensor const&, Tensor const&, Tensor const& dy,
+  void backward(ExecSpace const& space, Precision const&, Tensor const&, Tensor const&, Tensor const& dy,
                 Tensor const& dx) override {
     if (dx.size() > 0) apply(space, dy, dx, "backward");
   }

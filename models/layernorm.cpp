@@ -35,7 +35,7 @@ class LayerNorm : public Layer {
   }
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
 
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
+  void forward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y) override {
     std::int64_t const C = x.shape()[x.shape().rank - 1], rows = x.size() / C;
     float const* in = x.data();
     float const* s = scale_.data();
@@ -57,7 +57,7 @@ class LayerNorm : public Layer {
         });
   }
 
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const&, Tensor const& dy,
+  void backward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const&, Tensor const& dy,
                 Tensor const& dx) override {
     std::int64_t const C = x.shape()[x.shape().rank - 1], rows = x.size() / C;
     float const* in = x.data();

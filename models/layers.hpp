@@ -6,6 +6,7 @@
 // instance it runs on and launches labelled kernels ("ktr::<layer>::<op>") or gemms on it; nothing allocates.
 #pragma once
 
+#include "../backends/precision.hpp"
 #include "../core/tensor.hpp"
 #include "activation.hpp"
 #include "arena.hpp"
@@ -57,11 +58,12 @@ class Layer {
   /// layer's position in the model. Asked of random() layers only.
   virtual void set_random_key(RandomKey const* /*key*/, int /*index*/) {}
 
-  /// y = f(x).
-  virtual void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) = 0;
+  /// y = f(x). `precision`: the run's arithmetic, which the layer hands to gemm and to its own product kernels
+  /// (layers without products ignore it).
+  virtual void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) = 0;
   /// Writes the parameter gradients and, if dx is non-empty, dx; dy may be overwritten.
-  virtual void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                        Tensor const& dx) = 0;
+  virtual void backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                        Tensor const& dy, Tensor const& dx) = 0;
 };
 
 /// A layer with a kernel, a bias and a fused activation (Dense, Conv2D): holds the windows of its parameters and
@@ -94,9 +96,9 @@ class Dense : public KernelBiasLayer {
   /// needs it.
   std::int64_t scratch_size(Shape const& in) const override;
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                Tensor const& dx) override;
+  void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                Tensor const& dy, Tensor const& dx) override;
 
  private:
   std::int64_t kernel_scratch(Shape const& in) const;  // the transposed kernel or the ones vector
@@ -147,9 +149,9 @@ class Conv2D : public KernelBiasLayer {
   bool direct(Shape const& in) const;
   /// 2 if the following AvgPool2 is fused in (the forward writes the pooled output), else 1.
   int pool() const { return pool_; }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                Tensor const& dx) override;
+  void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                Tensor const& dy, Tensor const& dx) override;
 
  private:
   std::int64_t direct_w16_offset(Shape const& in) const;  // the direct kernels' bf16 weights in scratch
@@ -168,9 +170,9 @@ class Pool2 : public Layer {
   std::string describe() const override { return max_ ? "maxpool2" : "avgpool2"; }
   bool max() const { return max_; }
   Shape output_shape(Shape const& in) const override;
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                Tensor const& dx) override;
+  void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                Tensor const& dy, Tensor const& dx) override;
 
  private:
   bool max_;
@@ -188,8 +190,9 @@ class Flatten : public Layer {
   std::string describe() const override { return "flatten"; }
   Shape output_shape(Shape const& in) const override { return Shape{in[0], in.inner()}; }
   bool is_view() const override { return true; }
-  void forward(ExecSpace const&, Tensor const&, Tensor const&) override {}
-  void backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) override {}
+  void forward(ExecSpace const&, Precision const&, Tensor const&, Tensor const&) override {}
+  void backward(ExecSpace const&, Precision const&, Tensor const&, Tensor const&, Tensor const&,
+                Tensor const&) override {}
 };
 
 /// "save:NAME": remembers the tensor it is given for a later add:NAME or concat:NAME (skip connections: U-Nets,
@@ -202,8 +205,9 @@ class Save : public Layer {
   std::string describe() const override { return "save:" + name_; }
   Shape output_shape(Shape const& in) const override { return in; }
   bool is_view() const override { return true; }
-  void forward(ExecSpace const&, Tensor const&, Tensor const&) override {}
-  void backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) override {}
+  void forward(ExecSpace const&, Precision const&, Tensor const&, Tensor const&) override {}
+  void backward(ExecSpace const&, Precision const&, Tensor const&, Tensor const&, Tensor const&,
+                Tensor const&) override {}
 
  private:
   std::string name_;
@@ -227,9 +231,9 @@ class Join : public Layer {
   /// (another use of the same tensor wrote it first), else written.
   virtual void join_backward(ExecSpace const& space, Tensor const& dy, Tensor const& dx, Tensor const& ds,
                              bool accumulate) = 0;
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override;
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const& y, Tensor const& dy,
-                Tensor const& dx) override;
+  void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;
+  void backward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y,
+                Tensor const& dy, Tensor const& dx) override;
 
  protected:
   /// The output shape for inputs `in` and a remembered tensor of shape `saved` (both at the same batch); throws

@@ -137,7 +137,7 @@ bool Model::random() const {
   return false;
 }
 
-Tensor Model::forward(ExecSpace const& space, Tensor const& x, RandomKey const* key) {
+Tensor Model::forward(ExecSpace const& space, Precision const& precision, Tensor const& x, RandomKey const* key) {
   std::int64_t const batch = x.shape()[0];
   KTR_REQUIRE(batch > 0 && batch <= max_batch_, "ktr::Model::forward",
               "batch " + std::to_string(batch) + " exceeds the allocated " + std::to_string(max_batch_));
@@ -155,7 +155,7 @@ Tensor Model::forward(ExecSpace const& space, Tensor const& x, RandomKey const* 
     if (sources_[i] >= 0)  // a join: the tensor its save:NAME layer was given
       static_cast<Join&>(*layers_[i]).join_forward(space, acts_[i], acts_[std::size_t(sources_[i])], acts_[o]);
     else
-      layers_[i]->forward(space, acts_[i], acts_[o]);
+      layers_[i]->forward(space, precision, acts_[i], acts_[o]);
     if (absorbs_next_[i]) ++i;
   }
   return acts_.back();
@@ -186,7 +186,7 @@ void add_into(ExecSpace const& space, float* out, float const* in, std::int64_t 
 }
 }  // namespace
 
-void Model::backward(ExecSpace const& space, Tensor const& dx) {
+void Model::backward(ExecSpace const& space, Precision const& precision, Tensor const& dx) {
   KTR_REQUIRE(batch_ > 0, "ktr::Model::backward", "no forward pass to differentiate");
   // The first layer with parameters needs no input gradient unless the caller asks for dx.
   std::size_t first = 0;
@@ -214,7 +214,7 @@ void Model::backward(ExecSpace const& space, Tensor const& dx) {
     if (sources_[i] >= 0)
       backward_join(space, i, dy, din);
     else
-      layers_[i]->backward(space, acts_[i], y, dy, din);
+      layers_[i]->backward(space, precision, acts_[i], y, dy, din);
     dy = din;
     current = 1 - current;
   }

@@ -65,14 +65,16 @@ class Model {
 
   /// logits (B, classes) = model(x), x (B, H, W, C) with B <= max_batch. Keeps x for backward. A training forward
   /// passes the key its random layers (dropout) draw from; without one they draw nothing (evaluation).
-  Tensor forward(ExecSpace const& space, Tensor const& x, RandomKey const* key = nullptr);
+  /// `precision`: the run's arithmetic (Precision{} is fp32), handed to every layer.
+  Tensor forward(ExecSpace const& space, Precision const& precision, Tensor const& x,
+                 RandomKey const* key = nullptr);
   /// True if some layer draws random numbers in training (dropout).
   bool random() const;
   /// The buffer the loss writes d loss / d logits into, for the batch of the last forward.
   Tensor dlogits() const;
   /// Writes every parameter gradient into the arena's gradient buffer (overwriting; no zero_grad needed).
-  /// If dx is non-empty it receives d loss / d x (for tests).
-  void backward(ExecSpace const& space, Tensor const& dx = Tensor());
+  /// If dx is non-empty it receives d loss / d x (for tests). `precision`: the forward's.
+  void backward(ExecSpace const& space, Precision const& precision, Tensor const& dx = Tensor());
 
  private:
   Model(std::string const& description, std::int64_t max_batch, bool allocate, ExecSpace const& space);

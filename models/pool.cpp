@@ -22,7 +22,7 @@ Shape Pool2::output_shape(Shape const& in) const {
   return Shape{in[0], in[1] / 2, in[2] / 2, in[3]};
 }
 
-void Pool2::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
+void Pool2::forward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y) {
   Shape const s = x.shape();
   std::int64_t const H = s[1], W = s[2], C = s[3], Ho = H / 2, Wo = W / 2;
   float const* in = x.data();
@@ -39,7 +39,8 @@ void Pool2::forward(ExecSpace const& space, Tensor const& x, Tensor const& y) {
       });
 }
 
-void Pool2::backward(ExecSpace const& space, Tensor const& x, Tensor const&, Tensor const& dy, Tensor const& dx) {
+void Pool2::backward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const&, Tensor const& dy,
+                     Tensor const& dx) {
   if (dx.size() == 0) return;
   Shape const s = x.shape();
   std::int64_t const H = s[1], W = s[2], C = s[3], Ho = H / 2, Wo = W / 2;
@@ -84,7 +85,7 @@ class GlobalAvgPool : public Layer {
     image(in, describe());
     return Shape{in[0], in[3]};
   }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
+  void forward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y) override {
     Shape const s = x.shape();
     std::int64_t const P = s[1] * s[2], C = s[3];
     float const* in = x.data();
@@ -98,7 +99,7 @@ class GlobalAvgPool : public Layer {
           out[b * C + c] = sum * scale;
         });
   }
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const&, Tensor const& dy,
+  void backward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const&, Tensor const& dy,
                 Tensor const& dx) override {
     if (dx.size() == 0) return;
     Shape const s = x.shape();

@@ -12,12 +12,13 @@ Shape Join::output_shape(Shape const& in) const {
   return joined_shape(in, saved_.with_batch(in[0]));
 }
 
-void Join::forward(ExecSpace const&, Tensor const&, Tensor const&) {
+void Join::forward(ExecSpace const&, Precision const&, Tensor const&, Tensor const&) {
   throw Error("ktr::Join: '" + describe() + "' runs inside a model, which hands it the tensor saved as '" +
               source_ + "'");
 }
 
-void Join::backward(ExecSpace const&, Tensor const&, Tensor const&, Tensor const&, Tensor const&) {
+void Join::backward(ExecSpace const&, Precision const&, Tensor const&, Tensor const&, Tensor const&,
+                    Tensor const&) {
   throw Error("ktr::Join: '" + describe() + "' runs inside a model, which hands it the tensor saved as '" +
               source_ + "'");
 }

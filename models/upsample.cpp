@@ -15,7 +15,7 @@ class Upsample2 : public Layer {
     KTR_REQUIRE(in.rank == 4, "model description", "'upsample2' needs an image input (H, W, C), got " + in.str());
     return Shape{in[0], 2 * in[1], 2 * in[2], in[3]};
   }
-  void forward(ExecSpace const& space, Tensor const& x, Tensor const& y) override {
+  void forward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const& y) override {
     Shape const s = x.shape();
     std::int64_t const H = s[1], W = s[2], C = s[3];
     float const* in = x.data();
@@ -28,7 +28,7 @@ class Upsample2 : public Layer {
           for (std::int64_t c = 0; c < C; ++c) dst[c] = src[c];
         });
   }
-  void backward(ExecSpace const& space, Tensor const& x, Tensor const&, Tensor const& dy,
+  void backward(ExecSpace const& space, Precision const&, Tensor const& x, Tensor const&, Tensor const& dy,
                 Tensor const& dx) override {
     if (dx.size() == 0) return;
     Shape const s = x.shape();

@@ -44,14 +44,14 @@ inline void check_layer(ktr::Layer& layer, Shape in, RefForward const& ref, std:
   Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
   ktr::from_host(x, hx);
   if (layer.is_view()) y = x.reshaped(out);
-  layer.forward(space, x, y);
+  layer.forward(space, ktr::Precision{}, x, y);
   Vec const xd = to_double(hx);
   expect_close(ktr::to_host(y), ref(xd, host_params), 1e-5, "forward");
 
   auto r = random_floats(out.size(), seed + 99);
   ktr::from_host(dy, r);
   Vec const rd = to_double(r);
-  layer.backward(space, x, y, dy, dx);
+  layer.backward(space, ktr::Precision{}, x, y, dy, dx);
 
   auto objective_x = [&](Vec const& v) { return dot(rd, ref(v, host_params)); };
   expect_close(ktr::to_host(dx), finite_difference(objective_x, xd), 1e-4, "d/dx");

@@ -107,7 +107,12 @@ TEST(Bf16Precision, ParsesNamesAndRefusesWhereUnavailableNamingTheFlagAndWhy) {
   } catch (ktr::Error const& e) {
     message = e.what();
   }
-  EXPECT_THROW({ ktr::ScopedMatmulPrecision const scope(MatmulPrecision::bf16); }, ktr::Error);
+  {  // and gemm itself refuses a bf16 product
+    ktr::Tensor a("a", Shape{2, 2}), b("b", Shape{2, 2}), c("c", Shape{2, 2});
+    EXPECT_THROW(ktr::gemm(ktr::ExecSpace(), ktr::Precision{MatmulPrecision::bf16, {}}, false, false, 1.0f,
+                           a.matrix(), b.matrix(), 0.0f, c.matrix()),
+                 ktr::Error);
+  }
   if (old)
     ::setenv("KTR_BF16", saved.c_str(), 1);
   else
@@ -142,10 +147,8 @@ TEST(Bf16Gemm, MatchesTheRoundedReferenceForEveryTransposeAlphaAndBeta) {
              hc = ktr::test::random_floats(std::size_t(m) * n, 3);
         Tensor a("a", ta ? Shape{k, m} : Shape{m, k}), b("b", tb ? Shape{n, k} : Shape{k, n}), c("c", Shape{m, n});
         ktr::from_host(a, ha), ktr::from_host(b, hb), ktr::from_host(c, hc);
-        {
-          ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
-          ktr::gemm(space, ta, tb, alpha, a.matrix(), b.matrix(), beta, c.matrix());
-        }
+        ktr::gemm(space, ktr::Precision{MatmulPrecision::bf16, {}}, ta, tb, alpha, a.matrix(), b.matrix(), beta,
+                  c.matrix());
         auto const got = ktr::to_host(c);
         Vec const want = gemm_ref(ta, tb, alpha, rounded(ktr::test::to_double(ha)),
                                   rounded(ktr::test::to_double(hb)), beta, ktr::test::to_double(hc), m, n, k);
@@ -161,17 +164,16 @@ TEST(Bf16Gemm, MatchesTheRoundedReferenceForEveryTransposeAlphaAndBeta) {
       }
 }
 
-TEST(Bf16Gemm, Fp32GemmIgnoresTheBf16Scope) {
+TEST(Bf16Gemm, Fp32PrecisionIgnoresABf16CopyOfItsOperands) {
   SKIP_WITHOUT_BF16();
   ktr::ExecSpace space;
   auto ha = ktr::test::random_floats(64, 7), hb = ktr::test::random_floats(64, 8);
   Tensor a("a", Shape{8, 8}), b("b", Shape{8, 8}), c("c", Shape{8, 8});
   ktr::from_host(a, ha), ktr::from_host(b, hb);
   std::int64_t const calls = ktr::gemm_calls(MatmulPrecision::bf16);
-  {
-    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
-    ktr::gemm_fp32(space, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix());
-  }
+  ktr::DeviceView<std::uint16_t*> bits("bits", 64);  // zeros: read in place of A, the product would be 0
+  ktr::Precision const fp32{MatmulPrecision::fp32, ktr::Bf16Copy{a.data(), bits.data(), 64}};
+  ktr::gemm(space, fp32, false, false, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix());
   EXPECT_EQ(ktr::gemm_calls(MatmulPrecision::bf16), calls);
   auto const got = ktr::to_host(c);
   Vec const want =
@@ -179,9 +181,9 @@ TEST(Bf16Gemm, Fp32GemmIgnoresTheBf16Scope) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5);
 }
 
-// gemm reads an operand that a ScopedBf16Copy holds from the copy, and rounds only those it does not hold. The
-// copy here holds twice each value's rounding (exact in bf16), so that reading it shows in the product.
-TEST(Bf16Gemm, ReadsTheOperandsAScopedCopyHoldsAndRoundsOnlyTheOthers) {
+// gemm reads an operand that the precision's bf16 copy holds from the copy, and rounds only those it does not
+// hold. The copy here holds twice each value's rounding (exact in bf16), so that reading it shows in the product.
+TEST(Bf16Gemm, ReadsTheOperandsABf16CopyHoldsAndRoundsOnlyTheOthers) {
   SKIP_WITHOUT_BF16();
   ktr::ExecSpace space;
   int const m = 5, n = 7, k = 48, offset = 16;  // B lies in a buffer, `offset` floats in
@@ -198,10 +200,9 @@ TEST(Bf16Gemm, ReadsTheOperandsAScopedCopyHoldsAndRoundsOnlyTheOthers) {
   Vec const want = gemm_ref(false, false, 1, rounded(ktr::test::to_double(ha)), rounded(ktr::test::to_double(hb)),
                             0, Vec(std::size_t(m) * n), m, n, k);
   auto product = [&](std::int64_t held) {  // C = A B with the copy holding the buffer's first `held` values
-    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
-    ktr::ScopedBf16Copy const copy(buf.data(), bits.data(), held);
+    ktr::Precision const bf16{MatmulPrecision::bf16, ktr::Bf16Copy{buf.data(), bits.data(), held}};
     std::int64_t const before = ktr::gemm_bf16_roundings();
-    ktr::gemm(space, false, false, 1.0f, a.matrix(), b, 0.0f, c.matrix());
+    ktr::gemm(space, bf16, false, false, 1.0f, a.matrix(), b, 0.0f, c.matrix());
     space.fence();
     return std::make_pair(ktr::gemm_bf16_roundings() - before, ktr::to_host(c));
   };
@@ -211,7 +212,7 @@ TEST(Bf16Gemm, ReadsTheOperandsAScopedCopyHoldsAndRoundsOnlyTheOthers) {
   auto const [rounded_part, got_part] = product(std::int64_t(size) - 1);  // B's last value is not held
   EXPECT_EQ(rounded_part, 2) << "B, not wholly held, is rounded too";
   for (std::size_t i = 0; i < got_part.size(); ++i) EXPECT_NEAR(got_part[i], want[i], 1e-4) << i;
-  EXPECT_EQ(ktr::bf16_copy_of(buf.data(), 1), nullptr) << "no scope lives now";
+  EXPECT_EQ(ktr::Bf16Copy{}.of(buf.data(), 1), nullptr) << "an empty copy holds nothing";
 }
 
 // A bf16 run's gemms read its weights from the parameters' bf16 copy, which the optimiser rewrites in its update:
@@ -269,11 +270,9 @@ void check_linear_layer_bf16(ktr::Layer& layer, Shape in, RefLinear const& ref, 
   auto hr = ktr::test::random_floats(out.size(), seed + 99);
   Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
   ktr::from_host(x, hx), ktr::from_host(dy, hr);
-  {
-    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
-    layer.forward(space, x, y);
-    layer.backward(space, x, y, dy, dx);
-  }
+  ktr::Precision const bf16{MatmulPrecision::bf16, {}};
+  layer.forward(space, bf16, x, y);
+  layer.backward(space, bf16, x, y, dy, dx);
   Vec const xd = ktr::test::to_double(hx), rd = ktr::test::to_double(hr);
   Vec const xr = rounded(xd), rr = rounded(rd), wr = rounded(params[0]);
   ktr::test::expect_close(ktr::to_host(y), ref(xr, wr, params[1]), 1e-5, "forward");
@@ -341,9 +340,9 @@ void expect_dot_products_match_portable(ktr::Layer& layer, Shape in, Shape out, 
   auto run = [&](bool dot_products) {
     ktr::from_host(dy, ktr::test::random_floats(out.size(), seed + 3));  // a backward may overwrite it
     ktr::impl::dpbf16_allow(dot_products);
-    ktr::ScopedMatmulPrecision const bf16(MatmulPrecision::bf16);
-    layer.forward(space, x, y);
-    layer.backward(space, x, y, dy, dx);
+    ktr::Precision const bf16{MatmulPrecision::bf16, {}};
+    layer.forward(space, bf16, x, y);
+    layer.backward(space, bf16, x, y, dy, dx);
     ktr::impl::dpbf16_allow(true);
     return std::vector<std::vector<float>>{ktr::to_host(y), ktr::to_host(standalone.arena.grad(0)),
                                            ktr::to_host(standalone.arena.grad(1)), ktr::to_host(dx)};

@@ -223,7 +223,7 @@ TEST(CallerData, PredictorWritesIntoTheCallersView) {
   // The same predictions as the training model's forward pass on the first batch, gathered in order.
   ktr::Tensor xb("test::xb", s.model().input_shape(4));
   ktr::gather_range(space, data, 0, c.norm, ktr::Batch{xb, {}, ktr::Tensor()});
-  auto const want = ktr::to_host(s.model().forward(space, xb));
+  auto const want = ktr::to_host(s.model().forward(space, ktr::Precision{}, xb));
   auto const got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (int i = 0; i < 4; ++i)
     for (int t = 0; t < T; ++t) EXPECT_NEAR(got(i, t), want[std::size_t(i * T + t)], 1e-5) << i << "," << t;

@@ -44,7 +44,7 @@ TEST(KernelTimer, GemmsAreNamedByTheirShape) {
   ktr::Tensor a("a", {6, 4}), b("b", {5, 4}), c("c", {6, 5});
   ktr::ExecSpace space;
   ktr::KernelTimer timer;
-  ktr::gemm(space, false, true, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix());
+  ktr::gemm(space, ktr::Precision{}, false, true, 1.0f, a.matrix(), b.matrix(), 0.0f, c.matrix());
   auto const v = timer.entries();
   ASSERT_EQ(v.size(), 1u) << v[0].label;
   EXPECT_EQ(v[0].label, "ktr::gemm 6x5x4 NT");

@@ -299,7 +299,7 @@ TEST(LayerKinds, DropoutInTrainingKeepsTheMeanAndDrawsByKey) {
   ktr::from_host(x, std::vector<float>(std::size_t(n), 2.0f));
   ktr::RandomKey const key{11, step.data(), 0};
   layer->set_random_key(&key, 3);
-  layer->forward(space, x, y);
+  layer->forward(space, ktr::Precision{}, x, y);
   auto const out = ktr::to_host(y);
   std::int64_t zeros = 0;
   double sum = 0;
@@ -313,7 +313,7 @@ TEST(LayerKinds, DropoutInTrainingKeepsTheMeanAndDrawsByKey) {
   EXPECT_NEAR(sum / double(n), 2.0, 2.0 / (1 - P) * 5 * sd);
 
   ktr::from_host(dy, std::vector<float>(std::size_t(n), 1.0f));
-  layer->backward(space, x, y, dy, dx);
+  layer->backward(space, ktr::Precision{}, x, y, dy, dx);
   auto const grad = ktr::to_host(dx);
   for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(grad[i] == 0.0f, out[i] == 0.0f) << i;
 
@@ -322,17 +322,17 @@ TEST(LayerKinds, DropoutInTrainingKeepsTheMeanAndDrawsByKey) {
   ktr::from_host(part, std::vector<float>(std::size_t((rows - 100) * cols), 2.0f));
   ktr::RandomKey const later{11, step.data(), 100};
   layer->set_random_key(&later, 3);
-  layer->forward(space, part, part_y);
+  layer->forward(space, ktr::Precision{}, part, part_y);
   EXPECT_EQ(ktr::to_host(part_y), std::vector<float>(out.begin() + 100 * cols, out.end()));
 
   // Another step or another layer index: another mask.
   Kokkos::deep_copy(step, 1);
   layer->set_random_key(&key, 3);
-  layer->forward(space, x, y);
+  layer->forward(space, ktr::Precision{}, x, y);
   EXPECT_NE(ktr::to_host(y), out);
   Kokkos::deep_copy(step, 0);
   layer->set_random_key(&key, 4);
-  layer->forward(space, x, y);
+  layer->forward(space, ktr::Precision{}, x, y);
   EXPECT_NE(ktr::to_host(y), out);
 }
 

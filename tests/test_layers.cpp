@@ -158,11 +158,11 @@ TEST(Layers, Conv2DDirectKernelGradientIsDeterministic) {
   Tensor x("ktr::test::x", in), y("ktr::test::y", Shape{16, 6, 6, 32}), dy("ktr::test::dy", Shape{16, 6, 6, 32});
   ktr::from_host(x, ktr::test::random_floats(std::size_t(in.size()), 2));
   ktr::from_host(dy, ktr::test::random_floats(std::size_t(dy.size()), 3));
-  layer.forward(space, x, y);
-  layer.backward(space, x, y, dy, Tensor());
+  layer.forward(space, ktr::Precision{}, x, y);
+  layer.backward(space, ktr::Precision{}, x, y, dy, Tensor());
   auto const first = ktr::to_host(standalone.arena.grad(0));
   for (int i = 0; i < 3; ++i) {
-    layer.backward(space, x, y, dy, Tensor());
+    layer.backward(space, ktr::Precision{}, x, y, dy, Tensor());
     EXPECT_EQ(ktr::to_host(standalone.arena.grad(0)), first);
   }
 }

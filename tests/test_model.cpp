@@ -28,10 +28,10 @@ double batch_loss(Model& model, std::vector<float> const& x, std::vector<int> co
   Kokkos::deep_copy(y, hy);
   ktr::DeviceView<float*> loss("ktr::test::loss", 1);
   ktr::DeviceView<std::int32_t*> correct("ktr::test::correct", 1);
-  Tensor logits = model.forward(space, input);
+  Tensor logits = model.forward(space, ktr::Precision{}, input);
   ktr::softmax_cross_entropy(space, logits, y, backward ? model.dlogits() : Tensor(),
                              ktr::LossOutput{loss, correct, 0, false});
-  if (backward) model.backward(space);
+  if (backward) model.backward(space, ktr::Precision{});
   float l = 0;
   Kokkos::deep_copy(l, Kokkos::subview(loss, 0));
   return l;
@@ -141,8 +141,8 @@ TEST(Model, ForwardAndBackwardAllocateNothing) {
   {
     ktr::ToolsCounter counter;
     for (int i = 0; i < 3; ++i) {
-      model.forward(space, input);
-      model.backward(space);
+      model.forward(space, ktr::Precision{}, input);
+      model.backward(space, ktr::Precision{});
     }
     space.fence();
     EXPECT_EQ(counter.allocations(), 0);

@@ -38,7 +38,7 @@ void check_model(std::string const& description, std::int64_t batch, ModelRef co
   auto hx = ref::random_floats(std::size_t(x.size()), 7);
   ktr::from_host(x, hx);
   Vec const xd = ref::to_double(hx);
-  Tensor y = model.forward(space, x);
+  Tensor y = model.forward(space, ktr::Precision{}, x);
   Vec const want = reference(xd, params);
   auto const got = ktr::to_host(y);
   ASSERT_EQ(got.size(), want.size());
@@ -46,7 +46,7 @@ void check_model(std::string const& description, std::int64_t batch, ModelRef co
 
   auto r = ref::random_floats(std::size_t(y.size()), 8);
   ktr::from_host(model.dlogits(), r);
-  model.backward(space, dx);
+  model.backward(space, ktr::Precision{}, dx);
   Vec const rd = ref::to_double(r);
   auto expect_gradient = [&](std::vector<float> const& g, Vec const& fd, std::string const& what) {
     ASSERT_EQ(g.size(), fd.size()) << what;
@@ -183,13 +183,13 @@ TEST(SkipConnections, UNetForwardAndBackwardAllocateNothing) {
   model.init(ktr::ExecSpace(), 0);
   ktr::ExecSpace space;
   Tensor input("ktr::test::x", model.input_shape(8));
-  model.forward(space, input);
-  model.backward(space);
+  model.forward(space, ktr::Precision{}, input);
+  model.backward(space, ktr::Precision{});
   space.fence();
   ktr::ToolsCounter counter;
   for (int i = 0; i < 2; ++i) {
-    model.forward(space, input);
-    model.backward(space);
+    model.forward(space, ktr::Precision{}, input);
+    model.backward(space, ktr::Precision{});
   }
   space.fence();
   EXPECT_EQ(counter.allocations(), 0);

@@ -569,7 +569,6 @@ TEST(Trainer, TheGemmPrecisionIsPartOfTheRunAndOfTheProgramKey) {
   ktr::ProgramKey const fp32(model, data, ktr::Normalization{}, 4, ktr::MatmulPrecision::fp32),
       tf32(model, data, ktr::Normalization{}, 4, ktr::MatmulPrecision::tf32);
   EXPECT_TRUE((fp32 < tf32) != (tf32 < fp32)) << "programs captured at two precisions share a key";
-  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);  // the process default
   RunConfig c = config();
   c.precision = ktr::MatmulPrecision::tf32;
   std::string const error =
@@ -578,25 +577,6 @@ TEST(Trainer, TheGemmPrecisionIsPartOfTheRunAndOfTheProgramKey) {
     EXPECT_EQ(error, "(no error)");
   else
     EXPECT_NE(error.find("tf32 needs a CUDA build"), std::string::npos) << error;
-  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32) << "a run's precision leaked into the process";
-}
-
-TEST(Trainer, ScopedPrecisionsNestAndRestore) {
-  // The lower precision this build and machine run: tf32 (CUDA), else bf16 (oneDNN on a bf16 CPU).
-  ktr::MatmulPrecision const low =
-      ktr::matmul_tf32_available() ? ktr::MatmulPrecision::tf32 : ktr::MatmulPrecision::bf16;
-  if (!ktr::matmul_unavailable(low).empty())
-    GTEST_SKIP() << "neither tf32 nor bf16 runs here: " << ktr::matmul_unavailable(low);
-  {
-    ktr::ScopedMatmulPrecision const outer(low);
-    EXPECT_EQ(ktr::matmul_precision(), low);
-    {
-      ktr::ScopedMatmulPrecision const inner(ktr::MatmulPrecision::fp32);
-      EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
-    }
-    EXPECT_EQ(ktr::matmul_precision(), low);
-  }
-  EXPECT_EQ(ktr::matmul_precision(), ktr::MatmulPrecision::fp32);
 }
 
 }  // namespace

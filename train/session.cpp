@@ -297,21 +297,27 @@ std::unique_ptr<Session> Session::restore(std::string const& path, int max_k, Co
 Evaluator evaluator_for(ExecSpace const& space, Session& session, std::int64_t batch) {
   Evaluator e(space, session.model(), batch, session.config().norm, session.config().task);
   e.set_regression_loss(session.config().loss);
+  e.set_precision(session.config().precision);
   return e;
 }
 
 Evaluator evaluator_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
   Evaluator e(space, *model.model, batch, model.config.norm, model.config.task);
   e.set_regression_loss(model.config.loss);
+  e.set_precision(model.config.precision);
   return e;
 }
 
 Predictor predictor_for(ExecSpace const& space, Session& session, std::int64_t batch) {
-  return Predictor(space, session.model(), batch, session.config().norm);
+  Predictor p(space, session.model(), batch, session.config().norm);
+  p.set_precision(session.config().precision);
+  return p;
 }
 
 Predictor predictor_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
-  return Predictor(space, *model.model, batch, model.config.norm);
+  Predictor p(space, *model.model, batch, model.config.norm);
+  p.set_precision(model.config.precision);
+  return p;
 }
 
 }  // namespace ktr

@@ -8,7 +8,6 @@
 #include "../models/loss.hpp"
 
 #include <limits>
-#include <optional>
 
 namespace ktr {
 
@@ -89,34 +88,36 @@ DeviceView<std::uint16_t*> bf16_params(TrainState const& state, Model const& mod
   return has ? state.params16 : DeviceView<std::uint16_t*>();
 }
 
-// For one call's gemms (a bf16 run that keeps the copy): the bf16 copy of the parameters, made on the run's first
-// call, rounded afresh (they may have changed since the last call: a checkpoint, a caller's own values) and handed
-// to gemm, which reads the weights from it while `scope` lives.
-void use_bf16_params(ExecSpace const& space, TrainState& state, Model const& model,
-                     std::optional<ScopedBf16Copy>& scope) {
-  if (state.precision != MatmulPrecision::bf16 || !state.keep_bf16_params) return;
+// The run's arithmetic for one call: its matmul precision and, in a bf16 run that keeps one, the bf16 copy of the
+// parameters, made on the run's first call, rounded afresh (they may have changed since the last call: a
+// checkpoint, a caller's own values) and handed to gemm, which reads the weights from it.
+Precision run_precision(ExecSpace const& space, TrainState& state, Model const& model) {
+  Precision precision{state.precision, {}};
+  if (state.precision != MatmulPrecision::bf16 || !state.keep_bf16_params) return precision;
   DeviceView<float*> const params = model.arena().params();
   if (state.params16.extent(0) != params.extent(0))
     state.params16 = DeviceView<std::uint16_t*>(
         Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::train::params16"), params.extent(0));
   to_bf16("ktr::train::params_bf16", space, params.data(), std::int64_t(params.extent(0)), state.params16.data());
-  scope.emplace(params.data(), state.params16.data(), std::int64_t(params.extent(0)));
+  precision.params16 = Bf16Copy{params.data(), state.params16.data(), std::int64_t(params.extent(0))};
+  return precision;
 }
 
 // One micro-batch of an update: gather (cursor), forward (dropout keyed by key_row), loss into metric entry
 // `index`, backward; with accumulation, the gradient added into the update's sum (weighted by `share`).
-void micro_batch_pass(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data,
-                      BatchCursor const& cursor, std::int64_t key_row, int index, float share, bool first) {
+void micro_batch_pass(ExecSpace const& space, Precision const& precision, TrainState& state, Model& model,
+                      DeviceDataset const& data, BatchCursor const& cursor, std::int64_t key_row, int index,
+                      float share, bool first) {
   gather_batch(space, data, cursor, state.norm, Batch{state.x, state.y, state.values});  // x (b, ...), targets
   // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
   RandomKey const key{state.seed, state.step.data(), key_row};
-  Tensor const out = model.forward(space, state.x, &key);  // (b, classes) or (b, T)
+  Tensor const out = model.forward(space, precision, state.x, &key);  // (b, classes) or (b, T)
   LossOutput const metrics{state.loss, state.correct, index, false, state.reduction, state.loss_partials};
   if (state.task == Task::classification)
     softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
   else
     regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
-  model.backward(space);
+  model.backward(space, precision);
   if (state.parallel.accumulate > 1)
     accumulate_gradients(space, state.grad_sum, model.arena().grads(), share, first);
 }
@@ -139,7 +140,6 @@ void apply_update(ExecSpace const& space, TrainState& state, Model& model, float
 }  // namespace
 
 void train_steps(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
-  ScopedMatmulPrecision const precision(state.precision);
   KTR_REQUIRE(k > 0 && k <= state.max_k, "ktr::train_steps", "K must be in [1, max_k]");
   KTR_REQUIRE(data.task() == state.task, "ktr::train_steps",
               state.task == Task::regression ? "the run is a regression, the data has class labels"
@@ -162,12 +162,11 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   std::int64_t const stride = sharded ? b * n : state.batch;
   // Each micro-batch's gradient, weighted to the global batch's: of the mean of equal parts' means, or the sum.
   float const share = state.reduction == Reduction::sum ? 1.0f : 1.0f / float(ranks * n);
-  std::optional<ScopedBf16Copy> bf16_copy;
-  use_bf16_params(space, state, model, bf16_copy);
+  Precision const precision = run_precision(space, state, model);
   for (int i = 0; i < k; ++i) {
     for (int j = 0; j < n; ++j) {
       std::int64_t const row = (sharded ? j : std::int64_t(j) * ranks + rank) * b;
-      micro_batch_pass(space, state, model, data, BatchCursor{state.step, 0, seed, b, stride, row},
+      micro_batch_pass(space, precision, state, model, data, BatchCursor{state.step, 0, seed, b, stride, row},
                        sharded ? (std::int64_t(rank) * n + j) * b : row, i * n + j, share, j == 0);
     }
     apply_update(space, state, model, share, i * n);
@@ -175,7 +174,6 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
 }
 
 void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int j) {
-  ScopedMatmulPrecision const precision(state.precision);
   Communicator const& comm = state.parallel.comm;
   int const ranks = comm.size(), rank = comm.rank(), n = state.parallel.accumulate;
   std::int64_t const b = state.micro_batch;
@@ -188,10 +186,8 @@ void train_micro_step(ExecSpace const& space, TrainState& state, Model& model, D
   float const share = state.reduction == Reduction::sum ? 1.0f
                       : state.sum_over_calls            ? 1.0f / float(ranks)
                                                         : 1.0f / float(ranks * n);
-  std::optional<ScopedBf16Copy> bf16_copy;
-  use_bf16_params(space, state, model, bf16_copy);
-  micro_batch_pass(space, state, model, data, BatchCursor{state.step, 0, seed, b, b, 0},
-                   (std::int64_t(rank) * n + j) * b, j, share, j == 0);
+  micro_batch_pass(space, run_precision(space, state, model), state, model, data,
+                   BatchCursor{state.step, 0, seed, b, b, 0}, (std::int64_t(rank) * n + j) * b, j, share, j == 0);
   if (j == n - 1) apply_update(space, state, model, share, 0);
 }
 
@@ -210,7 +206,6 @@ char const* dispatch_path_name(DispatchPath path) {
 }
 
 DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, DeviceDataset const& data, int k) {
-  ScopedMatmulPrecision const precision(state.precision);  // the run's, also while a program is captured
   auto run_plain = [&] { train_steps(space, state, model, data, k); };
   DispatchPath path = DispatchPath::plain;
   // A collective that waits for the host (MPI without NCCL) cannot be captured: such runs stay plain.
@@ -304,7 +299,7 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
     Tensor const x = x_.reshaped(model.input_shape(b));
     Tensor const values = task_ == Task::regression ? values_.reshaped(Shape{b, model.output_width()}) : Tensor();
     gather_range(space, data, first, norm_, Batch{x, y_, values});
-    Tensor const out = model.forward(space, x);
+    Tensor const out = model.forward(space, Precision{precision_, {}}, x);
     LossOutput const sums{loss_, correct_, 0, true, Reduction::mean, partials_};
     if (task_ == Task::classification)
       softmax_cross_entropy(space, out, y_, Tensor(), sums);
@@ -349,7 +344,7 @@ void Predictor::run(ExecSpace const& space, Model& model, DeviceDataset const& i
     std::int64_t const b = std::min(batch_, inputs.count - first);
     Tensor const x = x_.reshaped(model.input_shape(b));
     gather_range(space, inputs, first, norm_, Batch{x, {}, Tensor()});
-    float const* y = model.forward(space, x).data();  // (b, width)
+    float const* y = model.forward(space, Precision{precision_, {}}, x).data();  // (b, width)
     Kokkos::parallel_for(
         "ktr::predict::store", MDRange<2>(space, {0, 0}, {b, width}),
         KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { out(first + i, j) = y[i * width + j]; });

@@ -93,7 +93,7 @@ struct TrainState {
   DeviceView<float*> loss;      ///< (max_k, accumulate) mean loss of each micro-batch of the last dispatch
   DeviceView<std::int32_t*> correct;  ///< (max_k, accumulate) correct predictions of each micro-batch
   DeviceView<double*> loss_partials;  ///< GPU builds: a regression loss's per-team sums (LossOutput::partials)
-  MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's gemms (set for the dispatch's duration)
+  MatmulPrecision precision = MatmulPrecision::fp32;  ///< of the run's matmuls (handed to the model's passes)
   /// A bf16 run's copy of its parameters, what its gemms read instead of rounding the weights in every product:
   /// made by its first train_steps or train_micro_step, rounded once at the start of each, then rewritten by every
   /// optimiser update in the pass that updates the parameters.
@@ -157,8 +157,11 @@ class Predictor {
   Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm);
   void run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
            Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out);
+  /// The precision of the model's matmuls (default fp32; predictor_for sets the run's).
+  void set_precision(MatmulPrecision p) { precision_ = p; }
 
  private:
+  MatmulPrecision precision_ = MatmulPrecision::fp32;
   std::int64_t batch_;
   Normalization norm_;
   Tensor x_;
@@ -194,9 +197,12 @@ class Evaluator {
   EvalResult run(ExecSpace const& space, Model& model, DeviceDataset const& data);
   /// A regression's loss, evaluated beside the MSE (default: the MSE alone).
   void set_regression_loss(RegressionLoss loss) { regression_ = loss; }
+  /// The precision of the model's matmuls (default fp32; evaluator_for sets the run's).
+  void set_precision(MatmulPrecision p) { precision_ = p; }
 
  private:
   RegressionLoss regression_;
+  MatmulPrecision precision_ = MatmulPrecision::fp32;
   std::int64_t batch_;
   Normalization norm_;
   Task task_;

@@ -115,15 +115,13 @@ void Trainer::save_if_asked(ExecSpace const& space) const {
 
 EvalResult Trainer::evaluate(ExecSpace const& space, DeviceDataset const& data) {
   Region const region("ktr::Trainer::evaluate");
-  ScopedMatmulPrecision const precision(config().precision);
   return evaluator(space).run(space, model(), data);
 }
 
 void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
                       Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
   Region const region("ktr::Trainer::predict");
-  ScopedMatmulPrecision const precision(config().precision);
-  if (!predictor_) predictor_ = std::make_unique<Predictor>(space, model(), options_.eval_batch, config().norm);
+  if (!predictor_) predictor_ = std::make_unique<Predictor>(predictor_for(space, *session_, options_.eval_batch));
   predictor_->run(space, model(), inputs, out);
 }
 
@@ -302,7 +300,6 @@ void Trainer::set_data(DeviceDataset train, DeviceDataset test) {
 
 double Trainer::advance(ExecSpace const& space, std::int64_t steps, TrainerHooks& hooks) {
   Region const region("ktr::Trainer::advance");
-  ScopedMatmulPrecision const precision(config().precision);
   double loss = std::numeric_limits<double>::quiet_NaN();
   for (std::int64_t done = 0; done < steps;) {
     int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, steps - done));
@@ -317,7 +314,6 @@ double Trainer::advance(ExecSpace const& space, std::int64_t steps, TrainerHooks
 
 void Trainer::enqueue_advance(ExecSpace const& space, std::int64_t steps) {
   Region const region("ktr::Trainer::advance");
-  ScopedMatmulPrecision const precision(config().precision);
   TrainerHooks none;
   for (std::int64_t done = 0; done < steps;) {
     int const k = int(std::min<std::int64_t>(options_.steps_per_dispatch, steps - done));
@@ -349,7 +345,6 @@ RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs) {
 
 RunSummary Trainer::fit(ExecSpace const& space, std::int64_t epochs, TrainerHooks& hooks) {
   Region const region("ktr::Trainer::fit");
-  ScopedMatmulPrecision const precision(config().precision);  // the per-epoch evaluations' too
   RunConfig const& cfg = config();
   TrainState& state = session_->state();
   if (steps_per_epoch_ == 0) (void)ktr::steps_per_epoch(train_, samples_per_update_here());  // refuses

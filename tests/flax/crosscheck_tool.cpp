@@ -29,9 +29,9 @@ int main(int argc, char* argv[]) {
     ktr::from_host(x, std::vector<float>(xa.values.begin(), xa.values.end()));
     ktr::DeviceView<float*> loss("crosscheck::loss", 1);
     ktr::DeviceView<std::int32_t*> correct("crosscheck::correct", 1);
-    ktr::ScopedMatmulPrecision const precision(argc == 7 ? ktr::parse_matmul_precision(argv[6], "PRECISION")
-                                                         : ktr::MatmulPrecision::fp32);
-    ktr::Tensor const logits = model.forward(space, x);
+    ktr::Precision const precision{
+        argc == 7 ? ktr::parse_matmul_precision(argv[6], "PRECISION") : ktr::MatmulPrecision::fp32, {}};
+    ktr::Tensor const logits = model.forward(space, precision, x);
     if (ya.is_integer()) {
       ktr::DeviceView<std::int32_t*> y("crosscheck::y", std::size_t(B));
       std::vector<std::int32_t> labels(ya.values.begin(), ya.values.end());
@@ -43,7 +43,7 @@ int main(int argc, char* argv[]) {
       ktr::regression_loss(space, ktr::RegressionLoss{}, logits, targets, model.dlogits(),
                            ktr::LossOutput{loss, correct, 0, false});
     }
-    model.backward(space);
+    model.backward(space, precision);
     space.fence();
 
     ktr::SafeTensors out;
