@@ -1,4 +1,4 @@
-// The K-step training program, its dispatch (captured or plain), metric read-back and evaluation.
+// The K-step training program, its dispatch (captured or plain) and the metrics' read-back.
 #include "train.hpp"
 
 #include "../backends/gemm.hpp"
@@ -12,20 +12,6 @@
 namespace ktr {
 
 namespace {
-
-// The micro-batch of one rank: batch / (ranks * accumulate), checked before anything is allocated.
-std::int64_t micro_batch_of(Model const& model, std::int64_t batch, Parallelism const& p) {
-  KTR_REQUIRE(p.accumulate >= 1, "accumulate", "must be at least 1");
-  std::int64_t const parts = std::int64_t(p.comm.size()) * p.accumulate;
-  KTR_REQUIRE(batch > 0 && batch % parts == 0, "batch",
-              std::to_string(batch) + " is not a multiple of ranks x accumulate = " +
-                  std::to_string(p.comm.size()) + " x " + std::to_string(p.accumulate));
-  std::int64_t const micro = batch / parts;
-  KTR_REQUIRE(
-      micro <= model.max_batch(), "batch",
-      "the micro-batch " + std::to_string(micro) + " must be in [1, " + std::to_string(model.max_batch()) + "]");
-  return micro;
-}
 
 // sum = (first ? 0 : sum) + alpha * g over the gradient arena.
 void accumulate_gradients(ExecSpace const& space, DeviceView<float*> const& sum, DeviceView<float const*> const& g,
@@ -44,40 +30,6 @@ void accumulate_gradients(ExecSpace const& space, DeviceView<float*> const& sum,
 }
 
 }  // namespace
-
-TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
-                       Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
-    : TrainState(ExecSpace(), model, opt, batch_, seed_, std::move(norm_), max_k_, task_, std::move(parallel_)) {}
-
-TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch_,
-                       std::uint64_t seed_, Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
-    : optimizer(opt, model.arena().size(), space),
-      step(Kokkos::view_alloc(space, "ktr::train::step")),
-      batch(batch_),
-      parallel(std::move(parallel_)),
-      micro_batch(micro_batch_of(model, batch_, parallel)),
-      seed(seed_),
-      norm(norm_),
-      max_k(max_k_),
-      task(task_),
-      x(space, "ktr::train::x", model.input_shape(micro_batch)),
-      y(Kokkos::view_alloc(space, "ktr::train::y"), task_ == Task::classification ? std::size_t(micro_batch) : 0),
-      values(task_ == Task::regression
-                 ? Tensor(space, "ktr::train::values", Shape{micro_batch, model.output_width()})
-                 : Tensor()),
-      grad_sum(parallel.accumulate > 1 ? DeviceView<float*>(Kokkos::view_alloc(space, Kokkos::WithoutInitializing,
-                                                                               "ktr::train::grad_sum"),
-                                                            std::size_t(model.arena().size()))
-                                       : DeviceView<float*>()),
-      loss(Kokkos::view_alloc(space, "ktr::train::loss"), std::size_t(max_k_) * std::size_t(parallel.accumulate)),
-      correct(Kokkos::view_alloc(space, "ktr::train::correct"),
-              std::size_t(max_k_) * std::size_t(parallel.accumulate)),
-      loss_partials(!device_is_host && task_ == Task::regression
-                        ? DeviceView<double*>(Kokkos::view_alloc(space, "ktr::train::loss_partials"),
-                                              std::size_t(kLossPartials))
-                        : DeviceView<double*>()) {
-  KTR_REQUIRE(max_k_ > 0, "steps_per_dispatch", "must be positive");
-}
 
 namespace {
 
@@ -269,86 +221,6 @@ StepMetrics read_metrics(ExecSpace const& space, TrainState const& state, int k)
   for (std::size_t i = 0; i < std::size_t(k); ++i)
     m.loss[i] = float(sums[i] / parts), m.correct[i] = std::int32_t(sums[std::size_t(k) + i]);
   return m;
-}
-
-Evaluator::Evaluator(Model const& model, std::int64_t batch, Normalization norm, Task task)
-    : Evaluator(ExecSpace(), model, batch, std::move(norm), task) {}
-
-Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm, Task task)
-    : batch_(std::min(batch, model.max_batch())),
-      norm_(norm),
-      task_(task),
-      x_(space, "ktr::eval::x", model.input_shape(batch_)),
-      y_(Kokkos::view_alloc(space, "ktr::eval::y"), task == Task::classification ? std::size_t(batch_) : 0),
-      values_(task == Task::regression ? Tensor(space, "ktr::eval::values", Shape{batch_, model.output_width()})
-                                       : Tensor()),
-      loss_(Kokkos::view_alloc(space, "ktr::eval::loss"), 2),
-      correct_(Kokkos::view_alloc(space, "ktr::eval::correct"), 2),
-      partials_(!device_is_host && task == Task::regression
-                    ? DeviceView<double*>(Kokkos::view_alloc(space, "ktr::eval::loss_partials"),
-                                          std::size_t(kLossPartials))
-                    : DeviceView<double*>()) {}
-
-EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
-  Region const region("ktr::Evaluator::run");
-  KTR_REQUIRE(data.task() == task_, "ktr::Evaluator", "the data's targets do not match the model's task");
-  Kokkos::deep_copy(space, loss_, 0.0f);
-  Kokkos::deep_copy(space, correct_, 0);
-  for (std::int64_t first = 0; first < data.count; first += batch_) {
-    std::int64_t const b = std::min(batch_, data.count - first);
-    Tensor const x = x_.reshaped(model.input_shape(b));
-    Tensor const values = task_ == Task::regression ? values_.reshaped(Shape{b, model.output_width()}) : Tensor();
-    gather_range(space, data, first, norm_, Batch{x, y_, values});
-    Tensor const out = model.forward(space, Precision{precision_, {}}, x);
-    LossOutput const sums{loss_, correct_, 0, true, Reduction::mean, partials_};
-    if (task_ == Task::classification)
-      softmax_cross_entropy(space, out, y_, Tensor(), sums);
-    else
-      mean_squared_error(space, out, values, Tensor(), sums);
-    if (task_ == Task::regression && regression_.kind != RegressionLoss::Kind::mse)  // the run's loss, in slot 1
-      regression_loss(space, regression_, out, values, Tensor(),
-                      LossOutput{loss_, correct_, 1, true, Reduction::mean, partials_});
-  }
-  float sums[2] = {0, 0};
-  std::int32_t hits = 0;
-  // Read back on `space`, after its work; only that instance is waited for.
-  using Unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  Kokkos::deep_copy(space, Kokkos::View<float*, HostSpace, Unmanaged>(sums, 2), loss_);
-  Kokkos::deep_copy(space, Kokkos::View<std::int32_t, HostSpace, Unmanaged>(&hits), Kokkos::subview(correct_, 0));
-  space.fence();
-  if (task_ == Task::regression) {
-    double const elements = double(data.count) * double(model.output_width());
-    double const mse = sums[0] / elements;
-    double const loss = regression_.kind == RegressionLoss::Kind::mse ? mse : sums[1] / elements;
-    return EvalResult{loss, std::numeric_limits<double>::quiet_NaN(), data.count, mse};
-  }
-  return EvalResult{sums[0] / double(data.count), hits / double(data.count), data.count};
-}
-
-Predictor::Predictor(Model const& model, std::int64_t batch, Normalization norm)
-    : Predictor(ExecSpace(), model, batch, std::move(norm)) {}
-
-Predictor::Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm)
-    : batch_(std::min(batch, model.max_batch())),
-      norm_(norm),
-      x_(space, "ktr::predict::x", model.input_shape(batch_)) {}
-
-void Predictor::run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
-                    Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out) {
-  Region const region("ktr::Predictor::run");
-  std::int64_t const width = model.output_width();
-  KTR_REQUIRE(std::int64_t(out.extent(0)) == inputs.count && std::int64_t(out.extent(1)) == width,
-              "ktr::Predictor",
-              "the output view must be (" + std::to_string(inputs.count) + ", " + std::to_string(width) + ")");
-  for (std::int64_t first = 0; first < inputs.count; first += batch_) {
-    std::int64_t const b = std::min(batch_, inputs.count - first);
-    Tensor const x = x_.reshaped(model.input_shape(b));
-    gather_range(space, inputs, first, norm_, Batch{x, {}, Tensor()});
-    float const* y = model.forward(space, Precision{precision_, {}}, x).data();  // (b, width)
-    Kokkos::parallel_for(
-        "ktr::predict::store", MDRange<2>(space, {0, 0}, {b, width}),
-        KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) { out(first + i, j) = y[i * width + j]; });
-  }
 }
 
 }  // namespace ktr
