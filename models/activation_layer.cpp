@@ -58,7 +58,10 @@ std::unique_ptr<Layer> make_activation(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& activation_kind() {
-  static LayerKind const kind{"relu, tanh, ... (an activation)", activation_accepts, make_activation};
+  static LayerKind const kind{"relu, tanh, ... (an activation)", activation_accepts, make_activation,
+                              "an element-wise activation on its own (a dense or conv token's :ACT fuses the same "
+                              "function); Flax: `nn.relu`, `nn.gelu`, ...",
+                              "in=8 dense:16 gelu dense:1"};
   return kind;
 }
 

@@ -392,7 +392,10 @@ std::unique_ptr<Layer> make_conv(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& conv_kind() {
-  static LayerKind const kind{"convKxK:N[:ACT][:s2][:valid|:circular]", conv_accepts, make_conv};
+  static LayerKind const kind{"convKxK:N[:ACT][:s2][:valid|:circular]", conv_accepts, make_conv,
+                              "a 2-D convolution of N features, K = 1, 3, 5 or 7, NHWC, SAME padding (or VALID, "
+                              "or CIRCULAR: periodic), stride 1 or 2, a fused activation; Flax: `nn.Conv`",
+                              "in=16x16x2 conv3x3:8:relu conv3x3:8:s2:circular conv1x1:1"};
   return kind;
 }
 

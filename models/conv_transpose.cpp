@@ -129,7 +129,10 @@ std::unique_ptr<Layer> make_conv_transpose(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& conv_transpose_kind() {
-  static LayerKind const kind{"convT2x2:N[:ACT]", conv_transpose_accepts, make_conv_transpose};
+  static LayerKind const kind{"convT2x2:N[:ACT]", conv_transpose_accepts, make_conv_transpose,
+                              "a 2x2 transposed convolution of stride 2 (doubles height and width); Flax: "
+                              "`nn.ConvTranspose(N, (2, 2), strides=(2, 2))`",
+                              "in=8x8x4 convT2x2:2:relu conv1x1:1"};
   return kind;
 }
 

@@ -193,7 +193,10 @@ std::unique_ptr<Layer> make_dense(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& dense_kind() {
-  static LayerKind const kind{"dense:N[:ACT]", dense_accepts, make_dense};
+  static LayerKind const kind{"dense:N[:ACT]", dense_accepts, make_dense,
+                              "a fully connected layer of N outputs (inputs of any shape are flattened per "
+                              "sample) with a fused activation; Flax: `nn.Dense`",
+                              "in=28x28x1 flatten dense:128:relu dense:10"};
   return kind;
 }
 

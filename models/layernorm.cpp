@@ -143,7 +143,10 @@ std::unique_ptr<Layer> make_layernorm(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& layernorm_kind() {
-  static LayerKind const kind{"layernorm", layernorm_accepts, make_layernorm};
+  static LayerKind const kind{
+      "layernorm", layernorm_accepts, make_layernorm,
+      "normalises each sample over its last axis, then scales and shifts (epsilon 1e-6); Flax: `nn.LayerNorm`",
+      "in=8 dense:16 layernorm dense:1"};
   return kind;
 }
 

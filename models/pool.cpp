@@ -135,15 +135,23 @@ std::unique_ptr<Layer> make_flatten(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& pool_kind() {
-  static LayerKind const kind{"avgpool2, maxpool2", pool_accepts, make_pool};
+  static LayerKind const kind{
+      "avgpool2, maxpool2", pool_accepts, make_pool,
+      "2x2 average or maximum pooling, stride 2 (VALID); Flax: `nn.avg_pool`, `nn.max_pool`",
+      "in=8x8x2 conv3x3:4 avgpool2 maxpool2 flatten dense:2"};
   return kind;
 }
 LayerKind const& global_pool_kind() {
-  static LayerKind const kind{"globalavgpool", global_pool_accepts, make_global_pool};
+  static LayerKind const kind{
+      "globalavgpool", global_pool_accepts, make_global_pool,
+      "the mean over height and width of each channel: (H, W, C) to (C); Flax: `jnp.mean(x, axis=(1, 2))`",
+      "in=8x8x2 conv3x3:4:relu globalavgpool dense:2"};
   return kind;
 }
 LayerKind const& flatten_kind() {
-  static LayerKind const kind{"flatten", flatten_accepts, make_flatten};
+  static LayerKind const kind{"flatten", flatten_accepts, make_flatten,
+                              "(H, W, C) to (H W C) per sample, no copy; Flax: `x.reshape((x.shape[0], -1))`",
+                              "in=4x4x2 flatten dense:2"};
   return kind;
 }
 

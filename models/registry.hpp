@@ -30,6 +30,8 @@ struct LayerKind {
   char const* usage;                                        ///< the token's grammar, for messages: "dense:N[:ACT]"
   bool (*accepts)(std::string const& head);                 ///< does this kind own tokens with this head?
   std::unique_ptr<Layer> (*make)(LayerToken const& token);  ///< throws ktr::Error naming the token
+  char const* summary = "";  ///< one line for the reference (`ktr docs`): what it computes, Flax's equivalent
+  char const* example = "";  ///< a description that uses the kind (`ktr docs` shows its layers' shapes)
 };
 
 /// Every kind, in registration order.

@@ -129,7 +129,11 @@ std::unique_ptr<Layer> make_skip(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& skip_kind() {
-  static LayerKind const kind{"save:NAME, add:NAME, concat:NAME", skip_accepts, make_skip};
+  static LayerKind const kind{
+      "save:NAME, add:NAME, concat:NAME", skip_accepts, make_skip,
+      "skip connections: save:NAME remembers the tensor there, add:NAME adds it to a later one of the same shape "
+      "(a residual), concat:NAME appends its channels after a later one's (a U-Net)",
+      "in=16x16x1 conv3x3:8:relu save:a maxpool2 conv3x3:8:relu upsample2 concat:a conv3x3:1"};
   return kind;
 }
 

@@ -55,7 +55,10 @@ std::unique_ptr<Layer> make_upsample(LayerToken const& t) {
 }  // namespace
 
 LayerKind const& upsample_kind() {
-  static LayerKind const kind{"upsample2", upsample_accepts, make_upsample};
+  static LayerKind const kind{
+      "upsample2", upsample_accepts, make_upsample,
+      "nearest-neighbour upsampling by 2 in height and width; Flax: `jax.image.resize(..., method='nearest')`",
+      "in=8x8x2 upsample2 conv3x3:1"};
   return kind;
 }
 
