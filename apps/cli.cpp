@@ -21,6 +21,7 @@ int usage(FILE* out) {
                "  synth       write a small synthetic dataset, IDX images or .npy arrays (for tests and demos)\n"
                "  export      a checkpoint's weights as Flax-named safetensors; ktr export --help\n"
                "  import      Flax-named safetensors into a checkpoint; ktr import --help\n"
+               "  docs        the reference pages (settings, model descriptions, C API, commands) from the code\n"
                "  info        Kokkos version, backends, device, threads and BLAS of this build\n"
                "  --version   ktr and Kokkos versions and the execution space\n");
   return out == stderr ? 2 : 0;
@@ -39,6 +40,7 @@ int run(int argc, char* argv[]) {
     if (cmd == "synth") return synth(argc, argv);
     if (cmd == "export") return export_weights_cmd(argc, argv);
     if (cmd == "import") return import_weights_cmd(argc, argv);
+    if (cmd == "docs") return docs(argc, argv);
     bool const help = argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h");
     if ((cmd == "--version" || cmd == "info") && help) {
       std::printf(cmd == "info"

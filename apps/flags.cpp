@@ -47,7 +47,12 @@ CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
       "in " + range);
 }
 
-CLI::Validator thread_count() { return integer_in(1, max_host_threads() > 0 ? max_host_threads() : 4096); }
+CLI::Validator thread_count() {
+  // The limit depends on the build: the help names it in words, so that it reads the same in every build (the
+  // reference pages are generated from it); a refusal names the number.
+  return integer_in(1, max_host_threads() > 0 ? max_host_threads() : 4096)
+      .description("in [1, the host backend's limit]");
+}
 
 CLI::Validator one_of(std::vector<std::string> words) {
   std::string list;
@@ -91,13 +96,23 @@ std::vector<SettingFlag> const& setting_flags() {
   return flags;
 }
 
+namespace {
+// Settings whose flag is declared on its own (not from setting_flags()), and names library messages use.
+char const* const kOtherFlags[][2] = {
+    {"steps_per_dispatch", "--steps-per-dispatch"}, {"precision", "--precision"}, {"loss", "--loss"},
+    {"loss_reduction", "--loss-reduction"},         {"nesterov", "--nesterov"},   {"normalize", "--normalize"},
+};
+}  // namespace
+
+std::string flag_of_setting(std::string const& name) {
+  for (auto const& s : setting_flags())
+    if (name == s.setting) return s.flag;
+  for (auto const& s : kOtherFlags)
+    if (name == s[0]) return s[1];
+  return "";
+}
+
 std::string with_flag_names(std::string const& message) {
-  static char const* const others[][2] = {
-      {"steps_per_dispatch", "--steps-per-dispatch"},
-      {"precision", "--precision"},
-      {"loss", "--loss"},
-      {"loss_reduction", "--loss-reduction"},
-  };
   auto renamed = [&](char const* setting, char const* flag, std::string& out) {
     std::string const prefix = std::string(setting) + ": ";
     if (message.rfind(prefix, 0) != 0) return false;
@@ -107,7 +122,7 @@ std::string with_flag_names(std::string const& message) {
   std::string out;
   for (auto const& s : setting_flags())
     if (renamed(s.setting, s.flag, out)) return out;
-  for (auto const& s : others)
+  for (auto const& s : kOtherFlags)
     if (renamed(s[0], s[1], out)) return out;
   return message;
 }

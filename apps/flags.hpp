@@ -44,6 +44,9 @@ struct SettingFlag {
 };
 std::vector<SettingFlag> const& setting_flags();
 
+/// The flag that sets the setting `name` (of RunConfig, or of ktr train's others: steps_per_dispatch), or "".
+std::string flag_of_setting(std::string const& name);
+
 /// A library message with the command line's name for the setting it names: the library names settings
 /// ("batch: ...", "schedule: ..."), never flags; the command line says which flag sets them ("--batch: ...").
 std::string with_flag_names(std::string const& message);

@@ -615,6 +615,30 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
   return table;
 }
 
+std::vector<YamlKey> const& yaml_run_keys() {
+  static std::vector<YamlKey> const keys = {
+      {"optimizer", "optimizer.type", "sgd"},
+      {"lr", "optimizer.parameters.learning_rate", "0.5"},
+      {"momentum", "optimizer.parameters.momentum", "0.9"},
+      {"nesterov", "optimizer.parameters.nesterov", "true"},
+      {"b1", "optimizer.parameters.beta1", "0.8"},
+      {"b2", "optimizer.parameters.beta2", "0.99"},
+      {"eps", "optimizer.parameters.eps", "1e-6"},
+      {"weight_decay", "optimizer.parameters.weight_decay (adamw)", "0.01"},
+      {"l2", "optimizer.parameters.weight_decay (sgd, adam)", "0.01"},
+      {"clip_norm", "optimizer.general.max_grad_norm", "1.0"},
+      {"schedule", "lr_scheduler", "{type: cosine_annealing, parameters: {T_max: 100}}"},
+      {"batch", "general.batch_size", "64"},
+      {"accumulate", "optimizer.general.grad_accumulation_steps", "2"},
+      {"seed", "general.seed", "7"},
+      {"loss", "loss.type, loss.parameters.delta", "l1"},
+      {"reduction", "loss.parameters.reduction", "sum"},
+      {"normalize", "general.normalize (none, standard)", "none"},
+      {"precision", "general.precision", "bf16"},
+  };
+  return keys;
+}
+
 std::string read_config_text(std::string const& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kMaxConfigBytes)

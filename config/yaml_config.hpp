@@ -58,6 +58,16 @@ struct GeneralConfig {
 /// train/run_settings.hpp).
 std::vector<Setting<GeneralConfig>> const& general_settings();
 
+/// Where a configuration file sets a run setting (train/run_settings.hpp): `key` is its path in the file,
+/// `example` a value there (flow YAML) that sets it to something other than its default. The reference (`ktr
+/// docs`) prints them; a test sets each setting through its key.
+struct YamlKey {
+  char const* setting;
+  char const* key;
+  char const* example;
+};
+std::vector<YamlKey> const& yaml_run_keys();
+
 /// Everything a configuration file says.
 struct FileConfig {
   RunConfig run;  ///< model, optimiser, schedule, batch, accumulation, seed (the task comes from the data)

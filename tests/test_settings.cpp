@@ -94,3 +94,28 @@ TEST(Settings, TheYamlFileAndTheTableRefuseAValueWithTheSameRange) {
 }
 
 }  // namespace
+
+// The reference's YAML keys (ktr docs) are the reader's: each example value, at the first path its row names, sets
+// the setting to something other than its default.
+TEST(Settings, EveryYamlKeyOfTheReferenceSetsItsSetting) {
+  RunConfig const defaults;
+  for (auto const& k : ktr::yaml_run_keys()) {
+    std::string path = k.key;
+    path = path.substr(0, path.find_first_of(" ,"));
+    std::string yaml = k.example, open;
+    for (std::size_t end = path.size(); end != std::string::npos;) {
+      std::size_t const dot = path.rfind('.', end - 1);
+      std::string const name = path.substr(dot == std::string::npos ? 0 : dot + 1, end - (dot + 1));
+      bool const top = dot == std::string::npos;
+      yaml = top ? name + ": " + yaml : "{" + name + ": " + yaml + "}";
+      end = top ? std::string::npos : dot;
+    }
+    if (std::string(k.setting) == "weight_decay")  // adamw's decoupled decay (sgd's and adam's: l2)
+      yaml = "optimizer: {type: adamw, parameters: {weight_decay: " + std::string(k.example) + "}}";
+    SCOPED_TRACE(yaml);
+    ktr::FileConfig const c =
+        ktr::parse_config("model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n" + yaml + "\n", "t.yaml");
+    auto const& s = ktr::setting_named(ktr::run_settings(), k.setting);
+    EXPECT_NE(s.get(c.run), s.get(defaults)) << k.setting << " is not set by " << k.key;
+  }
+}
