@@ -22,6 +22,9 @@ module ktr
                                 KTR_RESULT_DEVICE_ERROR = 4, KTR_RESULT_MPI_ERROR = 5
   integer, parameter, public :: KTR_DEVICE_CPU = -1
   integer, parameter, public :: KTR_DEVICE_DEFAULT = -2  ! the build's device: the host, or the GPU Kokkos uses
+  ! KTR_VERSION_MAJOR, _MINOR, _PATCH and KTR_VERSION_STRING: the version this module was built with (from
+  ! CMakeLists.txt's project(), the one place it is written; ktr_version() is the library's).
+  include "ktr_version.inc"
 
   public :: ktr_create_model, ktr_create_distributed_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
             ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &

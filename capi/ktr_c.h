@@ -48,7 +48,7 @@ typedef enum KTR_ENUM_INT { KTR_FLOAT = 0, KTR_DOUBLE = 1, KTR_INT32 = 2, KTR_IN
 
 /* The calling thread's last failure message ("" if none); valid until its next ktr call. */
 const char* ktr_last_error(void);
-/* The library version, e.g. "0.1.0". */
+/* The library version, e.g. "0.2.0". */
 const char* ktr_version(void);
 
 /* Creates the model `name` from the YAML file `config_file`. `device`: KTR_DEVICE_DEFAULT (-2), KTR_DEVICE_CPU

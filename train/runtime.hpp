@@ -46,7 +46,7 @@ int max_host_threads();
 /// Multi-line description: ktr and Kokkos versions, backends, device, threads, BLAS.
 std::string runtime_info();
 
-/// "ktr 0.1.0 (Kokkos 3.4.1, OpenMP)"
+/// "ktr 0.2.0 (Kokkos 3.4.1, OpenMP)"
 std::string version_line();
 
 }  // namespace ktr
