@@ -184,7 +184,7 @@ void add_model_flags(CLI::App& app, TrainFlags& f) {
     RunSetting const& s = setting_named(run_settings(), sf.setting);
     std::string& value = f.setting[sf.setting];
     value = s.get(defaults);
-    if (s.type == RunSetting::Type::number) value = RunSetting::shortest(std::stod(value));
+    if (s.type == RunSetting::Type::number) value = RunSetting::shortest(RunSetting::number_value(value));
     static char const* const type_names[] = {"FLOAT", "INT", "BOOL", "WORD", "TEXT"};
     app.add_option(sf.flag, value, std::string(s.help) + sf.more)
         ->check(setting_validator(s))
@@ -427,7 +427,7 @@ void check_resume_flags(CLI::App const& app, TrainFlags const& f, Checkpoint con
     auto shown = [&](std::string const& text) {  // a float setting as the float it is ("0.001")
       if (s.type != RunSetting::Type::number) return escaped(text);
       char buf[32];
-      auto const r = std::to_chars(buf, buf + sizeof buf, float(std::strtod(text.c_str(), nullptr)));
+      auto const r = std::to_chars(buf, buf + sizeof buf, float(RunSetting::number_value(text)));
       return std::string(buf, r.ptr);
     };
     throw FlagError(std::string(flag) + ": '" + shown(want) + "' differs from " + f.resume + ", which records '" +

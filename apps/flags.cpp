@@ -1,6 +1,7 @@
 // Validators with messages that name the value and the accepted range, and the parse-error policy.
 #include "apps/flags.hpp"
 
+#include <ktr/core/parse.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/train/runtime.hpp>
 
@@ -21,13 +22,9 @@ CLI::Validator number_in(double lo, double hi) {
   std::string const range = "[" + number_text(lo) + ", " + number_text(hi) + "]";
   return CLI::Validator(
       [lo, hi, range](std::string& text) -> std::string {
-        try {
-          std::size_t used = 0;
-          double const v = std::stod(text, &used);
-          if (used == text.size() && std::isfinite(v) && v >= lo && v <= hi) return "";
-        } catch (std::logic_error const&) {
-        }
-        return "'" + text + "' is not a number in " + range;
+        double v = 0;
+        if (parse_number(text, lo, hi, v)) return "";
+        return "'" + escaped(text) + "' is not a number in " + range;
       },
       "in " + range);
 }
@@ -36,13 +33,9 @@ CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
   std::string const range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   return CLI::Validator(
       [lo, hi, range](std::string& text) -> std::string {
-        try {
-          std::size_t used = 0;
-          long long const v = std::stoll(text, &used);
-          if (used == text.size() && v >= lo && v <= hi) return "";
-        } catch (std::logic_error const&) {
-        }
-        return "'" + text + "' is not an integer in " + range;
+        std::int64_t v = 0;
+        if (parse_integer(text, lo, hi, v)) return "";  // decimal digits: CLI11 converts the text itself
+        return "'" + escaped(text) + "' is not an integer in " + range;
       },
       "in " + range);
 }

@@ -18,9 +18,11 @@ struct FlagError : UsageError {
   using UsageError::UsageError;
 };
 
-/// A number in [lo, hi]: "'abc' is not a number in [1e-12, 1000]".
+/// A number in [lo, hi], read as files and YAML are (core/parse.hpp: the whole text, no blanks, finite):
+/// "'abc' is not a number in [1e-12, 1000]".
 CLI::Validator number_in(double lo, double hi);
-/// An integer in [lo, hi]: "'0' is not an integer in [1, 100000]".
+/// An integer in [lo, hi], decimal digits only (core/parse.hpp's parse_integer; a setting's flag, checked by its
+/// table row, also takes "1e3" as YAML does): "'0' is not an integer in [1, 100000]".
 CLI::Validator integer_in(std::int64_t lo, std::int64_t hi);
 /// A host thread count: [1, the host backend's limit] (Kokkos OpenMP: 512), else [1, 4096].
 CLI::Validator thread_count();

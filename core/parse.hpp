@@ -48,6 +48,17 @@ inline bool parse_integer(std::string const& text, std::int64_t lo, std::int64_t
   return true;
 }
 
+/// An integer in [lo, hi] written as one or as a number with no fraction ("100000", "1e5", "100000.0"), as
+/// configuration files write counts (TorchFort's `T_max: 1e5`); the command line reads counts the same way.
+inline bool parse_whole_number(std::string const& text, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
+  if (parse_integer(text, lo, hi, out)) return true;
+  double d = 0;
+  if (!parse_number(text, double(lo), double(hi), d) || d != std::floor(d) || d > 9.0e15 || d < -9.0e15)
+    return false;
+  out = std::int64_t(d);
+  return true;
+}
+
 /// `text` with every byte outside printable ASCII written as \0, \n, \t or \xHH (and a backslash as \\), for
 /// error messages that quote strings read from files.
 inline std::string escaped(std::string const& text) {

@@ -72,13 +72,13 @@ struct Setting {
 
   /// An integer in [lo, hi], written as one or as a number with no fraction ("100000", "1e5", "100000.0").
   static bool integer_value(std::string const& text, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
-    if (parse_integer(text, lo, hi, out)) return true;
-    double d = 0;
-    if (!parse_number(text, double(lo), double(hi), d) || d != double(std::int64_t(d)) || d > 9.0e15 ||
-        d < -9.0e15)
-      return false;
-    out = std::int64_t(d);
-    return true;
+    return parse_whole_number(text, lo, hi, out);
+  }
+
+  /// The number a text that check() accepted holds (0 for one that is not a number).
+  static double number_value(std::string const& text) {
+    double v = 0;
+    return parse_number(text, -1e300, 1e300, v) ? v : 0;
   }
 
   /// 1 for true, 1, yes, on (and True, TRUE); 0 for their opposites; -1 otherwise.

@@ -61,7 +61,9 @@ class HeaderParser {
       std::size_t start = pos_;
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
       if (start == pos_ || pos_ - start > 18) fail("bad extent in the shape");
-      dims.push_back(std::stoll(s_.substr(start, pos_ - start)));
+      std::int64_t extent = 0;
+      if (!parse_integer(s_.substr(start, pos_ - start), 0, INT64_MAX, extent)) fail("bad extent in the shape");
+      dims.push_back(extent);
       if (dims.size() > 32) fail("too many dimensions");
       if (!accept(',')) {
         expect(')');
@@ -190,7 +192,7 @@ NpyArray parse_npy(std::string const& name, std::string const& bytes) {
   std::string const size_text = d.substr(2);
   KTR_REQUIRE(size_text == "1" || size_text == "2" || size_text == "4" || size_text == "8", name,
               "dtype '" + escaped(d) + "' is not supported");
-  a.itemsize = std::stoi(size_text);
+  a.itemsize = size_text[0] - '0';  // one digit, checked above
   bool const ok =
       (a.kind == 'f' && a.itemsize >= 2) || a.kind == 'i' || a.kind == 'u' || (a.kind == 'b' && a.itemsize == 1);
   KTR_REQUIRE(ok, name, "dtype '" + escaped(d) + "' is not supported (numbers only: float, int, uint, bool)");

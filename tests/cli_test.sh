@@ -56,6 +56,13 @@ case $case_name in
     expect 2 "--lr: 'abc' is not a number" -- "$ktr" train --lr abc
     expect 2 "not expected: .*--bogus" -- "$ktr" train --bogus 1
     expect 2 "--epochs: '0' is not an integer" -- "$ktr" train --epochs 0
+    # Flags read numbers as YAML and files do (core/parse.hpp): the whole text, no blanks; a setting's count may be
+    # written 1e2, as in YAML.
+    expect 2 "--epochs: ' 2' is not an integer" -- "$ktr" train --epochs ' 2'
+    expect 2 "--lr: '0.1 ' is not a number" -- "$ktr" train --lr '0.1 '
+    expect 2 "--epochs: '4x' is not an integer" -- "$ktr" train --epochs 4x
+    expect 2 "--batch: '1e9' is not an integer in" -- "$ktr" train --batch 1e9
+    expect 2 "--batch: ' 64' is not an integer in" -- "$ktr" train --batch ' 64'
     expect 2 "--optimizer: must be one of sgd, adam, adamw, got 'rmsprop'" -- "$ktr" train --optimizer rmsprop
     expect 2 "--schedule: unknown schedule" -- "$ktr" train --schedule linear
     expect 2 "--model: unknown model 'resnet'" -- "$ktr" train --model resnet

@@ -20,7 +20,7 @@ RunSetting number(char const* name, double lo, double hi, char const* help, Fiel
   s.name = name, s.type = Type::number, s.lo = lo, s.hi = hi;
   s.help = help;
   s.get = [field](RunConfig const& c) { return exact_text(field(c)); };
-  s.set = [field](RunConfig& c, std::string const& t) { field(c) = float(std::strtod(t.c_str(), nullptr)); };
+  s.set = [field](RunConfig& c, std::string const& t) { field(c) = float(RunSetting::number_value(t)); };
   return s;
 }
 
