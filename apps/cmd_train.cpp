@@ -1,4 +1,4 @@
-// `ktr train` and `ktr eval`: the training loop as a user sees it — dispatches of K steps, one metrics read-back
+// `ktr train`: the training loop as a user sees it — dispatches of K steps, one metrics read-back
 // each, a progress line, an evaluation line per epoch, JSON-lines metrics, checkpoints, and a clean Ctrl-C.
 #include <ktr/backends/collective.hpp>
 #include <ktr/backends/device_info.hpp>
@@ -16,20 +16,16 @@
 #include <ktr/train/safetensors.hpp>
 #include <ktr/train/session.hpp>
 #include <ktr/train/trainer.hpp>
-#include <nlohmann/json.hpp>
 #include "apps/cli.hpp"
 #include "apps/data.hpp"
 #include "apps/flags.hpp"
+#include "apps/metrics.hpp"
 #include "apps/progress.hpp"
 
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -44,116 +40,8 @@ char const* const kExitStatus =
     "exit status: 0 done, 1 error (data, checkpoint, memory), 2 bad flag, 3 diverged (a non-finite loss or\n"
     "parameter: training stops and nothing non-finite is saved), 130 interrupted (Ctrl-C or SIGTERM)";
 
-// Metrics records: JSON through nlohmann::json, which writes a non-finite number (NaN, infinity) as null (JSON has
-// no such numbers), so every line of a metrics file is valid JSON.
-using Json = nlohmann::ordered_json;
-
-// Metrics as JSON lines, written straight to the file and flushed line by line, so that whatever was measured
-// survives an error or a crash. A fresh run replaces an earlier ktr metrics file (never any other file); a resumed
-// run appends to it.
-class MetricsFile {
- public:
-  MetricsFile(std::string path, bool append) : path_(std::move(path)) {
-    if (path_.empty()) return;
-    check(path_, append);
-    int const fd = open_log(path_, !append, "--metrics");  // never through a link, a regular file only
-    file_ = ::fdopen(fd, "a");
-    if (!file_) {
-      ::close(fd);
-      throw Error("--metrics " + path_ + ": cannot open for writing (" + std::strerror(errno) + ")");
-    }
-  }
-  ~MetricsFile() {
-    if (file_) std::fclose(file_);
-  }
-  MetricsFile(MetricsFile const&) = delete;
-  MetricsFile& operator=(MetricsFile const&) = delete;
-  void line(Json const& record) {
-    if (!file_) return;
-    if (std::fprintf(file_, "%s\n", record.dump().c_str()) < 0 || std::fflush(file_) != 0)
-      throw Error("--metrics " + path_ + ": write failed (" + std::strerror(errno) + ")");
-  }
-
-  // Before any work: an existing file a fresh run would replace is ours, and a file can be written at `path`.
-  static void check(std::string const& path, bool append) {
-    if (!append) refuse_foreign(path);
-    check_output_path(path, "--metrics");
-  }
-
- private:
-  // An existing file is ours if it is empty or its first line is a ktr metrics record.
-  static void refuse_foreign(std::string const& path) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) return;
-    char head[16] = {};
-    std::size_t const n = std::fread(head, 1, sizeof head - 1, f);
-    std::fclose(f);
-    if (n > 0 && std::strncmp(head, "{\"type\":", 8) != 0)
-      throw Error("--metrics " + path + ": exists and is not a ktr metrics file; refusing to replace it");
-  }
-  std::string path_;
-  std::FILE* file_ = nullptr;
-};
-
-std::string fmt(char const* format, double a, double b = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, a, b);
-  return buf;
-}
-
-// The held-out figures of an epoch or summary record (null when there is no held-out data).
-void add_test_metrics(Json& record, bool evaluated, bool regression, EvalResult const& r) {
-  if (!evaluated) {
-    record["test_loss"] = nullptr;
-  } else if (regression) {
-    record["test_loss"] = r.loss, record["test_mse"] = r.mse, record["test_rmse"] = r.rmse();
-  } else {
-    record["test_loss"] = r.loss, record["test_accuracy"] = r.accuracy;
-  }
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Everything a run can know before it allocates: the model against both splits' shapes and class count, the
-// batch against the data, and the bytes the run will hold against the device's free memory.
-void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceDataset const* test_data,
-                  std::string const& model_flag, int ranks = 1) {
-  std::int64_t const micro = micro_batch(cfg, ranks);
-  if (micro == 0)
-    throw FlagError("--batch: " + std::to_string(cfg.batch) + " is not a multiple of ranks x accumulate = " +
-                    std::to_string(ranks) + " x " + std::to_string(cfg.accumulate));
-  ModelPlan const plan = Model::plan(cfg.model, micro);
-  Shape const sample = train_data.batch_shape(1);
-  KTR_REQUIRE(plan.input == sample, model_flag,
-              "expects inputs " + plan.input.str() + ", the data has " + sample.str());
-  KTR_REQUIRE(cfg.task == train_data.task(), model_flag,
-              cfg.task == Task::regression ? "the model was trained for regression, the data has class labels"
-                                           : "the model was trained for classification, the data has regression "
-                                             "targets");
-  std::string const why = targets_mismatch(plan, train_data, true);
-  KTR_REQUIRE(why.empty(), model_flag, why);
-  if (test_data) {
-    KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",
-                "the test split's samples are " + test_data->batch_shape(1).str() + ", the training split's " +
-                    sample.str());
-    KTR_REQUIRE(test_data->task() == train_data.task() && test_data->target_width() == train_data.target_width(),
-                "--data", "the test split's targets do not match the training split's");
-  }
-  KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
-              std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
-                  " samples)");
-  check_fits_in_memory(cfg, ranks, "--batch " + std::to_string(cfg.batch));
-}
-
-}  // namespace
-
-namespace {
-
-// The validator of a setting: its table row's check, its range in the help.
-CLI::Validator setting_validator(RunSetting const& s) {
-  return CLI::Validator([&s](std::string& text) { return s.check(text); }, s.range());
 }
 
 // Every flag of `ktr train`, as parsed.
@@ -553,64 +441,6 @@ int train(int argc, char* argv[]) {
     throw DivergenceError(std::string(e.what()) + " (try a lower --lr or --clip-norm)");
   }
   return finish_run(*trainer, summary, hooks, metrics, evaluate, f.time_allreduce);
-}
-
-int eval(int argc, char* argv[]) {
-  CLI::App app{
-      "Evaluates a checkpoint on the held-out split (IDX t10k; arrays: --test-* or --test-fraction) or, "
-      "with --split train, on the training split.",
-      "ktr eval"};
-  std::string ckpt, split = "t10k", precision = "fp32";
-  std::int64_t batch = 1000;
-  int threads = -1;
-  app.add_option("--checkpoint", ckpt, "the checkpoint to evaluate")->required();
-  app.add_option("--precision", precision,
-                 "matmul arithmetic of the evaluation: fp32 (the parameters as stored, whatever the run trained "
-                 "in), tf32 or bf16")
-      ->check(setting_validator(setting_named(run_settings(), "precision")))
-      ->capture_default_str();
-  app.add_option("--split", split, "t10k (held out) or train")
-      ->check(one_of({"t10k", "train"}))
-      ->capture_default_str();
-  app.add_option("--batch", batch, "evaluation batch")->check(integer_in(1, 1 << 24))->capture_default_str();
-  app.add_option("--threads", threads, "host threads")->check(thread_count());
-  DataOptions data_options;
-  add_data_options(app, data_options);
-  if (!parse(app, argc, argv, 2)) return 0;
-  Checkpoint const c = read_checkpoint(ckpt);
-  Runtime runtime(threads);
-  RunConfig config = run_config(c, ckpt);
-  config.optimizer.kind = OptimizerConfig::Kind::sgd;  // evaluation holds no optimiser state
-  config.optimizer.momentum = 0;
-  // The split to evaluate: IDX t10k/train, or the held-out (else the training) arrays.
-  RunData const loaded = load_run_data(data_options, split == "t10k", config.seed);
-  DeviceDataset const& data = split == "t10k" && loaded.test.count > 0 ? loaded.test : loaded.train;
-  bool const held_out = split == "t10k" && loaded.test.count > 0;
-  std::string which = held_out ? (loaded.arrays ? "held-out" : "t10k") : "train";
-  if (loaded.arrays)  // the arrays' own file, whatever it is called
-    which += " split (" +
-             (held_out ? data_options.test_features.empty() ? "--test-fraction of " + data_options.features
-                                                            : data_options.test_features
-                       : data_options.features) +
-             ")";
-  else
-    which += " split";
-  config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
-  if (config.task == Task::regression) check_target_shape(loaded, Model::plan(config.model, 1).output, ckpt);
-  validate_run(config, data, nullptr, ckpt);
-  ExecSpace const space;
-  MatmulPrecision const arithmetic = parse_matmul_precision(precision, "--precision");
-  TrainedModel m = load_trained_model(space, c, ckpt, config.batch);
-  Evaluator evaluator = evaluator_for(space, m, config.batch);
-  evaluator.set_precision(arithmetic);  // the flag's, whatever the checkpoint's run used
-  EvalResult const r = evaluator.run(space, *m.model, data);
-  std::string const result = config.task == Task::regression
-                                 ? fmt("mse %.6g, rmse %.6g", r.mse, r.rmse()) +
-                                       (r.loss != r.mse ? fmt(", loss %.6g", r.loss) : std::string())
-                                 : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);
-  std::printf("%s: %s on %s: %s over %lld samples (step %s)\n", ckpt.c_str(), config.model.c_str(), which.c_str(),
-              result.c_str(), (long long)r.count, c.get("step").c_str());
-  return 0;
 }
 
 }  // namespace ktr::cli

@@ -5,6 +5,7 @@
 #include <ktr/core/permutation.hpp>
 #include <ktr/data/npy.hpp>
 #include <ktr/ktr_config.hpp>
+#include <ktr/models/model.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -222,6 +223,35 @@ std::string default_model(DeviceDataset const& data) {
             : std::to_string(data.height) + "x" + std::to_string(data.width) + "x" + std::to_string(data.channels);
   return in + (data.vector ? "" : " flatten") +
          " dense:128:relu dense:128:relu dense:" + std::to_string(data.target_width());
+}
+
+void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceDataset const* test_data,
+                  std::string const& model_flag, int ranks) {
+  std::int64_t const micro = micro_batch(cfg, ranks);
+  if (micro == 0)
+    throw FlagError("--batch: " + std::to_string(cfg.batch) + " is not a multiple of ranks x accumulate = " +
+                    std::to_string(ranks) + " x " + std::to_string(cfg.accumulate));
+  ModelPlan const plan = Model::plan(cfg.model, micro);
+  Shape const sample = train_data.batch_shape(1);
+  KTR_REQUIRE(plan.input == sample, model_flag,
+              "expects inputs " + plan.input.str() + ", the data has " + sample.str());
+  KTR_REQUIRE(cfg.task == train_data.task(), model_flag,
+              cfg.task == Task::regression ? "the model was trained for regression, the data has class labels"
+                                           : "the model was trained for classification, the data has regression "
+                                             "targets");
+  std::string const why = targets_mismatch(plan, train_data, true);
+  KTR_REQUIRE(why.empty(), model_flag, why);
+  if (test_data) {
+    KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",
+                "the test split's samples are " + test_data->batch_shape(1).str() + ", the training split's " +
+                    sample.str());
+    KTR_REQUIRE(test_data->task() == train_data.task() && test_data->target_width() == train_data.target_width(),
+                "--data", "the test split's targets do not match the training split's");
+  }
+  KTR_REQUIRE(cfg.batch <= train_data.count, "--batch",
+              std::to_string(cfg.batch) + " is larger than the training set (" + std::to_string(train_data.count) +
+                  " samples)");
+  check_fits_in_memory(cfg, ranks, "--batch " + std::to_string(cfg.batch));
 }
 
 }  // namespace ktr::cli

@@ -5,6 +5,7 @@
 #include "apps/flags.hpp"
 
 #include <ktr/data/dataset.hpp>
+#include <ktr/train/session.hpp>
 
 #include <string>
 
@@ -38,5 +39,11 @@ RunData load_run_data(DataOptions const& d, bool want_test, std::uint64_t seed);
 
 /// The default model for array data: an MLP on the samples' shape with `width` outputs.
 std::string default_model(DeviceDataset const& data);
+
+/// Everything a run can know before it allocates: the model against both splits' shapes and class count, the batch
+/// against the data, and the bytes the run will hold against the device's free memory. Errors name `model_flag`
+/// (--model, or the checkpoint) and --batch or --data, before any allocation.
+void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceDataset const* test_data,
+                  std::string const& model_flag, int ranks = 1);
 
 }  // namespace ktr::cli

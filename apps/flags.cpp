@@ -40,6 +40,10 @@ CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
       "in " + range);
 }
 
+CLI::Validator setting_validator(RunSetting const& s) {
+  return CLI::Validator([&s](std::string& text) { return s.check(text); }, s.range());
+}
+
 CLI::Validator thread_count() {
   // The limit depends on the build: the help names it in words, so that it reads the same in every build (the
   // reference pages are generated from it); a refusal names the number.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ktr/core/error.hpp>
+#include <ktr/train/run_settings.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +37,9 @@ std::string model_flag(std::string const& value);
 /// Parses argv[first..argc) (argv[first - 1] names the command). Returns false when --help was printed (the
 /// command then returns 0); throws FlagError with CLI11's message (which names the flag) on a usage error.
 bool parse(CLI::App& app, int argc, char* argv[], int first);
+
+/// The validator of a setting: its table row's check, its range in the help.
+CLI::Validator setting_validator(RunSetting const& s);
 
 /// The command line's name for a setting of RunConfig whose range, values and help come from the settings table
 /// (train/run_settings.hpp); `more` adds what the command line does with it.

@@ -64,4 +64,10 @@ void Progress::finish() {
   live_ = false;
 }
 
+std::string fmt(char const* format, double a, double b) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
 }  // namespace ktr::cli

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace ktr::cli {
+
+/// printf of one or two figures into a string: fmt("test accuracy %.2f%%", 100 * a).
+std::string fmt(char const* format, double a, double b = 0);
 
 class Progress {
  public:
