@@ -78,7 +78,7 @@ int import_weights_cmd(int argc, char* argv[]) {
       ->capture_default_str();
   app.add_option("--threads", threads, "host threads")->check(thread_count());
   if (!parse(app, argc, argv, 2)) return 0;
-  Runtime runtime(threads);  // first: it outlives every device view below (config.norm may hold some)
+  Runtime runtime(threads);  // first: it outlives every device view below (config.input_transform may hold some)
   RunConfig config;
   if (!model.empty()) config.model = model_flag(model);  // a bad description is refused before anything else
   config.batch = batch;
@@ -128,15 +128,17 @@ int import_weights_cmd(int argc, char* argv[]) {
     check_fits_in_memory(config, 1, "--weights " + weights);
     if (w.has_transform && given(app, "--normalize"))
       throw FlagError("--normalize: " + weights + " records its input transform (ktr.normalize_scale)");
-    config.normalize = w.has_transform ? NormalizeMode::recorded : parse_normalize_mode(normalize);
-    config.norm = w.has_transform ? w.norm : normalize == "none" ? Normalization::identity() : Normalization{};
+    config.normalize = w.has_transform ? InputTransformMode::recorded : parse_input_transform_mode(normalize);
+    config.input_transform = w.has_transform       ? w.input_transform
+                             : normalize == "none" ? InputTransform::identity()
+                                                   : InputTransform{};
     session.emplace(config, 1);
     Kokkos::deep_copy(session->model().arena().params(), HostView<const float*>(w.params.data(), w.params.size()));
   }
   session->save(ExecSpace(), out);
   std::printf("%s: %s from %s (%lld parameters, input transform %s)\n", out.c_str(), config.model.c_str(),
               weights.c_str(), (long long)session->model().arena().num_parameters(),
-              config.normalize == NormalizeMode::recorded ? "from the file" : normalize.c_str());
+              config.normalize == InputTransformMode::recorded ? "from the file" : normalize.c_str());
   return 0;
 }
 

@@ -163,7 +163,7 @@ RunConfig config_from_flags(CLI::App const& app, TrainFlags& f) {
   if (!file && !given(app, "--batch") && f.model_name == "cnn") config.batch = 32;
   apply("--nesterov", [&] { config.optimizer.nesterov = f.nesterov; });
   // the flag's validator accepts only the fittable modes
-  apply("--normalize", [&] { config.normalize = parse_normalize_mode(f.normalize); });
+  apply("--normalize", [&] { config.normalize = parse_input_transform_mode(f.normalize); });
   if (given(app, "--loss") && file)
     std::fprintf(stderr, "ktr train: --loss overrides %s\n", f.config_path.c_str());
   if (f.loss.kind == LossChoice::Kind::regression) config.loss = f.loss.regression;
@@ -325,7 +325,7 @@ void check_resume_flags(CLI::App const& app, TrainFlags const& f, Checkpoint con
     if (std::string(sf.setting) != "accumulate")  // the trajectory does not depend on it: it may change
       same(sf.flag, sf.setting, [&](RunConfig& c) { set_run_setting(c, sf.setting, f.setting.at(sf.setting)); });
   same("--nesterov", "nesterov", [&](RunConfig& c) { c.optimizer.nesterov = f.nesterov; });
-  same("--normalize", "normalize", [&](RunConfig& c) { c.normalize = parse_normalize_mode(f.normalize); });
+  same("--normalize", "normalize", [&](RunConfig& c) { c.normalize = parse_input_transform_mode(f.normalize); });
   if (given(app, "--model")) {
     std::string const want = parse_description(model_flag(f.model_name)).text();
     std::string recorded = resumed.has("model") ? resumed.get("model") : "";
@@ -425,7 +425,7 @@ int train(int argc, char* argv[]) {
     if (!w.task.empty() && w.task != task)
       throw Error("--init " + f.init + ": holds a " + escaped(w.task) + " model, the data make this run a " +
                   task);
-    trainer->set_weights(space, w.params, w.has_transform ? &w.norm : nullptr, f.init);
+    trainer->set_weights(space, w.params, w.has_transform ? &w.input_transform : nullptr, f.init);
   }
   if (trainer->step() > f.epochs * trainer->steps_per_epoch())
     throw FlagError("--epochs: " + std::to_string(f.epochs) + " epochs are " +

@@ -30,7 +30,7 @@ double gather_gbps(ExecSpace const& space, DeviceDataset const& data, std::int64
   Tensor x("ktr::bench::x", data.batch_shape(batch));
   DeviceView<std::int32_t*> y("ktr::bench::y", std::size_t(batch));
   double const s = median_seconds(
-      space, [&] { gather_batch(space, data, cursor, Normalization{}, x, y); }, 31, 3);
+      space, [&] { gather_batch(space, data, cursor, InputTransform{}, x, y); }, 31, 3);
   double const bytes = double(batch) * (double(data.sample_size()) * (1 + 4) + 8);  // uint8 in, float out, labels
   return bytes / s / 1e9;
 }

@@ -161,7 +161,7 @@ void BM_Gather(benchmark::State& state) {
   Tensor x("x", data.batch_shape(b));
   ktr::DeviceView<std::int32_t*> y("y", std::size_t(b));
   for (auto _ : state) {
-    ktr::gather_batch(space, data, cursor, ktr::Normalization{}, x, y);
+    ktr::gather_batch(space, data, cursor, ktr::InputTransform{}, x, y);
     space.fence();
   }
   set_rate(state, double(b) * 784 * 5, "bytes/s");

@@ -47,7 +47,7 @@ ktr_result_t ktr_load_model(char const* name, char const* file) {
     KTR_REQUIRE(recorded == st.metadata.end() || recorded->second == task, file,
                 "holds a " + escaped(recorded->second) + " model, '" + std::string(name) + "' is a " + task);
     ImportedWeights const w = import_weights(t.model(), st, file);
-    t.set_weights(ExecSpace(), w.params, w.has_transform ? &w.norm : nullptr, file);
+    t.set_weights(ExecSpace(), w.params, w.has_transform ? &w.input_transform : nullptr, file);
     if (fresh) e.trainer = std::move(fresh);  // kept once the weights are in
   });
 }

@@ -72,7 +72,7 @@ RunConfig untrained_config(Entry const& e, bool regression) {
   std::string const mismatch = e.cfg.loss.mismatch(!regression);
   if (!mismatch.empty()) throw Error(e.cfg.path + ": " + mismatch);
   if (e.cfg.general.batch_size == 0) run.batch = std::int64_t(e.comm.size()) * run.accumulate;
-  run.norm = Normalization::identity(), run.normalize = NormalizeMode::none;
+  run.input_transform = InputTransform::identity(), run.normalize = InputTransformMode::none;
   return run;
 }
 

@@ -75,7 +75,7 @@ void finish_run(Reader const& r, YAML::Node const& root, Draft& d) {
     c.run.loss = c.loss.regression;
   }
   c.run.normalize = c.general.normalize;
-  c.run.norm = Normalization::identity();
+  c.run.input_transform = InputTransform::identity();
 }
 
 FileConfig parse_config_checked(std::string const& yaml, std::string const& path);
@@ -167,8 +167,8 @@ std::vector<Setting<GeneralConfig>> const& general_settings() {
     normalize.words = {"none", "standard"};
     normalize.help = "standard: fitted on the first batch; none: inputs as given";
     normalize.recorded = false;
-    normalize.get = [](GeneralConfig const& g) { return std::string(normalize_mode_name(g.normalize)); };
-    normalize.set = [](GeneralConfig& g, std::string const& v) { g.normalize = parse_normalize_mode(v); };
+    normalize.get = [](GeneralConfig const& g) { return std::string(input_transform_mode_name(g.normalize)); };
+    normalize.set = [](GeneralConfig& g, std::string const& v) { g.normalize = parse_input_transform_mode(v); };
     t.push_back(normalize);
     return t;
   }();

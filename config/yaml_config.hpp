@@ -48,8 +48,9 @@ struct GeneralConfig {
   /// Samples per optimiser update over all ranks and accumulation steps, as `ktr train`'s batch: each rank's call
   /// or draw from its replay buffer takes batch_size / (ranks x accumulation). 0: each rank's first batch sets it.
   std::int64_t batch_size = 0;
-  std::int64_t buffer_size = 0;                   ///< each rank's replay buffer capacity in samples (0: no buffer)
-  NormalizeMode normalize = NormalizeMode::none;  ///< standard: fitted on the first batch (or the buffer)
+  std::int64_t buffer_size = 0;  ///< each rank's replay buffer capacity in samples (0: no buffer)
+  InputTransformMode normalize =
+      InputTransformMode::none;    ///< standard: fitted on the first batch (or the buffer)
   bool enable_wandb_hook = false;  ///< TorchFort's metric log: lines to $TORCHFORT_LOGDIR/torchfort.log
 };
 

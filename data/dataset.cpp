@@ -1,4 +1,4 @@
-// Device dataset: one host-to-device copy at load and its checks; the input transform is in normalization.cpp,
+// Device dataset: one host-to-device copy at load and its checks; the input transform is in input_transform.cpp,
 // the batch gathers in gather.cpp.
 #include "dataset.hpp"
 

@@ -188,17 +188,17 @@ DeviceDataset dataset_from_features(FeatureView const& x) {
 
 /// The input transform applied while gathering: x = v * scale + shift, with one (scale, shift) for every feature
 /// (uint8 pixels: [0, 1] by default) or, where feature_scale is set, one per feature (float features).
-struct Normalization {
+struct InputTransform {
   float scale = 1.0f / 255.0f;
   float shift = 0.0f;
   DeviceView<float*> feature_scale, feature_shift;  ///< (sample size) each, or empty
 
   bool per_feature() const { return feature_scale.extent(0) > 0; }
   /// (pixel / 255 - mean) / std
-  static Normalization standardized(float mean, float std);
+  static InputTransform standardized(float mean, float std);
   /// No transform: x = v.
-  static Normalization identity() {
-    Normalization n;
+  static InputTransform identity() {
+    InputTransform n;
     n.scale = 1.0f;
     return n;
   }
@@ -214,14 +214,18 @@ PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& da
 /// features per feature (mean and std of each over the training samples, computed on the device; a constant
 /// feature keeps std 1); `unit` scales pixels to [0, 1] (floats unchanged); `none` changes nothing; `recorded`:
 /// the transform came with the model (a checkpoint of version 1, an imported file) and is not refitted.
-enum class NormalizeMode { standard, unit, none, recorded };
+enum class InputTransformMode { standard, unit, none, recorded };
+/// The names of ktr 0.1 (the transform was "normalization"; the setting that chooses it keeps its name,
+/// `normalize`, as --normalize and general.normalize spell it).
+using Normalization = InputTransform;
+using NormalizeMode = InputTransformMode;
 /// "standard", "unit", "none", "recorded" (as checkpoints record it).
-char const* normalize_mode_name(NormalizeMode mode);
+char const* input_transform_mode_name(InputTransformMode mode);
 /// The mode a name stands for; throws ktr::UsageError naming the value and the accepted names.
-NormalizeMode parse_normalize_mode(std::string const& name);
+InputTransformMode parse_input_transform_mode(std::string const& name);
 
 /// The transform a run uses, fitted on its training data as `mode` says (`recorded` cannot be fitted).
-Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, NormalizeMode mode);
+InputTransform fit_input_transform(ExecSpace const& space, DeviceDataset const& data, InputTransformMode mode);
 
 /// Where a gather takes its samples: the step counter in device memory, plus a fixed offset. A step's global batch
 /// is `stride` rows of the epoch's permuted order; this gather takes `batch` of them from row `row` on (data
@@ -250,17 +254,17 @@ std::int64_t steps_per_epoch(DeviceDataset const& data, std::int64_t batch);
 /// pos = step % steps_per_epoch(S).
 /// One kernel, no host synchronisation. Targets go where `out` has room for them.
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
-                  Normalization const& norm, Batch const& out);
+                  InputTransform const& transform, Batch const& out);
 /// The same for classification data into x (B, H, W, C) and y (B).
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
-                  Normalization const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y);
+                  InputTransform const& transform, Tensor const& x, DeviceView<std::int32_t*> const& y);
 
 /// Gathers the contiguous, unshuffled samples [first, first + B) with B = out.x.shape()[0] (evaluation and
 /// inference; the caller shrinks the last batch). Targets go where `out` has room for them.
-void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
-                  Batch const& out);
-void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
-                  Tensor const& x, DeviceView<std::int32_t*> const& y);
+void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first,
+                  InputTransform const& transform, Batch const& out);
+void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first,
+                  InputTransform const& transform, Tensor const& x, DeviceView<std::int32_t*> const& y);
 
 /// Writes permutation(seed, epoch) of [0, n) into `out` (for tests and inspection; the gather never needs it).
 void permutation(ExecSpace const& space, std::uint64_t seed, std::uint64_t epoch,

@@ -77,7 +77,7 @@ struct TargetCopier {
 
 template <class T>
 SampleReader<DeviceDataset::Strided4<T>> reader(DeviceDataset::Strided4<T> const& v, DeviceDataset const& d,
-                                                Normalization const& norm) {
+                                                InputTransform const& norm) {
   bool const contiguous = v.stride(3) == 1 && std::int64_t(v.stride(2)) == d.channels &&
                           std::int64_t(v.stride(1)) == d.width * d.channels;
   return {v,
@@ -140,7 +140,7 @@ void gather_with(char const* label, ExecSpace const& space, DeviceDataset const&
 
 template <class IndexOf>
 void gather(char const* label, ExecSpace const& space, DeviceDataset const& data, std::int64_t batch,
-            IndexOf index_of, Normalization const& norm, Batch const& out) {
+            IndexOf index_of, InputTransform const& norm, Batch const& out) {
   KTR_REQUIRE(out.x.shape() == data.batch_shape(batch), label,
               "batch tensor " + out.x.shape().str() + " is not " + data.batch_shape(batch).str());
   KTR_REQUIRE(!norm.per_feature() || std::int64_t(norm.feature_scale.extent(0)) == data.sample_size(), label,
@@ -160,7 +160,7 @@ void gather(char const* label, ExecSpace const& space, DeviceDataset const& data
 }  // namespace
 
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
-                  Normalization const& norm, Batch const& out) {
+                  InputTransform const& norm, Batch const& out) {
   std::int64_t const batch = cursor.batch;
   std::int64_t const stride = cursor.stride > 0 ? cursor.stride : batch;
   std::int64_t const row = cursor.row;
@@ -183,12 +183,12 @@ void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor
 }
 
 void gather_batch(ExecSpace const& space, DeviceDataset const& data, BatchCursor const& cursor,
-                  Normalization const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y) {
+                  InputTransform const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y) {
   gather_batch(space, data, cursor, norm, Batch{x, y, Tensor()});
 }
 
-void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
-                  Batch const& out) {
+void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first,
+                  InputTransform const& norm, Batch const& out) {
   std::int64_t const batch = out.x.shape()[0];
   KTR_REQUIRE(first >= 0 && first + batch <= data.count, "ktr::data::gather_range",
               "range past the end of the data");
@@ -197,8 +197,8 @@ void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_
       KOKKOS_LAMBDA(std::int64_t b)->std::int64_t { return first + b; }, norm, out);
 }
 
-void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first, Normalization const& norm,
-                  Tensor const& x, DeviceView<std::int32_t*> const& y) {
+void gather_range(ExecSpace const& space, DeviceDataset const& data, std::int64_t first,
+                  InputTransform const& norm, Tensor const& x, DeviceView<std::int32_t*> const& y) {
   gather_range(space, data, first, norm, Batch{x, y, Tensor()});
 }
 

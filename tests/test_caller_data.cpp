@@ -61,7 +61,7 @@ RunConfig regression_config() {
 std::vector<float> train_losses(DeviceDataset const& data, int dispatches, int k) {
   ktr::ExecSpace space;
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   Session s(c, k);
   std::vector<float> losses;
   for (int i = 0; i < dispatches; ++i) {
@@ -111,7 +111,7 @@ TEST(CallerData, RegressionOnCallerViewsLearnsTheTargets) {
   EXPECT_EQ(data.target_width(), T);
   EXPECT_EQ(data.device_bytes(), 0);  // read in place
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   Session s(c, 10);
   ktr::Evaluator eval = ktr::evaluator_for(space, s, 64);  // the session's transform and task
   double const before = eval.run(space, s.model(), data).loss;
@@ -140,10 +140,10 @@ TEST(CallerData, ClassLabelsFromCallerViewsCountTheirClasses) {
   c.model = "in=6 dense:16:relu dense:4";
   c.batch = 20;
   c.optimizer.lr = 1e-2f;
-  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   Session s(c, 12);
   for (int i = 0; i < 40; ++i) ktr::dispatch(space, s.state(), s.model(), data, 12);
-  auto const r = ktr::Evaluator(s.model(), 100, c.norm).run(space, s.model(), data);
+  auto const r = ktr::Evaluator(s.model(), 100, c.input_transform).run(space, s.model(), data);
   EXPECT_GT(r.accuracy, 0.9);
 }
 
@@ -154,7 +154,7 @@ TEST(CallerData, PerFeatureStandardisationMatchesTheHost) {
   ktr::ExecSpace space;
   auto data = ktr::dataset_from_views(space, device_matrix<Kokkos::LayoutLeft>(x, N, D),
                                       device_matrix<Kokkos::LayoutLeft>(y, N, T));
-  auto const norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  auto const norm = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   ASSERT_TRUE(norm.per_feature());
   auto scale = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm.feature_scale);
   auto shift = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), norm.feature_shift);
@@ -167,9 +167,9 @@ TEST(CallerData, PerFeatureStandardisationMatchesTheHost) {
     EXPECT_NEAR(scale(d), 1 / sd, 1e-5 / sd) << d;
     EXPECT_NEAR(shift(d), -mean / sd, 1e-5 * (1 + std::abs(mean / sd))) << d;
   }
-  EXPECT_FALSE(ktr::fit_normalization(space, data, ktr::NormalizeMode::none).per_feature());
-  EXPECT_THROW(ktr::parse_normalize_mode("zscore"), ktr::UsageError);
-  EXPECT_THROW(ktr::fit_normalization(space, data, ktr::NormalizeMode::recorded), ktr::Error);
+  EXPECT_FALSE(ktr::fit_input_transform(space, data, ktr::InputTransformMode::none).per_feature());
+  EXPECT_THROW(ktr::parse_input_transform_mode("zscore"), ktr::UsageError);
+  EXPECT_THROW(ktr::fit_input_transform(space, data, ktr::InputTransformMode::recorded), ktr::Error);
 }
 
 TEST(CallerData, TrainingOnCallerViewsNeverCopiesTheirData) {
@@ -184,7 +184,7 @@ TEST(CallerData, TrainingOnCallerViewsNeverCopiesTheirData) {
   ktr::ToolsCounter counter;
   auto data = ktr::dataset_from_views(space, xv, yv);
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   Session s(c, 8);
   ktr::dispatch(space, s.state(), s.model(), data, 8);  // warm-up
   space.fence();
@@ -208,7 +208,7 @@ TEST(CallerData, PredictorWritesIntoTheCallersView) {
   auto xv = device_matrix<Kokkos::LayoutRight>(x, N, D);
   auto data = ktr::dataset_from_views(space, xv, device_matrix<Kokkos::LayoutRight>(y, N, T));
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   Session s(c, 4);
   ktr::dispatch(space, s.state(), s.model(), data, 4);
   std::string const path = ::testing::TempDir() + "ktr_caller_model.ckpt";
@@ -217,12 +217,12 @@ TEST(CallerData, PredictorWritesIntoTheCallersView) {
   // Another "program": load the saved model for inference, sized for its own batch.
   ktr::TrainedModel m = ktr::load_trained_model(path, 50);
   EXPECT_EQ(m.config.task, ktr::Task::regression);
-  ASSERT_TRUE(m.config.norm.per_feature());
+  ASSERT_TRUE(m.config.input_transform.per_feature());
   Kokkos::View<float**, Kokkos::LayoutLeft, ktr::MemSpace> out("test::out", N, T);
-  ktr::Predictor(*m.model, 50, m.config.norm).run(space, *m.model, data, out);
+  ktr::Predictor(*m.model, 50, m.config.input_transform).run(space, *m.model, data, out);
   // The same predictions as the training model's forward pass on the first batch, gathered in order.
   ktr::Tensor xb("test::xb", s.model().input_shape(4));
-  ktr::gather_range(space, data, 0, c.norm, ktr::Batch{xb, {}, ktr::Tensor()});
+  ktr::gather_range(space, data, 0, c.input_transform, ktr::Batch{xb, {}, ktr::Tensor()});
   auto const want = ktr::to_host(s.model().forward(space, ktr::Precision{}, xb));
   auto const got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (int i = 0; i < 4; ++i)
@@ -391,7 +391,7 @@ TEST(Loss, TheRegressionLossTrainsAndTravelsInCheckpoints) {
   auto data = ktr::dataset_from_views(space, device_matrix<Kokkos::LayoutRight>(x, N, D),
                                       device_matrix<Kokkos::LayoutRight>(y, N, T));
   RunConfig c = regression_config();
-  c.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+  c.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   c.loss = ktr::RegressionLoss::parse("huber:0.25");
   Session s(c, 10);
   ktr::dispatch(space, s.state(), s.model(), data, 10);

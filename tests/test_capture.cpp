@@ -86,7 +86,7 @@ TEST(Capture, TheProgramCacheKeepsTheMostRecentlyUsedPrograms) {
   ktr::Model const model(kMlp, 4);
   auto const data = small_dataset(40, 8);
   auto key = [&](int k, std::uintptr_t stream, std::uint64_t resources, std::uintptr_t instance = 1) {
-    return ktr::ProgramKey(model, data, ktr::Normalization{}, k, ktr::MatmulPrecision::fp32,
+    return ktr::ProgramKey(model, data, ktr::InputTransform{}, k, ktr::MatmulPrecision::fp32,
                            ktr::StreamIdentity{stream, resources, instance});
   };
   EXPECT_FALSE(key(4, 1, 1) == key(4, 2, 1)) << "two streams share a key";
@@ -119,16 +119,16 @@ TEST(Capture, TheProgramCacheKeepsTheMostRecentlyUsedPrograms) {
 TEST(Capture, AnotherInputTransformIsAnotherProgram) {
   ktr::Model const model(kMlp, 4);
   auto const data = small_dataset(40, 8);
-  auto key = [&](ktr::Normalization const& n) {
+  auto key = [&](ktr::InputTransform const& n) {
     return ktr::ProgramKey(model, data, n, 4, ktr::MatmulPrecision::fp32, ktr::StreamIdentity{1, 1, 1});
   };
-  ktr::Normalization const plain, scaled = ktr::Normalization::standardized(0.25f, 0.5f);
-  ktr::Normalization a = plain, b = plain;
+  ktr::InputTransform const plain, scaled = ktr::InputTransform::standardized(0.25f, 0.5f);
+  ktr::InputTransform a = plain, b = plain;
   a.feature_scale = ktr::DeviceView<float*>("ktr::test::scale_a", 784);
   a.feature_shift = ktr::DeviceView<float*>("ktr::test::shift_a", 784);
   b.feature_scale = ktr::DeviceView<float*>("ktr::test::scale_b", 784);
   b.feature_shift = a.feature_shift;
-  EXPECT_TRUE(key(plain) == key(ktr::Normalization{}));
+  EXPECT_TRUE(key(plain) == key(ktr::InputTransform{}));
   EXPECT_FALSE(key(plain) == key(scaled)) << "another scale and shift share a key";
   EXPECT_FALSE(key(plain) == key(a)) << "a per-feature transform shares the plain one's key";
   EXPECT_FALSE(key(a) == key(b)) << "other per-feature views share a key";
@@ -271,8 +271,8 @@ TEST(Capture, ClippingAccumulationRegressionAndCosineScheduleReplayBitForBit) {
   RunConfig c;
   c.model = "in=5 dense:16:relu dense:2";
   c.task = ktr::Task::regression;
-  c.normalize = ktr::NormalizeMode::none;
-  c.norm = ktr::Normalization::identity();
+  c.normalize = ktr::InputTransformMode::none;
+  c.input_transform = ktr::InputTransform::identity();
   c.batch = 24;
   c.accumulate = 2;
   c.seed = 5;

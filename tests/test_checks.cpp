@@ -89,7 +89,7 @@ TEST(Checks, RunDeviceBytesCoversWhatASessionAllocates) {
     {
       ktr::ToolsCounter counter;
       Session s(c, 16);
-      ktr::Evaluator e(s.model(), 1000, c.norm);
+      ktr::Evaluator e(s.model(), 1000, c.input_transform);
       allocated = counter.allocated_bytes();
     }
     std::int64_t const estimate = ktr::run_device_bytes(c, Model::plan(model, c.batch));
@@ -168,11 +168,11 @@ TEST(Checks, CheckpointVersionsOlderLoadNewerAreRefusedByNumber) {
   RunConfig c;
   c.model = "in=4x4x1 flatten dense:10";
   c.batch = 4;
-  c.normalize = ktr::NormalizeMode::unit;
+  c.normalize = ktr::InputTransformMode::unit;
   Session s(c, 1);
   s.save(ktr::ExecSpace(), path);
   std::string bytes = slurp(path);
-  EXPECT_EQ(Session::restore(path, 1)->config().normalize, ktr::NormalizeMode::unit);
+  EXPECT_EQ(Session::restore(path, 1)->config().normalize, ktr::InputTransformMode::unit);
   // Version 1 files (no normalisation mode recorded) still load; their scale and shift are what counts.
   Checkpoint v1 = ktr::read_checkpoint(path);
   v1.header.erase("normalize");

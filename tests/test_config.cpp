@@ -79,7 +79,7 @@ TEST(Config, TorchFortKeysBecomeTheRunConfiguration) {
   EXPECT_EQ(c.general.steps_per_dispatch, 8);
   EXPECT_EQ(c.general.buffer_size, 1024);
   EXPECT_EQ(c.general.report_frequency, 10);
-  EXPECT_EQ(c.general.normalize, ktr::NormalizeMode::none);
+  EXPECT_EQ(c.general.normalize, ktr::InputTransformMode::none);
   EXPECT_EQ(c.loss.str(), "mse");
 }
 

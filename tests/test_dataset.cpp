@@ -4,6 +4,7 @@
 #include <ktr/core/error.hpp>
 #include <ktr/core/permutation.hpp>
 #include <ktr/data/dataset.hpp>
+#include <ktr/train/session.hpp>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <type_traits>
 
 namespace {
 
@@ -84,7 +86,7 @@ TEST(Dataset, GatherBatchMatchesHostReferenceAcrossEpochs) {
   std::int64_t const spe = ktr::steps_per_epoch(d, B);
   EXPECT_EQ(spe, 10);  // the last 3 samples of each epoch's order are dropped
   ktr::BatchCursor cursor{Kokkos::View<std::int64_t, ktr::MemSpace>("ktr::test::step"), 0, 99, B};
-  auto norm = ktr::Normalization::standardized(0.5f, 0.25f);
+  auto norm = ktr::InputTransform::standardized(0.5f, 0.25f);
   ktr::Tensor x("ktr::test::x", d.batch_shape(B));
   ktr::DeviceView<std::int32_t*> y("ktr::test::y", B);
   for (std::int64_t step : {0, 7, 9, 10, 25}) {
@@ -120,7 +122,7 @@ TEST(Dataset, OneEpochVisitsDistinctSamples) {
   std::vector<int> seen(n, 0);
   for (std::int64_t step = 0; step < n / B; ++step) {
     set_step(cursor.step, step);
-    ktr::gather_batch(ktr::ExecSpace(), d, cursor, ktr::Normalization{1.0f, 0.0f}, x, y);
+    ktr::gather_batch(ktr::ExecSpace(), d, cursor, ktr::InputTransform{1.0f, 0.0f}, x, y);
     auto hx = ktr::to_host(x);
     for (std::int64_t b = 0; b < B; ++b) ++seen[std::size_t(hx[std::size_t(b * 4)])];
   }
@@ -136,7 +138,7 @@ TEST(Dataset, PixelStatisticsMatchHost) {
   double const mean = sum / double(px.size());
   EXPECT_NEAR(stats.mean, mean, 1e-12);
   EXPECT_NEAR(stats.std, std::sqrt(sq / double(px.size()) - mean * mean), 1e-9);
-  auto const norm = ktr::Normalization::standardized(float(stats.mean), float(stats.std));
+  auto const norm = ktr::InputTransform::standardized(float(stats.mean), float(stats.std));
   EXPECT_NEAR(0 * norm.scale + norm.shift, -stats.mean / stats.std, 1e-5);
   EXPECT_NEAR(255 * norm.scale + norm.shift, (1 - stats.mean) / stats.std, 1e-5);
 }
@@ -146,14 +148,14 @@ TEST(Dataset, GatherRangeIsContiguous) {
   auto d = synthetic(20, 2, 2, px, lb);
   ktr::Tensor x("ktr::test::x", d.batch_shape(3));
   ktr::DeviceView<std::int32_t*> y("ktr::test::y", 3);
-  ktr::gather_range(ktr::ExecSpace(), d, 17, ktr::Normalization{}, x, y);
+  ktr::gather_range(ktr::ExecSpace(), d, 17, ktr::InputTransform{}, x, y);
   auto hx = ktr::to_host(x);
   auto hy = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), y);
   for (int b = 0; b < 3; ++b) {
     EXPECT_EQ(hy(b), lb[std::size_t(17 + b)]);
     EXPECT_FLOAT_EQ(hx[std::size_t(b * 4 + 1)], px[std::size_t((17 + b) * 4 + 1)] / 255.0f);
   }
-  EXPECT_THROW(ktr::gather_range(ktr::ExecSpace(), d, 18, ktr::Normalization{}, x, y), ktr::Error);
+  EXPECT_THROW(ktr::gather_range(ktr::ExecSpace(), d, 18, ktr::InputTransform{}, x, y), ktr::Error);
 }
 
 TEST(Dataset, ShufflingAndGatheringAcrossEpochsCopiesAndAllocatesNothing) {
@@ -165,13 +167,13 @@ TEST(Dataset, ShufflingAndGatheringAcrossEpochsCopiesAndAllocatesNothing) {
   ktr::DeviceView<std::int32_t*> y("ktr::test::y", B);
   auto step = cursor.step;
   ktr::ExecSpace space;
-  std::int64_t const steps = 4 * ktr::steps_per_epoch(d, B);        // four epochs, four permutations
-  ktr::gather_batch(space, d, cursor, ktr::Normalization{}, x, y);  // warm-up: Kokkos sizes team scratch once
+  std::int64_t const steps = 4 * ktr::steps_per_epoch(d, B);         // four epochs, four permutations
+  ktr::gather_batch(space, d, cursor, ktr::InputTransform{}, x, y);  // warm-up: Kokkos sizes team scratch once
   Kokkos::deep_copy(step, 0);
   {
     ktr::ToolsCounter counter;
     for (std::int64_t s = 0; s < steps; ++s) {
-      ktr::gather_batch(space, d, cursor, ktr::Normalization{}, x, y);
+      ktr::gather_batch(space, d, cursor, ktr::InputTransform{}, x, y);
       advance(space, step);
     }
     space.fence();
@@ -185,3 +187,12 @@ TEST(Dataset, ShufflingAndGatheringAcrossEpochsCopiesAndAllocatesNothing) {
 }
 
 }  // namespace
+
+// The 0.1 names of the input transform stay usable (code written against ktr 0.1 keeps compiling).
+TEST(Dataset, TheNamesOfKtr01StillNameTheInputTransform) {
+  static_assert(std::is_same<ktr::Normalization, ktr::InputTransform>::value, "Normalization");
+  static_assert(std::is_same<ktr::NormalizeMode, ktr::InputTransformMode>::value, "NormalizeMode");
+  ktr::RunConfig config;
+  config.normalize = ktr::NormalizeMode::none;
+  EXPECT_EQ(config.normalize, ktr::InputTransformMode::none);
+}

@@ -104,7 +104,7 @@ struct Golden {
 Golden train(RunConfig config, ktr::DeviceDataset const& data) {
   ktr::ExecSpace const space;
   if (data.task() == ktr::Task::regression)
-    config.norm = ktr::fit_normalization(space, data, ktr::NormalizeMode::standard);
+    config.input_transform = ktr::fit_input_transform(space, data, ktr::InputTransformMode::standard);
   config.task = data.task();
   Session session(config, 4);
   ktr::StepMetrics m;
@@ -165,7 +165,7 @@ std::map<std::string, Golden> run_all() {
   reg.model = "in=6 dense:32:relu dense:32:relu dense:2";
   reg.batch = 20;
   reg.seed = 13;
-  reg.normalize = ktr::NormalizeMode::standard;
+  reg.normalize = ktr::InputTransformMode::standard;
   reg.optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
   reg.optimizer.lr = 0.01f;
   reg.optimizer.momentum = 0.9f;

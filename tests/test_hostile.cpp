@@ -179,7 +179,7 @@ TEST(Hostile, NonFiniteCheckpointBuffersAreNeverLoaded) {
 ktr::SafeTensors exported(ktr::Model const& model) {
   RunConfig cfg;
   cfg.model = model.description();
-  cfg.norm = ktr::Normalization::standardized(0.25f, 0.5f);
+  cfg.input_transform = ktr::InputTransform::standardized(0.25f, 0.5f);
   return ktr::export_weights(model, ktr::download(model.arena().params()), cfg);
 }
 
@@ -223,20 +223,20 @@ TEST(Hostile, APerFeatureInputTransformExportsAndImportsExactly) {
   std::vector<float> const scale{1, 2, 3, 4, 5, 6}, shift{-1, -2, -3, 0.5f, 0.25f, 0.125f};
   RunConfig cfg;
   cfg.model = model.description();
-  cfg.norm = ktr::Normalization::identity();
-  cfg.norm.feature_scale = ktr::DeviceView<float*>("scale", 6);
-  cfg.norm.feature_shift = ktr::DeviceView<float*>("shift", 6);
-  Kokkos::deep_copy(cfg.norm.feature_scale, ktr::HostView<const float*>(scale.data(), 6));
-  Kokkos::deep_copy(cfg.norm.feature_shift, ktr::HostView<const float*>(shift.data(), 6));
+  cfg.input_transform = ktr::InputTransform::identity();
+  cfg.input_transform.feature_scale = ktr::DeviceView<float*>("scale", 6);
+  cfg.input_transform.feature_shift = ktr::DeviceView<float*>("shift", 6);
+  Kokkos::deep_copy(cfg.input_transform.feature_scale, ktr::HostView<const float*>(scale.data(), 6));
+  Kokkos::deep_copy(cfg.input_transform.feature_shift, ktr::HostView<const float*>(shift.data(), 6));
   ktr::SafeTensors const st = ktr::export_weights(model, ktr::download(model.arena().params()), cfg);
   ASSERT_EQ(st.tensors.count("ktr.input_scale"), 1u);
   EXPECT_EQ(st.tensors.at("ktr.input_scale").shape, (std::vector<std::int64_t>{2, 3, 1}));
   EXPECT_EQ(st.tensors.at("ktr.input_scale").values, scale);
   EXPECT_EQ(st.tensors.at("ktr.input_shift").values, shift);
   ktr::ImportedWeights const w = ktr::import_weights(model, st, "w");
-  ASSERT_TRUE(w.norm.per_feature());
-  EXPECT_EQ(ktr::download(w.norm.feature_scale), scale);
-  EXPECT_EQ(ktr::download(w.norm.feature_shift), shift);
+  ASSERT_TRUE(w.input_transform.per_feature());
+  EXPECT_EQ(ktr::download(w.input_transform.feature_scale), scale);
+  EXPECT_EQ(ktr::download(w.input_transform.feature_shift), shift);
   EXPECT_EQ(w.model, model.description());
 }
 

@@ -44,7 +44,7 @@ TEST(Safetensors, ExportImportRoundTripsEveryParameterAndTheTransform) {
   model.init(ktr::ExecSpace(), 3);
   ktr::RunConfig cfg;
   cfg.model = model.description();
-  cfg.norm = ktr::Normalization::standardized(0.25f, 0.5f);
+  cfg.input_transform = ktr::InputTransform::standardized(0.25f, 0.5f);
   std::vector<float> const params = ktr::download(model.arena().params());
   std::string const path = ::testing::TempDir() + "ktr_roundtrip.safetensors";
   std::remove(path.c_str());
@@ -55,8 +55,8 @@ TEST(Safetensors, ExportImportRoundTripsEveryParameterAndTheTransform) {
   ktr::ImportedWeights const w = ktr::import_weights(model, st, path);
   EXPECT_EQ(w.params, params);  // bit for bit, padding included (zero)
   ASSERT_TRUE(w.has_transform);
-  EXPECT_EQ(w.norm.scale, cfg.norm.scale);
-  EXPECT_EQ(w.norm.shift, cfg.norm.shift);
+  EXPECT_EQ(w.input_transform.scale, cfg.input_transform.scale);
+  EXPECT_EQ(w.input_transform.shift, cfg.input_transform.shift);
   // A file that is not safetensors is never replaced.
   std::string const notes = ::testing::TempDir() + "ktr_notes.txt";
   {

@@ -112,7 +112,7 @@ TEST(Accumulate, TheBatchMustSplitIntoMicroBatches) {
 // A gather of rows [row, row + b) of a global batch of S rows is those rows of the gather of all S.
 TEST(DataParallel, ASliceOfTheGlobalBatchIsItsRows) {
   auto data = noisy_dataset(100, 5);
-  ktr::Normalization const norm;
+  ktr::InputTransform const norm;
   Kokkos::View<std::int64_t, ktr::MemSpace> step("ktr::test::step");
   Kokkos::deep_copy(step, std::int64_t(7));  // epoch 2 of 3 steps per epoch
   ktr::Tensor whole("ktr::test::whole", data.batch_shape(32)), part("ktr::test::part", data.batch_shape(8));

@@ -113,8 +113,8 @@ TEST(Train, EvaluationDoesNotDependOnItsBatch) {
   ktr::Model big(s.config().model, 100), small(s.config().model, 7);
   Kokkos::deep_copy(big.arena().params(), s.model().arena().params());
   Kokkos::deep_copy(small.arena().params(), s.model().arena().params());
-  auto const a = ktr::Evaluator(big, 100, s.config().norm).run(ktr::ExecSpace(), big, data);
-  auto const b = ktr::Evaluator(small, 7, s.config().norm).run(ktr::ExecSpace(), small, data);
+  auto const a = ktr::Evaluator(big, 100, s.config().input_transform).run(ktr::ExecSpace(), big, data);
+  auto const b = ktr::Evaluator(small, 7, s.config().input_transform).run(ktr::ExecSpace(), small, data);
   EXPECT_EQ(a.count, 137);
   EXPECT_DOUBLE_EQ(a.accuracy, b.accuracy);
   EXPECT_NEAR(a.loss, b.loss, 1e-5);

@@ -72,7 +72,7 @@ TEST(Trainer, FitFollowsTheSessionAndDispatchLoopBitForBit) {
   // The same run by hand: the transform fitted on the data, K = 5, 5, 2 per epoch.
   RunConfig c = config();
   c.task = data.task();
-  c.norm = ktr::fit_normalization(space, data, c.normalize);
+  c.input_transform = ktr::fit_input_transform(space, data, c.normalize);
   ktr::Session session(c, 5);
   for (int epoch = 0; epoch < 2; ++epoch)
     for (int k : {5, 5, 2}) ktr::dispatch(space, session.state(), session.model(), data, k);
@@ -200,18 +200,18 @@ TEST(Trainer, AnUnfittedInputTransformOnFloatFeaturesIsRefused) {
   c.model = "in=4 dense:8:relu dense:1";
   c.task = ktr::Task::regression;
   c.batch = 32;
-  for (auto mode : {ktr::NormalizeMode::standard, ktr::NormalizeMode::none}) {
+  for (auto mode : {ktr::InputTransformMode::standard, ktr::InputTransformMode::none}) {
     c.normalize = mode;
     ktr::Session unfitted(c, 1);
     std::string const error =
         ktr::test::error_of([&] { ktr::dispatch(space, unfitted.state(), unfitted.model(), data, 1); });
-    EXPECT_NE(error.find("fit_normalization"), std::string::npos) << error;
+    EXPECT_NE(error.find("fit_input_transform"), std::string::npos) << error;
     EXPECT_EQ(unfitted.state().host_step(), 0);
-    c.norm = ktr::fit_normalization(space, data, mode);
+    c.input_transform = ktr::fit_input_transform(space, data, mode);
     ktr::Session fitted(c, 1);
     EXPECT_EQ(ktr::test::error_of([&] { ktr::dispatch(space, fitted.state(), fitted.model(), data, 1); }),
               "(no error)");
-    c.norm = ktr::Normalization{};
+    c.input_transform = ktr::InputTransform{};
   }
 }
 
@@ -324,7 +324,7 @@ TEST(Trainer, ARefusedOnlineStepChangesNothing) {
   RunConfig c;
   c.model = "in=4 dense:16:relu dense:1";
   c.batch = 32;
-  c.normalize = ktr::NormalizeMode::none;
+  c.normalize = ktr::InputTransformMode::none;
   Trainer poisoned(space, c, ktr::dataset_from_views(space, s.x, s.y)),
       twin(space, c, ktr::dataset_from_views(space, s.x, s.y));
   auto rows = [&](int at) { return Kokkos::make_pair(at, at + 32); };
@@ -364,7 +364,7 @@ TEST(Trainer, ARunResizedForLargerBatchesContinuesExactly) {
   RunConfig c;
   c.model = "in=4 dense:16:relu dense:1";
   c.batch = 16;
-  c.normalize = ktr::NormalizeMode::none;
+  c.normalize = ktr::InputTransformMode::none;
   Trainer small(space, c, ktr::dataset_from_views(space, s.x, s.y));
   c.batch = 64;
   Trainer twin(space, c, ktr::dataset_from_views(space, s.x, s.y));
@@ -395,7 +395,7 @@ TEST(Trainer, AnAccumulatedUpdateOverCallsEqualsOneCallOfTheWholeBatch) {
   c.model = "in=4 dense:16:relu dense:1";
   c.batch = 32;
   c.accumulate = 4;
-  c.normalize = ktr::NormalizeMode::none;
+  c.normalize = ktr::InputTransformMode::none;
   c.optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
   c.optimizer.lr = 0.1f;
   Trainer calls(space, c, ktr::dataset_from_views(space, s.x, s.y));
@@ -566,8 +566,8 @@ namespace {
 TEST(Trainer, TheGemmPrecisionIsPartOfTheRunAndOfTheProgramKey) {
   ktr::Model const model("in=8x8x1 flatten dense:10", 4);
   auto const data = ktr::test::small_dataset(40, 10);
-  ktr::ProgramKey const fp32(model, data, ktr::Normalization{}, 4, ktr::MatmulPrecision::fp32),
-      tf32(model, data, ktr::Normalization{}, 4, ktr::MatmulPrecision::tf32);
+  ktr::ProgramKey const fp32(model, data, ktr::InputTransform{}, 4, ktr::MatmulPrecision::fp32),
+      tf32(model, data, ktr::InputTransform{}, 4, ktr::MatmulPrecision::tf32);
   EXPECT_TRUE((fp32 < tf32) != (tf32 < fp32)) << "programs captured at two precisions share a key";
   RunConfig c = config();
   c.precision = ktr::MatmulPrecision::tf32;

@@ -10,10 +10,11 @@
 
 namespace ktr {
 
-Evaluator::Evaluator(Model const& model, std::int64_t batch, Normalization norm, Task task)
+Evaluator::Evaluator(Model const& model, std::int64_t batch, InputTransform norm, Task task)
     : Evaluator(ExecSpace(), model, batch, std::move(norm), task) {}
 
-Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm, Task task)
+Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, InputTransform norm,
+                     Task task)
     : batch_(std::min(batch, model.max_batch())),
       norm_(norm),
       task_(task),
@@ -64,10 +65,10 @@ EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset co
   return EvalResult{sums[0] / double(data.count), hits / double(data.count), data.count};
 }
 
-Predictor::Predictor(Model const& model, std::int64_t batch, Normalization norm)
+Predictor::Predictor(Model const& model, std::int64_t batch, InputTransform norm)
     : Predictor(ExecSpace(), model, batch, std::move(norm)) {}
 
-Predictor::Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm)
+Predictor::Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, InputTransform norm)
     : batch_(std::min(batch, model.max_batch())),
       norm_(norm),
       x_(space, "ktr::predict::x", model.input_shape(batch_)) {}

@@ -15,9 +15,9 @@ namespace ktr {
 /// logits for classification, targets' units for regression. `out` may have any layout (an application's view).
 class Predictor {
  public:
-  Predictor(Model const& model, std::int64_t batch, Normalization norm);
+  Predictor(Model const& model, std::int64_t batch, InputTransform transform);
   /// The same, its batch buffer allocated on `space`.
-  Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm);
+  Predictor(ExecSpace const& space, Model const& model, std::int64_t batch, InputTransform transform);
   void run(ExecSpace const& space, Model& model, DeviceDataset const& inputs,
            Kokkos::View<float**, Kokkos::LayoutStride, MemSpace> const& out);
   /// The precision of the model's matmuls (default fp32; predictor_for sets the run's).
@@ -26,7 +26,7 @@ class Predictor {
  private:
   MatmulPrecision precision_ = MatmulPrecision::fp32;
   std::int64_t batch_;
-  Normalization norm_;
+  InputTransform norm_;
   Tensor x_;
 };
 
@@ -42,9 +42,9 @@ struct EvalResult {
 
 class Evaluator {
  public:
-  Evaluator(Model const& model, std::int64_t batch, Normalization norm, Task task = Task::classification);
+  Evaluator(Model const& model, std::int64_t batch, InputTransform transform, Task task = Task::classification);
   /// The same, its buffers allocated on `space`.
-  Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, Normalization norm,
+  Evaluator(ExecSpace const& space, Model const& model, std::int64_t batch, InputTransform transform,
             Task task = Task::classification);
   EvalResult run(ExecSpace const& space, Model& model, DeviceDataset const& data);
   /// A regression's loss, evaluated beside the MSE (default: the MSE alone).
@@ -56,7 +56,7 @@ class Evaluator {
   RegressionLoss regression_;
   MatmulPrecision precision_ = MatmulPrecision::fp32;
   std::int64_t batch_;
-  Normalization norm_;
+  InputTransform norm_;
   Task task_;
   Tensor x_;
   DeviceView<std::int32_t*> y_;

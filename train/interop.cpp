@@ -77,14 +77,14 @@ SafeTensors export_weights(Model const& model, std::vector<float> const& params,
   st.metadata["ktr.model"] = config.model;
   st.metadata["ktr.task"] = config.task == Task::regression ? "regression" : "classification";
   st.metadata["ktr.version"] = KTR_VERSION;
-  st.metadata["ktr.normalize_scale"] = float_text(config.norm.scale);
-  st.metadata["ktr.normalize_shift"] = float_text(config.norm.shift);
-  if (config.norm.per_feature()) {
+  st.metadata["ktr.normalize_scale"] = float_text(config.input_transform.scale);
+  st.metadata["ktr.normalize_shift"] = float_text(config.input_transform.shift);
+  if (config.input_transform.per_feature()) {
     std::vector<std::int64_t> const input = dims(model.input_shape(1));  // (1, ...): one sample
     std::vector<std::int64_t> const sample(input.begin() + 1, input.end());
     for (auto const& [name, view] :
-         {std::pair<char const*, DeviceView<float*>>{"ktr.input_scale", config.norm.feature_scale},
-          {"ktr.input_shift", config.norm.feature_shift}}) {
+         {std::pair<char const*, DeviceView<float*>>{"ktr.input_scale", config.input_transform.feature_scale},
+          {"ktr.input_shift", config.input_transform.feature_shift}}) {
       SafeTensor t;
       t.shape = sample;
       t.values = download(view);
@@ -140,19 +140,22 @@ ImportedWeights import_weights(Model const& model, SafeTensors const& st, std::s
   if (!meta("ktr.normalize_scale").empty() || !meta("ktr.normalize_shift").empty() ||
       st.tensors.count("ktr.input_scale")) {
     w.has_transform = true;
-    w.norm.scale = float(metadata_number(meta("ktr.normalize_scale"), "ktr.normalize_scale", path, 1.0));
-    w.norm.shift = float(metadata_number(meta("ktr.normalize_shift"), "ktr.normalize_shift", path, 0.0));
-    KTR_REQUIRE(w.norm.scale != 0.0f, path, "metadata ktr.normalize_scale is 0: every input would be the same");
+    w.input_transform.scale =
+        float(metadata_number(meta("ktr.normalize_scale"), "ktr.normalize_scale", path, 1.0));
+    w.input_transform.shift =
+        float(metadata_number(meta("ktr.normalize_shift"), "ktr.normalize_shift", path, 0.0));
+    KTR_REQUIRE(w.input_transform.scale != 0.0f, path,
+                "metadata ktr.normalize_scale is 0: every input would be the same");
     KTR_REQUIRE(st.tensors.count("ktr.input_scale") == st.tensors.count("ktr.input_shift"), path,
                 "the tensors ktr.input_scale and ktr.input_shift go together");
     if (st.tensors.count("ktr.input_scale")) {
       auto const& scale = st.tensors.at("ktr.input_scale").values;
       auto const& shift = st.tensors.at("ktr.input_shift").values;
-      w.norm.scale = 1.0f, w.norm.shift = 0.0f;
-      w.norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", scale.size());
-      w.norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", shift.size());
-      Kokkos::deep_copy(w.norm.feature_scale, HostView<const float*>(scale.data(), scale.size()));
-      Kokkos::deep_copy(w.norm.feature_shift, HostView<const float*>(shift.data(), shift.size()));
+      w.input_transform.scale = 1.0f, w.input_transform.shift = 0.0f;
+      w.input_transform.feature_scale = DeviceView<float*>("ktr::data::feature_scale", scale.size());
+      w.input_transform.feature_shift = DeviceView<float*>("ktr::data::feature_shift", shift.size());
+      Kokkos::deep_copy(w.input_transform.feature_scale, HostView<const float*>(scale.data(), scale.size()));
+      Kokkos::deep_copy(w.input_transform.feature_shift, HostView<const float*>(shift.data(), shift.size()));
     }
   }
   return w;

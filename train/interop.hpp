@@ -26,7 +26,7 @@ SafeTensors export_weights(Model const& model, std::vector<float> const& params,
 struct ImportedWeights {
   std::vector<float> params;
   bool has_transform = false;  ///< the file records an input transform
-  Normalization norm;
+  InputTransform input_transform;
   std::string task;   ///< from the metadata (classification or regression), or ""
   std::string model;  ///< the model description the file records (ktr.model), or ""
 };

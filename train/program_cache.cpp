@@ -25,7 +25,7 @@ std::uint32_t bits(float f) {
 }
 }  // namespace
 
-ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, Normalization const& transform, int k_,
+ProgramKey::ProgramKey(Model const& m, DeviceDataset const& data, InputTransform const& transform, int k_,
                        MatmulPrecision precision_, StreamIdentity stream_)
     : model(address(&m)),
       params(address(m.arena().params().data())),

@@ -29,7 +29,7 @@ struct ProgramKey {
   int k = 0;
   int precision = 0;      ///< MatmulPrecision
   StreamIdentity stream;  ///< the instance: its stream, its BLAS resources, its scratch
-  ProgramKey(Model const& model, DeviceDataset const& data, Normalization const& transform, int k,
+  ProgramKey(Model const& model, DeviceDataset const& data, InputTransform const& transform, int k,
              MatmulPrecision precision, StreamIdentity stream = {});
   bool operator==(ProgramKey const& o) const;
   bool operator<(ProgramKey const& o) const;

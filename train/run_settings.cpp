@@ -132,8 +132,8 @@ std::vector<RunSetting> make_table() {
   RunSetting normalize = word(
       "normalize", {"standard", "unit", "none", "recorded"},
       "the input transform: fitted to the training data (standard), pixels to [0, 1] (unit), none, or recorded",
-      [](RunConfig const& c) { return std::string(normalize_mode_name(c.normalize)); },
-      [](RunConfig& c, std::string const& v) { c.normalize = parse_normalize_mode(v); });
+      [](RunConfig const& c) { return std::string(input_transform_mode_name(c.normalize)); },
+      [](RunConfig& c, std::string const& v) { c.normalize = parse_input_transform_mode(v); });
   normalize.required = false;  // version 1 did not record it (run_config then says `recorded`)
   t.push_back(normalize);
   RunSetting precision = word(

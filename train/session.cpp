@@ -120,8 +120,8 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
       // sized for the micro-batch (TrainState reports a batch that does not divide)
       model_(space, config.model,
              micro_batch(config, comm.size()) > 0 ? micro_batch(config, comm.size()) : config.batch),
-      state_(space, model_, config.optimizer, config.batch, config.seed, config.norm, max_k, config.task,
-             Parallelism{comm, config.accumulate, DataLayout::replicated}) {
+      state_(space, model_, config.optimizer, config.batch, config.seed, config.input_transform, max_k,
+             config.task, Parallelism{comm, config.accumulate, DataLayout::replicated}) {
   KTR_REQUIRE(matmul_unavailable(config.precision).empty(), "ktr::Session", matmul_unavailable(config.precision));
   state_.precision = config.precision;
   state_.normalize = config.normalize;
@@ -144,18 +144,18 @@ Checkpoint Session::snapshot(ExecSpace const& space, std::string const& what) co
   c.header["model"] = config_.model;
   c.header["ranks"] = std::to_string(state_.parallel.comm.size());  // for information: any divisor resumes
   c.header["task"] = config_.task == Task::regression ? "regression" : "classification";
-  c.header["norm_scale"] = exact_text(config_.norm.scale);
-  c.header["norm_shift"] = exact_text(config_.norm.shift);
-  c.header["input_transform"] = config_.norm.per_feature() ? "per_feature" : "scalar";
+  c.header["norm_scale"] = exact_text(config_.input_transform.scale);
+  c.header["norm_shift"] = exact_text(config_.input_transform.shift);
+  c.header["input_transform"] = config_.input_transform.per_feature() ? "per_feature" : "scalar";
   // Read back on the instance that trained (after its work), never through a fence of the whole device.
   std::int64_t step = 0;
   Kokkos::deep_copy(space, Kokkos::View<std::int64_t, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&step),
                     state_.step);
   c.buffers.push_back(download(space, model_.arena().params()));
   for (auto const& s : state_.optimizer.state()) c.buffers.push_back(download(space, s));
-  if (config_.norm.per_feature()) {  // the input transform travels with the model
-    c.buffers.push_back(download(space, config_.norm.feature_scale));
-    c.buffers.push_back(download(space, config_.norm.feature_shift));
+  if (config_.input_transform.per_feature()) {  // the input transform travels with the model
+    c.buffers.push_back(download(space, config_.input_transform.feature_scale));
+    c.buffers.push_back(download(space, config_.input_transform.feature_shift));
   }
   c.header["step"] = std::to_string(step);  // read: download() fenced the instance
   for (auto const& b : c.buffers)
@@ -180,7 +180,7 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
   std::int64_t const micro = std::max<std::int64_t>(micro_batch(config, ranks), 1);
   floats = checked_add(floats, checked_mul(micro, per_sample, what), what);
   floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), per_sample, what), what);
-  if (config.norm.per_feature()) floats = checked_add(floats, 2 * sample, what);
+  if (config.input_transform.per_feature()) floats = checked_add(floats, 2 * sample, what);
   return checked_mul(floats, 4, what);
 }
 
@@ -204,10 +204,11 @@ RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace con
     KTR_REQUIRE(config.accumulate <= config.batch, path,
                 "header field 'accumulate' is " + std::to_string(config.accumulate) +
                     ", more micro-batches than the batch's " + std::to_string(config.batch) + " samples");
-    if (!c.has("normalize")) config.normalize = NormalizeMode::recorded;  // version 1: scale and shift count
-    config.norm.scale = float(number(c, "norm_scale", path));
-    config.norm.shift = float(number(c, "norm_shift", path));
-    KTR_REQUIRE(config.norm.scale != 0.0f, path, "header field 'norm_scale' is 0: every input would be the same");
+    if (!c.has("normalize")) config.normalize = InputTransformMode::recorded;  // version 1: scale and shift count
+    config.input_transform.scale = float(number(c, "norm_scale", path));
+    config.input_transform.shift = float(number(c, "norm_shift", path));
+    KTR_REQUIRE(config.input_transform.scale != 0.0f, path,
+                "header field 'norm_scale' is 0: every input would be the same");
     std::string const task = c.has("task") ? c.get("task") : "classification";
     KTR_REQUIRE(task == "classification" || task == "regression", path, "unknown task '" + escaped(task) + "'");
     config.task = task == "regression" ? Task::regression : Task::classification;
@@ -218,12 +219,12 @@ RunConfig run_config(Checkpoint const& c, std::string const& path, ExecSpace con
       auto const& shift = c.buffers.back();
       KTR_REQUIRE(!scale.empty() && scale.size() == shift.size(), path, "malformed per-feature input transform");
       KTR_REQUIRE(all_finite(scale) && all_finite(shift), path, "the per-feature input transform is not finite");
-      config.norm.feature_scale = DeviceView<float*>(
+      config.input_transform.feature_scale = DeviceView<float*>(
           Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::feature_scale"), scale.size());
-      config.norm.feature_shift = DeviceView<float*>(
+      config.input_transform.feature_shift = DeviceView<float*>(
           Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::feature_shift"), shift.size());
-      upload(space, config.norm.feature_scale, scale, path + ": input transform");
-      upload(space, config.norm.feature_shift, shift, path + ": input transform");
+      upload(space, config.input_transform.feature_scale, scale, path + ": input transform");
+      upload(space, config.input_transform.feature_shift, shift, path + ": input transform");
     }
   } catch (Error const& e) {
     std::string const what = e.what();
@@ -256,7 +257,7 @@ std::unique_ptr<Session> Session::restore(ExecSpace const& space, Checkpoint con
   auto session = std::make_unique<Session>(space, chosen, max_k, comm);
   auto& model = session->model_;
   auto state = session->state_.optimizer.state();
-  std::size_t const transform = session->config_.norm.per_feature() ? 2 : 0;
+  std::size_t const transform = session->config_.input_transform.per_feature() ? 2 : 0;
   KTR_REQUIRE(c.buffers.size() == 1 + state.size() + transform, path,
               "holds " + std::to_string(c.buffers.size()) + " buffers, the configuration needs " +
                   std::to_string(1 + state.size() + transform));
@@ -295,27 +296,27 @@ std::unique_ptr<Session> Session::restore(std::string const& path, int max_k, Co
 }
 
 Evaluator evaluator_for(ExecSpace const& space, Session& session, std::int64_t batch) {
-  Evaluator e(space, session.model(), batch, session.config().norm, session.config().task);
+  Evaluator e(space, session.model(), batch, session.config().input_transform, session.config().task);
   e.set_regression_loss(session.config().loss);
   e.set_precision(session.config().precision);
   return e;
 }
 
 Evaluator evaluator_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
-  Evaluator e(space, *model.model, batch, model.config.norm, model.config.task);
+  Evaluator e(space, *model.model, batch, model.config.input_transform, model.config.task);
   e.set_regression_loss(model.config.loss);
   e.set_precision(model.config.precision);
   return e;
 }
 
 Predictor predictor_for(ExecSpace const& space, Session& session, std::int64_t batch) {
-  Predictor p(space, session.model(), batch, session.config().norm);
+  Predictor p(space, session.model(), batch, session.config().input_transform);
   p.set_precision(session.config().precision);
   return p;
 }
 
 Predictor predictor_for(ExecSpace const& space, TrainedModel const& model, std::int64_t batch) {
-  Predictor p(space, *model.model, batch, model.config.norm);
+  Predictor p(space, *model.model, batch, model.config.input_transform);
   p.set_precision(model.config.precision);
   return p;
 }

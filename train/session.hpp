@@ -18,9 +18,10 @@ struct RunConfig {
   std::uint64_t seed = 0;
   Task task = Task::classification;  ///< softmax cross-entropy on labels, or `loss` on values
   RegressionLoss loss;  ///< regression: mse (default), l1, huber or bce (checkpoints record a non-default one)
-  Reduction reduction = Reduction::mean;              ///< of the element losses (checkpoints record sum)
-  NormalizeMode normalize = NormalizeMode::standard;  ///< how `norm` was chosen (checkpoints record the name)
-  Normalization norm;  ///< the input transform the gather applies (kept in checkpoints)
+  Reduction reduction = Reduction::mean;  ///< of the element losses (checkpoints record sum)
+  InputTransformMode normalize =
+      InputTransformMode::standard;  ///< how `input_transform` was chosen (checkpoints record the name)
+  InputTransform input_transform;    ///< the input transform the gather applies (kept in checkpoints)
   /// The arithmetic of the run's matrix products and convolutions: fp32, tf32 (CUDA builds) or bf16 (mixed
   /// precision: backends/gemm.hpp). Checkpoints record a precision other than fp32; a resume continues in it
   /// unless told otherwise (`ktr train --resume --precision`).
@@ -61,9 +62,9 @@ class Session {
   TrainState& state() { return state_; }
   /// Replaces the run's input transform (weights loaded with the transform they were trained with): recorded
   /// from here on, as a checkpoint records it.
-  void set_input_transform(Normalization norm) {
-    config_.norm = norm, config_.normalize = NormalizeMode::recorded;
-    state_.norm = std::move(norm), state_.normalize = NormalizeMode::recorded;
+  void set_input_transform(InputTransform transform) {
+    config_.input_transform = transform, config_.normalize = InputTransformMode::recorded;
+    state_.input_transform = std::move(transform), state_.normalize = InputTransformMode::recorded;
   }
 
  private:

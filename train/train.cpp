@@ -60,7 +60,8 @@ Precision run_precision(ExecSpace const& space, TrainState& state, Model const& 
 void micro_batch_pass(ExecSpace const& space, Precision const& precision, TrainState& state, Model& model,
                       DeviceDataset const& data, BatchCursor const& cursor, std::int64_t key_row, int index,
                       float share, bool first) {
-  gather_batch(space, data, cursor, state.norm, Batch{state.x, state.y, state.values});  // x (b, ...), targets
+  gather_batch(space, data, cursor, state.input_transform,
+               Batch{state.x, state.y, state.values});  // x (b, ...), targets
   // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
   RandomKey const key{state.seed, state.step.data(), key_row};
   Tensor const out = model.forward(space, precision, state.x, &key);  // (b, classes) or (b, T)
@@ -96,14 +97,16 @@ void train_steps(ExecSpace const& space, TrainState& state, Model& model, Device
   KTR_REQUIRE(data.task() == state.task, "ktr::train_steps",
               state.task == Task::regression ? "the run is a regression, the data has class labels"
                                              : "the run is a classification, the data has regression targets");
-  bool const unfitted = !state.norm.per_feature() && state.norm.scale == Normalization{}.scale &&
-                        state.norm.shift == Normalization{}.shift;
-  KTR_REQUIRE(!(data.feature_kind == DeviceDataset::Features::float32 && unfitted &&
-                (state.normalize == NormalizeMode::standard || state.normalize == NormalizeMode::none)),
-              "ktr::train_steps",
-              std::string("the run says its input transform is '") + normalize_mode_name(state.normalize) +
-                  "' but holds the default pixel transform (x / 255), which would divide float features by 255: "
-                  "set RunConfig::norm = fit_normalization(space, data, RunConfig::normalize) (the Trainer does)");
+  bool const unfitted = !state.input_transform.per_feature() &&
+                        state.input_transform.scale == InputTransform{}.scale &&
+                        state.input_transform.shift == InputTransform{}.shift;
+  KTR_REQUIRE(
+      !(data.feature_kind == DeviceDataset::Features::float32 && unfitted &&
+        (state.normalize == InputTransformMode::standard || state.normalize == InputTransformMode::none)),
+      "ktr::train_steps",
+      std::string("the run says its input transform is '") + input_transform_mode_name(state.normalize) +
+          "' but holds the default pixel transform (x / 255), which would divide float features by 255: "
+          "set RunConfig::norm = fit_input_transform(space, data, RunConfig::normalize) (the Trainer does)");
   Communicator const& comm = state.parallel.comm;
   int const ranks = comm.size(), rank = comm.rank(), n = state.parallel.accumulate;
   bool const sharded = state.parallel.layout == DataLayout::sharded;
@@ -164,8 +167,8 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
   if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
-    auto& program =
-        state.programs_.slot(ProgramKey(model, data, state.norm, k, state.precision, stream_identity(space)));
+    auto& program = state.programs_.slot(
+        ProgramKey(model, data, state.input_transform, k, state.precision, stream_identity(space)));
     if (program && program->valid()) {
       program->replay(space);
       path = DispatchPath::replayed;

@@ -26,18 +26,18 @@ std::int64_t micro_batch_of(Model const& model, std::int64_t batch, Parallelism 
 }  // namespace
 
 TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
-                       Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
-    : TrainState(ExecSpace(), model, opt, batch_, seed_, std::move(norm_), max_k_, task_, std::move(parallel_)) {}
+                       InputTransform transform_, int max_k_, Task task_, Parallelism parallel_)
+    : TrainState(ExecSpace(), model, opt, batch_, seed_, std::move(transform_), max_k_, task_, std::move(parallel_)) {}
 
 TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch_,
-                       std::uint64_t seed_, Normalization norm_, int max_k_, Task task_, Parallelism parallel_)
+                       std::uint64_t seed_, InputTransform transform_, int max_k_, Task task_, Parallelism parallel_)
     : optimizer(opt, model.arena().size(), space),
       step(Kokkos::view_alloc(space, "ktr::train::step")),
       batch(batch_),
       parallel(std::move(parallel_)),
       micro_batch(micro_batch_of(model, batch_, parallel)),
       seed(seed_),
-      norm(norm_),
+      input_transform(transform_),
       max_k(max_k_),
       task(task_),
       x(space, "ktr::train::x", model.input_shape(micro_batch)),

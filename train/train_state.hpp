@@ -43,10 +43,10 @@ struct TrainState {
   /// `batch` is the samples per optimiser update over all ranks; each rank's micro-batch is
   /// batch / (ranks * accumulate), which must be a whole number no larger than the model's max_batch.
   TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch, std::uint64_t seed,
-             Normalization norm, int max_k, Task task = Task::classification, Parallelism parallel = {});
+             InputTransform transform, int max_k, Task task = Task::classification, Parallelism parallel = {});
   /// The same, every buffer allocated (and zeroed) on `space`.
   TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch,
-             std::uint64_t seed, Normalization norm, int max_k, Task task = Task::classification,
+             std::uint64_t seed, InputTransform transform, int max_k, Task task = Task::classification,
              Parallelism parallel = {});
 
   Optimizer optimizer;
@@ -55,10 +55,11 @@ struct TrainState {
   Parallelism parallel;
   std::int64_t micro_batch;  ///< samples of one rank's micro-batch: batch / (ranks * accumulate)
   std::uint64_t seed;
-  Normalization norm;
-  /// What `norm` claims to be (Session sets RunConfig::normalize): float features under a run that claims
-  /// `standard` or `none` but still holds the unfitted pixel transform (x / 255) are refused by train_steps.
-  NormalizeMode normalize = NormalizeMode::recorded;
+  InputTransform input_transform;
+  /// What `input_transform` claims to be (Session sets RunConfig::normalize): float features under a run that
+  /// claims `standard` or `none` but still holds the unfitted pixel transform (x / 255) are refused by
+  /// train_steps.
+  InputTransformMode normalize = InputTransformMode::recorded;
   RegressionLoss regression;              ///< the regression loss (Session sets RunConfig::loss)
   Reduction reduction = Reduction::mean;  ///< mean or sum of the element losses (RunConfig::reduction)
   int max_k;

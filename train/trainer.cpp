@@ -33,7 +33,7 @@ RunConfig fitted(ExecSpace const& space, RunConfig config, DeviceDataset const& 
   ModelPlan const plan = Model::plan(config.model, 1);
   std::string const why = targets_mismatch(plan, train, false);
   KTR_REQUIRE(why.empty(), "ktr::Trainer", "'" + config.model + "': " + why);
-  config.norm = fit_normalization(space, train, config.normalize);
+  config.input_transform = fit_input_transform(space, train, config.normalize);
   return config;
 }
 
@@ -126,8 +126,8 @@ void Trainer::predict(ExecSpace const& space, DeviceDataset const& inputs,
   predictor_->run(space, model(), inputs, out);
 }
 
-void Trainer::set_weights(ExecSpace const& space, std::vector<float> const& params, Normalization const* transform,
-                          std::string const& what) {
+void Trainer::set_weights(ExecSpace const& space, std::vector<float> const& params,
+                          InputTransform const* transform, std::string const& what) {
   Region const region("ktr::Trainer::set_weights");
   KTR_REQUIRE(std::int64_t(params.size()) == model().arena().size(), what,
               "holds " + std::to_string(params.size()) + " parameters, the model has " +
@@ -139,7 +139,7 @@ void Trainer::set_weights(ExecSpace const& space, std::vector<float> const& para
                 "records an input transform for another number of features");
     session_->set_input_transform(*transform);
     for (auto& online : online_)
-      online.second->norm = *transform, online.second->normalize = NormalizeMode::recorded;
+      online.second->input_transform = *transform, online.second->normalize = InputTransformMode::recorded;
     predictor_.reset(), evaluator_.reset();  // they keep the transform they were made with
   }
   Kokkos::deep_copy(space, model().arena().params(), HostView<float const*>(params.data(), params.size()));

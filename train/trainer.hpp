@@ -204,7 +204,7 @@ class Trainer {
   /// Replaces the model's parameters (the arena's `params.size()` floats, every one finite) and, if `transform` is
   /// given, the input transform they were trained with; optimiser state and step stay. Throws ktr::Error naming
   /// `what` and changes nothing otherwise.
-  void set_weights(ExecSpace const& space, std::vector<float> const& params, Normalization const* transform,
+  void set_weights(ExecSpace const& space, std::vector<float> const& params, InputTransform const* transform,
                    std::string const& what);
   /// Saves the run (parameters, optimiser state, step, configuration) atomically to `path`.
   void save(ExecSpace const& space, std::string const& path) const;

@@ -33,8 +33,9 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
                   std::to_string(pending_count_));
   auto& slot = online_[batch.count];
   if (!slot) {  // each rank's own batch of b samples: b x ranks x n per update, one micro-batch per call
-    slot = std::make_unique<TrainState>(space, model(), cfg.optimizer, batch.count * comm_.size() * n, cfg.seed,
-                                        cfg.norm, 1, cfg.task, Parallelism{comm_, n, DataLayout::sharded});
+    slot =
+        std::make_unique<TrainState>(space, model(), cfg.optimizer, batch.count * comm_.size() * n, cfg.seed,
+                                     cfg.input_transform, 1, cfg.task, Parallelism{comm_, n, DataLayout::sharded});
     slot->optimizer = run.optimizer;  // shares the run's moments (views are shared handles)
     slot->step = run.step;            // and its device step counter (the schedule's position)
     slot->precision = cfg.precision;

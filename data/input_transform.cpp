@@ -9,9 +9,9 @@
 
 namespace ktr {
 
-Normalization Normalization::standardized(float mean, float std) {
-  KTR_REQUIRE(std > 0, "ktr::Normalization", "std must be positive");
-  Normalization n;
+InputTransform InputTransform::standardized(float mean, float std) {
+  KTR_REQUIRE(std > 0, "ktr::InputTransform", "std must be positive");
+  InputTransform n;
   n.scale = 1.0f / (255.0f * std);
   n.shift = -mean / std;
   return n;
@@ -40,39 +40,39 @@ PixelStatistics pixel_statistics(ExecSpace const& space, DeviceDataset const& da
   return PixelStatistics{mean, var > 0 ? std::sqrt(var) : 1.0};
 }
 
-char const* normalize_mode_name(NormalizeMode mode) {
+char const* input_transform_mode_name(InputTransformMode mode) {
   switch (mode) {
-    case NormalizeMode::standard:
+    case InputTransformMode::standard:
       return "standard";
-    case NormalizeMode::unit:
+    case InputTransformMode::unit:
       return "unit";
-    case NormalizeMode::none:
+    case InputTransformMode::none:
       return "none";
-    case NormalizeMode::recorded:
+    case InputTransformMode::recorded:
       return "recorded";
   }
   return "?";
 }
 
-NormalizeMode parse_normalize_mode(std::string const& name) {
-  for (NormalizeMode m :
-       {NormalizeMode::standard, NormalizeMode::unit, NormalizeMode::none, NormalizeMode::recorded})
-    if (name == normalize_mode_name(m)) return m;
+InputTransformMode parse_input_transform_mode(std::string const& name) {
+  for (InputTransformMode m : {InputTransformMode::standard, InputTransformMode::unit, InputTransformMode::none,
+                               InputTransformMode::recorded})
+    if (name == input_transform_mode_name(m)) return m;
   throw UsageError("normalisation mode '" + escaped(name) + "': must be standard, unit, none or recorded");
 }
 
-Normalization fit_normalization(ExecSpace const& space, DeviceDataset const& data, NormalizeMode mode) {
-  KTR_REQUIRE(mode != NormalizeMode::recorded, "ktr::fit_normalization",
+InputTransform fit_input_transform(ExecSpace const& space, DeviceDataset const& data, InputTransformMode mode) {
+  KTR_REQUIRE(mode != InputTransformMode::recorded, "ktr::fit_input_transform",
               "a recorded transform comes with its model and is not fitted");
-  if (mode == NormalizeMode::none) return Normalization::identity();
+  if (mode == InputTransformMode::none) return InputTransform::identity();
   if (data.feature_kind == DeviceDataset::Features::uint8) {
-    if (mode == NormalizeMode::unit) return Normalization{};
+    if (mode == InputTransformMode::unit) return InputTransform{};
     PixelStatistics const stats = pixel_statistics(space, data);
-    return Normalization::standardized(float(stats.mean), float(stats.std));
+    return InputTransform::standardized(float(stats.mean), float(stats.std));
   }
-  if (mode == NormalizeMode::unit) return Normalization::identity();
+  if (mode == InputTransformMode::unit) return InputTransform::identity();
   std::int64_t const D = data.sample_size(), N = data.count, H = data.height, W = data.width, C = data.channels;
-  Normalization norm = Normalization::identity();
+  InputTransform norm = InputTransform::identity();
   norm.feature_scale = DeviceView<float*>("ktr::data::feature_scale", std::size_t(D));
   norm.feature_shift = DeviceView<float*>("ktr::data::feature_shift", std::size_t(D));
   auto x = data.features;
