@@ -27,7 +27,7 @@ class Runtime {
 /// GOMP_SPINCOUNT that ktr's own programs run with when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT:
 /// an OpenMP thread waiting for the next kernel spins this many iterations (tens of microseconds) before it
 /// sleeps, where libgomp's default (300000, milliseconds) keeps two processes on the same cores stealing each
-/// other's time. Measured with scripts/bench-sharing.sh (README, "Sharing cores"): alone as fast as libgomp's
+/// other's time. Measured with scripts/bench-sharing.sh (docs/performance.md, "Sharing cores"): alone as fast as libgomp's
 /// default; side by side each process keeps 0.45 (MLP) and 0.40 (SimpleCNN) of its alone throughput, where
 /// libgomp's default keeps 0.03-0.22 and OMP_WAIT_POLICY=passive costs up to 18% alone.
 inline constexpr char const* kHostSpinCount = "1000";
@@ -37,7 +37,7 @@ inline constexpr char const* kHostSpinCount = "1000";
 /// OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, sets GOMP_SPINCOUNT=kHostSpinCount and executes the program again
 /// in place (libgomp reads its settings once, when it is loaded, so setting them later changes nothing); returns
 /// in every other case, and if the re-execution fails. The user's own setting always stands. An application that
-/// embeds ktr chooses its own (the README's "Sharing cores").
+/// embeds ktr chooses its own (docs/embedding.md, "Sharing cores with the application").
 void adopt_host_wait_policy(char* argv[]);
 
 /// The most host threads this build's host backend can run (Kokkos OpenMP: 512); 0 if it sets no limit.

@@ -2,7 +2,7 @@
  * against TorchFort builds unchanged against this header and libktr_c, and trains through ktr. Written by ktr to
  * TorchFort's published signatures, enum values and result codes; C99 and C++.
  *
- * What differs from TorchFort (ktr_c.h says more; the README's TorchFort table lists every key):
+ * What differs from TorchFort (ktr_c.h says more; docs/torchfort.md lists every key):
  *  - models are ktr's (`model: {type: mlp}` as TorchFort's, or `type: ktr` with a description); `torchscript`
  *    models are refused as not supported;
  *  - the one datatype of torchfort_train applies to the input, the label and *loss_val alike, as in TorchFort:
