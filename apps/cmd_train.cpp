@@ -190,7 +190,7 @@ void print_header(Trainer& trainer, RunData const& data, double load_s, bool res
               OptimizerConfig::kind_name(cfg.optimizer.kind), cfg.optimizer.lr,
               cfg.optimizer.schedule.str().c_str(), (long long)cfg.batch, (long long)trainer.steps_per_epoch(),
               trainer.options().steps_per_dispatch,
-              resumed ? (", resumed at step " + std::to_string(trainer.step())).c_str() : "");
+              resumed ? (", resumed at step " + std::to_string(trainer.steps_taken())).c_str() : "");
   std::string const changed = describe_run_settings(cfg, true);  // the settings table's rows not at their default
   if (!changed.empty()) std::printf("settings: %s\n", changed.c_str());
   if (comm.size() > 1 || cfg.accumulate > 1)
@@ -427,10 +427,10 @@ int train(int argc, char* argv[]) {
                   task);
     trainer->set_weights(space, w.params, w.has_transform ? &w.input_transform : nullptr, f.init);
   }
-  if (trainer->step() > f.epochs * trainer->steps_per_epoch())
+  if (trainer->steps_taken() > f.epochs * trainer->steps_per_epoch())
     throw FlagError("--epochs: " + std::to_string(f.epochs) + " epochs are " +
                     std::to_string(f.epochs * trainer->steps_per_epoch()) +
-                    " steps, the checkpoint is already at step " + std::to_string(trainer->step()));
+                    " steps, the checkpoint is already at step " + std::to_string(trainer->steps_taken()));
   print_header(*trainer, data, load_s, !f.resume.empty(), space, precision);
   MetricsFile metrics(lead ? f.metrics_path : "", !f.resume.empty());
   CliHooks hooks(*trainer, f.epochs, metrics, evaluate);

@@ -30,7 +30,7 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
       KTR_REQUIRE(std::isfinite(loss), "model '" + std::string(name) + "'",
                   "diverged: this step, or one taken since the last loss was read back, had a non-finite loss or "
                   "gradient, and its update was refused (the model is unchanged by it; " +
-                      std::to_string(t->step()) + " steps taken)");
+                      std::to_string(t->steps_taken()) + " steps taken)");
       if (loss_val) *loss_val = loss;
       report(e, name, loss);
     }

@@ -77,16 +77,16 @@ RunConfig untrained_config(Entry const& e, bool regression) {
 }
 
 std::int64_t train_calls(Entry const& e) {
-  return e.trainer ? e.trainer->step() * e.trainer->config().accumulate + e.trainer->pending_calls() : 0;
+  return e.trainer ? e.trainer->steps_taken() * e.trainer->config().accumulate + e.trainer->pending_calls() : 0;
 }
 
 void report(Entry& e, char const* name, float loss) {
   int const every = e.cfg.general.report_frequency;
   if (every <= 0 || !e.trainer || e.comm.rank() != 0) return;
   Trainer const& t = *e.trainer;
-  std::int64_t const step = e.torchfort ? train_calls(e) : t.step();  // TorchFort counts calls, ktr updates
+  std::int64_t const step = e.torchfort ? train_calls(e) : t.steps_taken();  // TorchFort counts calls, ktr updates
   if (step % every != 0) return;
-  double const lr = double(t.config().optimizer.lr) * t.config().optimizer.schedule.scale(t.step());
+  double const lr = double(t.config().optimizer.lr) * t.config().optimizer.schedule.scale(t.steps_taken());
   std::ostringstream l, r;
   l << loss, r << lr;
   if (e.torchfort)

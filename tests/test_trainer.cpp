@@ -134,7 +134,7 @@ TEST(Trainer, AResumedRunEndsWhereTheUninterruptedOneDoesBitForBit) {
     Trainer(space, config(model), data, {}, options(4, whole)).fit(space, 2);
     Trainer(space, config(model), data, {}, options(4, half)).fit(space, 1);
     auto resumed = Trainer::resume(space, half, data, {}, options(7, rest));
-    EXPECT_EQ(resumed->step(), 12);
+    EXPECT_EQ(resumed->steps_taken(), 12);
     resumed->fit(space, 2);
     EXPECT_EQ(slurp(whole), slurp(rest));
     EXPECT_THROW(resumed->fit(space, 1), ktr::Error);  // already past epoch 1
@@ -238,7 +238,7 @@ TEST(Trainer, OnlineStepsOnCallerBatchesLearnAndAdvanceTheRun) {
     if (i == 0) first = last;
     ASSERT_TRUE(std::isfinite(last)) << i;
   }
-  EXPECT_EQ(trainer.step(), 600);
+  EXPECT_EQ(trainer.steps_taken(), 600);
   double const after = trainer.evaluate(space, ktr::dataset_from_views(space, s.x, s.y)).loss;
   EXPECT_LT(after, before / 10) << "mse " << before << " -> " << after;
   EXPECT_LT(last, first / 10);
@@ -337,7 +337,7 @@ TEST(Trainer, ARefusedOnlineStepChangesNothing) {
   Kokkos::deep_copy(bad_y, Kokkos::subview(s.y, rows(32), Kokkos::ALL));
   Kokkos::deep_copy(Kokkos::subview(bad_x, 5, 2), std::numeric_limits<float>::quiet_NaN());
   EXPECT_FALSE(std::isfinite(poisoned.step(space, bad_x, bad_y)));
-  EXPECT_EQ(poisoned.step(), 1) << "a refused step is not counted";
+  EXPECT_EQ(poisoned.steps_taken(), 1) << "a refused step is not counted";
   EXPECT_EQ(ktr::download(space, poisoned.model().arena().params()), before);
   // Deferred: an infinite target, then a good step before any read-back; the read-back reports the refusal.
   Kokkos::deep_copy(Kokkos::subview(bad_x, 5, 2), 0.5f);
@@ -348,7 +348,7 @@ TEST(Trainer, ARefusedOnlineStepChangesNothing) {
   poisoned.enqueue_step(space, x1, y1);
   EXPECT_FALSE(std::isfinite(poisoned.last_loss(space))) << "the refusal before this step went unreported";
   float const twin_loss = twin.step(space, x1, y1);
-  EXPECT_EQ(poisoned.step(), 2);
+  EXPECT_EQ(poisoned.steps_taken(), 2);
   EXPECT_EQ(ktr::download(space, poisoned.model().arena().params()),
             ktr::download(space, twin.model().arena().params()));
   auto const x2 = Kokkos::subview(s.x, rows(96), Kokkos::ALL);
@@ -375,7 +375,7 @@ TEST(Trainer, ARunResizedForLargerBatchesContinuesExactly) {
     EXPECT_EQ(small.step(space, x, y), twin.step(space, x, y)) << i;
   }
   std::unique_ptr<Trainer> grown = small.with_batch(space, 64);
-  EXPECT_EQ(grown->step(), 3);
+  EXPECT_EQ(grown->steps_taken(), 3);
   EXPECT_EQ(grown->model().max_batch(), 64);
   EXPECT_EQ(ktr::download(space, grown->model().arena().params()),
             ktr::download(space, small.model().arena().params()));
@@ -408,11 +408,11 @@ TEST(Trainer, AnAccumulatedUpdateOverCallsEqualsOneCallOfTheWholeBatch) {
   for (int j = 0; j < 4; ++j) {
     if (j == 3)
       EXPECT_EQ(ktr::download(space, calls.model().arena().params()), start) << "an update before its end";
-    EXPECT_EQ(calls.step(), 0);
+    EXPECT_EQ(calls.steps_taken(), 0);
     losses += calls.step(space, Kokkos::subview(s.x, rows(8 * j, 8), Kokkos::ALL),
                          Kokkos::subview(s.y, rows(8 * j, 8), Kokkos::ALL));
   }
-  EXPECT_EQ(calls.step(), 1);
+  EXPECT_EQ(calls.steps_taken(), 1);
   float const loss = whole.step(space, Kokkos::subview(s.x, rows(0, 32), Kokkos::ALL),
                                 Kokkos::subview(s.y, rows(0, 32), Kokkos::ALL));
   EXPECT_NEAR(losses / 4, loss, 1e-5f * std::abs(loss)) << "each call's loss is its micro-batch's";
@@ -596,12 +596,12 @@ TEST(Trainer, AdvanceTrainsOnDataThatGrowsBetweenCalls) {
   };
   Trainer trainer(space, c, rows(128), {}, options(16));
   double const first = trainer.advance(space, 40);  // dispatches of 16, 16, 8
-  EXPECT_EQ(trainer.step(), 40);
+  EXPECT_EQ(trainer.steps_taken(), 40);
   for (int n : {256, 384, 512}) {
     trainer.set_data(rows(n));
     trainer.advance(space, 200);
   }
-  EXPECT_EQ(trainer.step(), 640);
+  EXPECT_EQ(trainer.steps_taken(), 640);
   EXPECT_LT(trainer.evaluate(space, rows(512)).loss, first / 5);
   Kokkos::View<float**, ktr::MemSpace> wide("wide", 64, 5);
   EXPECT_THROW(trainer.set_data(ktr::dataset_from_views(

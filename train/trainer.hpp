@@ -212,7 +212,8 @@ class Trainer {
   RunConfig const& config() const { return session_->config(); }
   Model& model() { return session_->model(); }
   Session& session() { return *session_; }
-  std::int64_t step() const { return session_->state().host_step(); }
+  /// The optimiser updates taken so far (a resumed run counts from its checkpoint's).
+  std::int64_t steps_taken() const { return session_->state().host_step(); }
   std::int64_t steps_per_epoch() const { return steps_per_epoch_; }
   /// Samples one rank's training data must hold for an update: the batch, or with sharded data its share.
   std::int64_t samples_per_update_here() const;
