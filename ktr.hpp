@@ -4,9 +4,11 @@
 //
 // It exports what an application uses: the Trainer (a run: fit, online steps, evaluate, predict, checkpoints),
 // the session, dispatch and evaluation underneath it, datasets over files or the application's own views,
-// models, optimisers and schedules, checkpoints and safetensors, the Kokkos lifetime and the communicator for
-// data-parallel runs. Kernels, the Kokkos 3.4/4.x compatibility layer, hashing and the arena's internals are not
-// part of it (tests and benchmarks include those headers by name).
+// models, optimisers and schedules, checkpoints and safetensors, the Kokkos lifetime, the communicator for
+// data-parallel runs and DeviceStream (an instance with a stream of its own). Kernels and their functors, the
+// Kokkos 3.4/4.x compatibility layer, stream capture and the captured-program cache, the host BLAS's internals and
+// hashing are not part of it: no impl:: or compat:: name is reachable from here (test
+// Umbrella.KtrHppReachesPublicHeadersOnly); tests and benchmarks include those headers by name.
 //
 // Layers of the library, each using only those above it (cmake/layers.txt, checked in CI):
 //   core/      tensors, element-wise kernels, checked sizes, strict parsing
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <ktr/backends/collective.hpp>
+#include <ktr/backends/stream.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/core/tensor.hpp>
 #include <ktr/core/types.hpp>

@@ -17,7 +17,6 @@
 #pragma once
 
 #include "../core/types.hpp"
-#include "host_blas.hpp"
 #include "precision.hpp"
 
 #include <cstdint>

@@ -1,5 +1,5 @@
-// Which arithmetic this build and machine can run (bf16 matmuls and convolutions, tf32); the run's choice travels as a
-// Precision value (backends/precision.hpp).
+// Which arithmetic this build and machine can run (bf16 matmuls and convolutions, tf32); the run's choice travels
+// as a Precision value (backends/precision.hpp).
 #include "precision.hpp"
 
 #include <ktr/ktr_config.hpp>

@@ -7,10 +7,12 @@ install(TARGETS ktr EXPORT ktrTargets
 # Every header a public header reaches. The internals only ktr's own sources (and its tests, benchmarks and CLI,
 # which build in the tree) include stay there: the Kokkos Tools counters, the kernel timer, the profiling-region
 # helper, the host kernels' SIMD packs, direct/narrow kernels and their AVX512-BF16 versions, the device-side hash permutation, the element-wise
-# ops, checked arithmetic, strict number parsing and output-path checks. scripts/check-layers.sh verifies that no
+# ops, checked arithmetic, strict number parsing and output-path checks, the activation functors, the bias and
+# activation passes and the schedule as kernels evaluate it. scripts/check-layers.sh verifies that no
 # installed header includes one of them.
 set(ktr_INTERNAL_HEADERS tools_counter.hpp kernel_timer.hpp region.hpp pack.hpp conv_direct.hpp dense_narrow.hpp
-    dpbf16.hpp conv_direct_dpbf16.hpp dense_narrow_dpbf16.hpp permutation.hpp ops.hpp checked.hpp file.hpp)
+    dpbf16.hpp conv_direct_dpbf16.hpp dense_narrow_dpbf16.hpp permutation.hpp ops.hpp checked.hpp file.hpp
+    activation_functors.hpp bias_act.hpp schedule_scale.hpp)
 set(ktr_internal_patterns)
 foreach(h IN LISTS ktr_INTERNAL_HEADERS)
   list(APPEND ktr_internal_patterns PATTERN ${h} EXCLUDE)

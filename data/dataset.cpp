@@ -16,10 +16,10 @@ void own_features(DeviceDataset& d, DeviceView<T*> const& storage) {
   std::int64_t const ext[4] = {d.count, d.height, d.width, d.channels};
   std::int64_t const str[4] = {d.sample_size(), d.width * d.channels, d.channels, 1};
   if constexpr (std::is_same<T, float>::value)
-    d.features = impl::strided4<float>(storage.data(), ext, str),
+    d.features = DeviceDataset::strided<float>(storage.data(), ext, str),
     d.feature_kind = DeviceDataset::Features::float32;
   else
-    d.pixels = impl::strided4<std::uint8_t>(storage.data(), ext, str),
+    d.pixels = DeviceDataset::strided<std::uint8_t>(storage.data(), ext, str),
     d.feature_kind = DeviceDataset::Features::uint8;
 }
 
@@ -87,7 +87,7 @@ DeviceDataset make_device_dataset(std::vector<float> const& features, std::vecto
                                 labels.size());
     Kokkos::deep_copy(y, HostView<const std::int32_t*>(labels.data(), labels.size()));
     d.labels = y;
-    d.num_classes = impl::check_labels(ExecSpace(), d.labels, num_classes, name);
+    d.num_classes = check_class_labels(ExecSpace(), d.labels, num_classes, name);
     d.bytes += count * 4;
     d.keep = std::make_shared<std::pair<DeviceView<float*>, DeviceView<std::int32_t*>> const>(x, y);
   } else {
@@ -127,10 +127,8 @@ std::int64_t non_finite_values(ExecSpace const& space, DeviceDataset const& batc
   return bad;
 }
 
-namespace impl {
-
-int check_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, int num_classes,
-                 std::string const& name) {
+int check_class_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, int num_classes,
+                       std::string const& name) {
   using Pair = Kokkos::MinMaxScalar<std::int32_t>;
   Pair range;
   Kokkos::parallel_reduce(
@@ -152,8 +150,6 @@ int check_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, in
               "label " + std::to_string(range.max_val) + " is not in [0, " + std::to_string(num_classes) + ")");
   return num_classes;
 }
-
-}  // namespace impl
 
 DeviceDataset load_idx_dataset(std::string const& dir, std::string const& split, int num_classes) {
   IdxSplit s = read_idx_split(dir, split, num_classes);

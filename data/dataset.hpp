@@ -39,6 +39,14 @@ struct DeviceDataset {
   template <class T>
   using Strided4 =
       Kokkos::View<const T****, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  /// (N, H, W, C) samples at `data` with the given extents and strides (in elements), read in place.
+  template <class T>
+  static Strided4<T> strided(T const* data, std::int64_t const (&extent)[4], std::int64_t const (&stride)[4]) {
+    Kokkos::LayoutStride const layout{std::size_t(extent[0]), std::size_t(stride[0]), std::size_t(extent[1]),
+                                      std::size_t(stride[1]), std::size_t(extent[2]), std::size_t(stride[2]),
+                                      std::size_t(extent[3]), std::size_t(stride[3])};
+    return Strided4<T>(data, layout);
+  }
   using Labels =
       Kokkos::View<const std::int32_t*, Kokkos::LayoutStride, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using Values =
@@ -90,20 +98,10 @@ std::int64_t non_finite_values(ExecSpace const& space, DeviceDataset const& data
 /// Reads `<dir>/<split>-images-idx3-ubyte[.gz]` and labels (split "train" or "t10k") onto the device.
 DeviceDataset load_idx_dataset(std::string const& dir, std::string const& split, int num_classes = 10);
 
-namespace impl {
-template <class T>
-DeviceDataset::Strided4<T> strided4(T const* data, std::int64_t const (&extent)[4],
-                                    std::int64_t const (&stride)[4]) {
-  Kokkos::LayoutStride const layout{std::size_t(extent[0]), std::size_t(stride[0]), std::size_t(extent[1]),
-                                    std::size_t(stride[1]), std::size_t(extent[2]), std::size_t(stride[2]),
-                                    std::size_t(extent[3]), std::size_t(stride[3])};
-  return DeviceDataset::Strided4<T>(data, layout);
-}
 /// Checks labels against [0, num_classes) on the device, or finds num_classes = largest + 1 (num_classes <= 0);
 /// one read-back. Throws ktr::Error naming `name`.
-int check_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, int num_classes,
-                 std::string const& name);
-}  // namespace impl
+int check_class_labels(ExecSpace const& space, DeviceDataset::Labels const& labels, int num_classes,
+                       std::string const& name);
 
 /// An application's views as a dataset, read in place (no copy, no allocation as large as the data):
 ///   features: float or uint8, (N, D) or (N, H, W, C), any layout or a strided subview, in device memory;
@@ -143,15 +141,17 @@ DeviceDataset dataset_from_views(ExecSpace const& space, FeatureView const& x, T
   }
   KTR_REQUIRE(d.sample_size() > 0, "ktr::dataset_from_views", "empty samples");
   if constexpr (std::is_same<F, float>::value)
-    d.features = impl::strided4<float>(x.data(), ext, str), d.feature_kind = DeviceDataset::Features::float32;
+    d.features = DeviceDataset::strided<float>(x.data(), ext, str),
+    d.feature_kind = DeviceDataset::Features::float32;
   else
-    d.pixels = impl::strided4<std::uint8_t>(x.data(), ext, str), d.feature_kind = DeviceDataset::Features::uint8;
+    d.pixels = DeviceDataset::strided<std::uint8_t>(x.data(), ext, str),
+    d.feature_kind = DeviceDataset::Features::uint8;
   d.target_kind =
       std::is_same<Y, std::int32_t>::value ? DeviceDataset::Targets::labels : DeviceDataset::Targets::values;
   if constexpr (std::is_same<Y, std::int32_t>::value) {
     d.labels =
         DeviceDataset::Labels(y.data(), Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0))));
-    d.num_classes = impl::check_labels(space, d.labels, num_classes, "ktr::dataset_from_views");
+    d.num_classes = check_class_labels(space, d.labels, num_classes, "ktr::dataset_from_views");
   } else if constexpr (TargetView::rank == 1) {
     d.values = DeviceDataset::Values(y.data(),
                                      Kokkos::LayoutStride(std::size_t(d.count), std::size_t(y.stride(0)), 1, 1));

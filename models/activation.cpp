@@ -1,5 +1,5 @@
-// Activation names and properties (the functors are in activation.hpp).
-#include "activation.hpp"
+// Activation names and properties (the functors are in activation_functors.hpp).
+#include "activation_functors.hpp"
 
 namespace ktr {
 

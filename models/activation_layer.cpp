@@ -1,7 +1,7 @@
 // An activation as a layer of its own: the token is its name ("relu", "gelu_tanh", ...). y = f(x) element-wise;
 // the backward has x (kept by the model) and y, so every activation's derivative is exact.
 #include "../core/ops.hpp"
-#include "activation.hpp"
+#include "activation_functors.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
 

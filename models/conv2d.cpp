@@ -9,6 +9,7 @@
 //     is reused for its gradient; z = x * w + b is kept beside it where the activation's derivative needs it.
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "bias_act.hpp"
 #include "conv_direct.hpp"
 #include "layers.hpp"
 #include "registry.hpp"

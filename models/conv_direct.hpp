@@ -18,7 +18,7 @@
 
 #include "../backends/precision.hpp"
 #include "../core/types.hpp"
-#include "activation.hpp"
+#include "activation_functors.hpp"
 
 namespace ktr::impl {
 

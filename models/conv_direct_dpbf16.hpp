@@ -16,7 +16,7 @@
 #pragma once
 
 #include "../core/types.hpp"
-#include "activation.hpp"
+#include "activation_functors.hpp"
 #include "conv_direct.hpp"
 
 namespace ktr::impl {

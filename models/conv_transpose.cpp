@@ -8,6 +8,7 @@
 // over dy as it lies, dy gathered into T's layout, dWt = x^T dT and dx = dT Wt^T (one gemm each).
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "bias_act.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
 

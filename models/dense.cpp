@@ -5,6 +5,7 @@
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
+#include "bias_act.hpp"
 #include "dense_narrow.hpp"
 #include "layers.hpp"
 #include "registry.hpp"

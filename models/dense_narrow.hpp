@@ -16,7 +16,7 @@
 
 #include "../backends/precision.hpp"
 #include "../core/types.hpp"
-#include "activation.hpp"
+#include "activation_functors.hpp"
 
 #include <type_traits>
 

@@ -15,7 +15,7 @@
 #pragma once
 
 #include "../core/types.hpp"
-#include "activation.hpp"
+#include "activation_functors.hpp"
 
 namespace ktr::impl {
 

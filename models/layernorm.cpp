@@ -6,6 +6,7 @@
 // backward  dscale = sum_rows dy xhat, dbias = sum_rows dy (rows in order: deterministic, no atomics); then a row
 //           per thread: dx = rstd (g - mean(g) - xhat mean(g xhat)), g = dy scale
 #include "../backends/gemm.hpp"
+#include "../backends/kokkos_compat.hpp"
 #include "../core/error.hpp"
 #include "layers.hpp"
 #include "registry.hpp"

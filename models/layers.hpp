@@ -92,8 +92,8 @@ class Dense : public KernelBiasLayer {
   std::vector<ParamSpec> param_specs(Shape const& in) const override;
   double forward_flops(Shape const& in) const override { return 2.0 * in.size() * features_; }
   /// The transposed kernel, where the narrow kernels run (models/dense_narrow.hpp); on GPUs the bias
-  /// gradient's ones vector (impl::act_bias_backward_scratch); z = x W + b where the activation's derivative
-  /// needs it.
+  /// gradient's ones vector (act_bias_backward_scratch, bias_act.hpp); z = x W + b where the activation's
+  /// derivative needs it.
   std::int64_t scratch_size(Shape const& in) const override;
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;
@@ -254,20 +254,5 @@ struct StandaloneLayer {
   Arena arena;
   DeviceView<float*> scratch;
 };
-
-namespace impl {
-/// y[i, j] = act(y[i, j] + b[j]) on a (rows, cols) matrix; if z is not null, z[i, j] = y[i, j] + b[j] too.
-void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const float*> const& b, Activation act,
-                      float* z);
-/// dz = act'(z) dy in place (from y = act(z), or from z where the activation needs it) and db[j] = sum_i dz[i, j].
-/// Hosts: one pass, each thread owns a block of columns and sums down the rows in order. GPUs: dz in one fully
-/// parallel pass (which also fills `ones`), then db (1, cols) = ones (1, rows) dz (rows, cols) as one gemm
-/// (cuBLAS: a gemv over every SM, where a thread per column would leave the head's 10 columns on 10 threads).
-/// Deterministic, no atomics, either way.
-void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y, float const* z,
-                       DeviceView<float*> const& db, Activation act, float* ones);
-/// Floats of scratch act_bias_backward needs for `rows` rows: `rows` on GPUs (the ones vector), 0 on hosts.
-constexpr std::int64_t act_bias_backward_scratch(std::int64_t rows) { return device_is_host ? 0 : rows; }
-}  // namespace impl
 
 }  // namespace ktr

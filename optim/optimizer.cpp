@@ -6,6 +6,7 @@
 #include "../core/bf16.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
+#include "schedule_scale.hpp"
 
 namespace ktr {
 
@@ -102,7 +103,7 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
         }
         std::int64_t const t = step();  // updates done so far
         step() = t + 1;
-        scalars(0) = float(double(c.lr) * c.schedule.scale(t));
+        scalars(0) = float(double(c.lr) * schedule_scale(c.schedule, t));
         scalars(1) = float(1.0 - compat::pow(double(c.b1), double(t + 1)));
         scalars(2) = float(1.0 - compat::pow(double(c.b2), double(t + 1)));
         float clip = 1.0f;

@@ -1,6 +1,8 @@
 // Schedule parsing and printing for the command line and checkpoints.
 #include "schedule.hpp"
 
+#include "schedule_scale.hpp"
+
 #include "../core/error.hpp"
 
 #include <cmath>
@@ -132,5 +134,7 @@ std::string Schedule::str() const {
   }
   return o.str();
 }
+
+double Schedule::scale(std::int64_t t) const { return schedule_scale(*this, t); }
 
 }  // namespace ktr

@@ -2,8 +2,6 @@
 // right rate), with Optax's conventions: the rate for update t (t = 0, 1, ...) is schedule(t).
 #pragma once
 
-#include "../backends/kokkos_compat.hpp"
-
 #include <cstdint>
 #include <string>
 
@@ -25,44 +23,8 @@ struct Schedule {
   float power = 1.0f;                     ///< polynomial: (1 - t / total)^power
   float start = 1.0f / 3.0f, end = 1.0f;  ///< linear: the multiplier goes from start to end (PyTorch's LinearLR)
 
-  /// The multiplier of the base rate at update t.
-  KOKKOS_INLINE_FUNCTION double scale(std::int64_t t) const {
-    double warm = 1.0;
-    if ((kind == Kind::warmup || kind == Kind::cosine) && warmup_steps > 0 && t < warmup_steps)
-      warm = double(t) / double(warmup_steps);
-    switch (kind) {
-      case Kind::constant:
-        return 1.0;
-      case Kind::warmup:
-        return warm;
-      case Kind::cosine: {
-        if (t < warmup_steps) return warm;
-        double const since = double(t - warmup_steps);
-        double const progress =
-            decay_steps > 0
-                ? (periodic || since < double(decay_steps) ? since : double(decay_steps)) / double(decay_steps)
-                : 1.0;
-        double const cosine = 0.5 * (1.0 + compat::cos(3.141592653589793 * progress));
-        return (1.0 - alpha) * cosine + alpha;
-      }
-      case Kind::step:
-        return step_every > 0 ? compat::pow(double(factor), double(t / step_every)) : 1.0;
-      case Kind::multistep: {
-        int passed = 0;
-        for (int i = 0; i < milestone_count; ++i) passed += t >= milestones[i] ? 1 : 0;
-        return compat::pow(double(factor), double(passed));
-      }
-      case Kind::polynomial: {
-        double const done = total_steps > 0 && t < total_steps ? double(t) / double(total_steps) : 1.0;
-        return compat::pow(1.0 - done, double(power));
-      }
-      case Kind::linear: {
-        double const done = total_steps > 0 && t < total_steps ? double(t) / double(total_steps) : 1.0;
-        return double(start) + (double(end) - double(start)) * done;
-      }
-    }
-    return 1.0;
-  }
+  /// The multiplier of the base rate at update t, on the host (kernels call schedule_scale, schedule_scale.hpp).
+  double scale(std::int64_t t) const;
 
   /// Parses "constant", "warmup:W", "cosine:D[:W[:alpha[:periodic]]]", "step:N[:factor]",
   /// "multistep:M1,M2,...[:factor]", "poly:T[:power]", "linear:T[:start[:end]]"; throws ktr::Error otherwise.

@@ -8,6 +8,7 @@
 // A change that alters results on purpose (a new initialiser, a checkpoint key) updates goldens_ and says why.
 #include <ktr/backends/device_info.hpp>
 #include <ktr/backends/gemm.hpp>
+#include <ktr/backends/host_blas.hpp>
 #include <ktr/backends/kokkos_compat.hpp>
 #include <ktr/train/checkpoint.hpp>
 #include <ktr/train/session.hpp>

@@ -1,5 +1,6 @@
 // Tensor basics and the elementwise kernels against plain host loops.
 #include <ktr/backends/gemm.hpp>
+#include <ktr/backends/host_blas.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/core/tensor.hpp>

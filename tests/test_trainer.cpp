@@ -4,6 +4,7 @@
 #include <ktr/backends/tools_counter.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/train/checkpoint.hpp>
+#include <ktr/train/program_cache.hpp>
 #include <ktr/train/trainer.hpp>
 
 #include "helpers.hpp"

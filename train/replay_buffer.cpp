@@ -96,7 +96,7 @@ DeviceDataset ReplayBuffer::data() const {
   }
   std::int64_t const ext[4] = {filled_, d.height, d.width, d.channels};
   std::int64_t const str[4] = {sample_size(), d.width * d.channels, d.channels, 1};
-  d.features = impl::strided4<float>(x_.data(), ext, str);
+  d.features = DeviceDataset::strided<float>(x_.data(), ext, str);
   d.feature_kind = DeviceDataset::Features::float32;
   if (task_ == Task::classification) {
     d.labels = DeviceDataset::Labels(labels_.data(), Kokkos::LayoutStride(std::size_t(filled_), 1));

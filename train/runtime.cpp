@@ -4,6 +4,7 @@
 #include <ktr/ktr_config.hpp>
 #include "../backends/device_info.hpp"
 #include "../backends/gemm.hpp"
+#include "../backends/host_blas.hpp"
 #include "../backends/kokkos_compat.hpp"
 #include "../core/error.hpp"
 #include "../core/parse.hpp"

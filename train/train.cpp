@@ -2,10 +2,12 @@
 #include "train.hpp"
 
 #include "../backends/gemm.hpp"
+#include "../backends/graph.hpp"
 #include "../backends/region.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 #include "../models/loss.hpp"
+#include "program_cache.hpp"
 
 #include <limits>
 
@@ -167,7 +169,7 @@ DispatchPath dispatch(ExecSpace const& space, TrainState& state, Model& model, D
   if (!CapturedProgram::can_capture(space) || state.parallel.comm.host_synchronised()) {
     run_plain();
   } else {
-    auto& program = state.programs_.slot(
+    auto& program = state.programs_->slot(
         ProgramKey(model, data, state.input_transform, k, state.precision, stream_identity(space)));
     if (program && program->valid()) {
       program->replay(space);

@@ -21,8 +21,7 @@
 // the same kernels run as a loop.
 #pragma once
 
-#include "../backends/gemm.hpp"
-#include "../backends/graph.hpp"
+#include "../backends/stream.hpp"
 #include "evaluate.hpp"
 #include "train_state.hpp"
 

@@ -2,6 +2,7 @@
 #include "train_state.hpp"
 
 #include "../core/error.hpp"
+#include "program_cache.hpp"
 
 #include <string>
 
@@ -27,10 +28,12 @@ std::int64_t micro_batch_of(Model const& model, std::int64_t batch, Parallelism 
 
 TrainState::TrainState(Model const& model, OptimizerConfig const& opt, std::int64_t batch_, std::uint64_t seed_,
                        InputTransform transform_, int max_k_, Task task_, Parallelism parallel_)
-    : TrainState(ExecSpace(), model, opt, batch_, seed_, std::move(transform_), max_k_, task_, std::move(parallel_)) {}
+    : TrainState(ExecSpace(), model, opt, batch_, seed_, std::move(transform_), max_k_, task_,
+                 std::move(parallel_)) {}
 
 TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch_,
-                       std::uint64_t seed_, InputTransform transform_, int max_k_, Task task_, Parallelism parallel_)
+                       std::uint64_t seed_, InputTransform transform_, int max_k_, Task task_,
+                       Parallelism parallel_)
     : optimizer(opt, model.arena().size(), space),
       step(Kokkos::view_alloc(space, "ktr::train::step")),
       batch(batch_),
@@ -57,6 +60,14 @@ TrainState::TrainState(ExecSpace const& space, Model const& model, OptimizerConf
                                               std::size_t(kLossPartials))
                         : DeviceView<double*>()) {
   KTR_REQUIRE(max_k_ > 0, "steps_per_dispatch", "must be positive");
+  programs_ = std::make_unique<ProgramCache>();
 }
+
+TrainState::~TrainState() = default;
+
+std::size_t TrainState::captured_programs() const { return programs_->size(); }
+std::size_t TrainState::captured_program_capacity() const { return programs_->capacity(); }
+void TrainState::limit_captured_programs(std::size_t capacity) { programs_->set_capacity(capacity); }
+std::int64_t TrainState::evicted_programs() const { return programs_->evictions(); }
 
 }  // namespace ktr

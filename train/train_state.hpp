@@ -8,12 +8,14 @@
 #include "../models/loss.hpp"
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
-#include "program_cache.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace ktr {
+
+class ProgramCache;
 
 /// Where each rank's training data comes from.
 enum class DataLayout {
@@ -48,6 +50,9 @@ struct TrainState {
   TrainState(ExecSpace const& space, Model const& model, OptimizerConfig const& opt, std::int64_t batch,
              std::uint64_t seed, InputTransform transform, int max_k, Task task = Task::classification,
              Parallelism parallel = {});
+  ~TrainState();
+  TrainState(TrainState const&) = delete;
+  TrainState& operator=(TrainState const&) = delete;
 
   Optimizer optimizer;
   Kokkos::View<std::int64_t, MemSpace> step;  ///< optimiser steps taken (device), also the data position
@@ -91,12 +96,12 @@ struct TrainState {
   /// Why the last failed capture failed ("" if none did).
   std::string const& capture_error() const { return capture_error_; }
   /// K-step programs kept (one per model, data, K, precision and stream; at most captured_program_capacity()).
-  std::size_t captured_programs() const { return programs_.size(); }
-  std::size_t captured_program_capacity() const { return programs_.capacity(); }
+  std::size_t captured_programs() const;
+  std::size_t captured_program_capacity() const;
   /// Keeps at most `capacity` (>= 1) captured programs, the most recently used (default 8).
-  void limit_captured_programs(std::size_t capacity) { programs_.set_capacity(capacity); }
+  void limit_captured_programs(std::size_t capacity);
   /// Captured programs destroyed to make room so far.
-  std::int64_t evicted_programs() const { return programs_.evictions(); }
+  std::int64_t evicted_programs() const;
 
  private:
   // The training loop's own: the host's step count, the captured programs it replays, why a capture failed.
@@ -105,7 +110,7 @@ struct TrainState {
   friend class Session;  // restores the count from a checkpoint
   friend class Trainer;  // online steps share the run's count
   std::int64_t host_step_ = 0;
-  ProgramCache programs_;
+  std::unique_ptr<ProgramCache> programs_;  // program_cache.hpp (internal: the capture machinery)
   std::string capture_error_;
 };
 
