@@ -89,7 +89,8 @@ ktr_result_t ktr_load_checkpoint(char const* name, char const* directory, std::i
     e.trainer = std::move(t);  // nothing changes before everything has been read and checked
     e.buffer = std::move(buffer);
     e.inference_calls = st.inference_calls;
-    if (step_train) *step_train = e.torchfort ? train_calls(e) : e.trainer->steps_taken();  // TorchFort counts calls
+    if (step_train)
+      *step_train = e.torchfort ? train_calls(e) : e.trainer->steps_taken();  // TorchFort counts calls
     if (step_inference) *step_inference = st.inference_calls;
   });
 }

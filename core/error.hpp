@@ -1,7 +1,7 @@
-// ktr's exceptions. Everything ktr throws for bad input and misuse is a ktr::Error (catch it to catch them all), whose
-// message names the file or flag and the reason; the kinds that callers tell apart derive from it: DivergenceError
-// and UsageError here, ConfigError (a YAML configuration, config/yaml_config.hpp) and the C API's own NotSupported
-// (capi/guard.hpp), which become the CLI's exit codes and the C API's status codes.
+// ktr's exceptions. Everything ktr throws for bad input and misuse is a ktr::Error (catch it to catch them all),
+// whose message names the file or flag and the reason; the kinds that callers tell apart derive from it:
+// DivergenceError and UsageError here, ConfigError (a YAML configuration, config/yaml_config.hpp) and the C API's
+// own NotSupported (capi/guard.hpp), which become the CLI's exit codes and the C API's status codes.
 #pragma once
 
 #include <stdexcept>

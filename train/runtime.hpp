@@ -27,9 +27,9 @@ class Runtime {
 /// GOMP_SPINCOUNT that ktr's own programs run with when the user set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT:
 /// an OpenMP thread waiting for the next kernel spins this many iterations (tens of microseconds) before it
 /// sleeps, where libgomp's default (300000, milliseconds) keeps two processes on the same cores stealing each
-/// other's time. Measured with scripts/bench-sharing.sh (docs/performance.md, "Sharing cores"): alone as fast as libgomp's
-/// default; side by side each process keeps 0.45 (MLP) and 0.40 (SimpleCNN) of its alone throughput, where
-/// libgomp's default keeps 0.03-0.22 and OMP_WAIT_POLICY=passive costs up to 18% alone.
+/// other's time. Measured with scripts/bench-sharing.sh (docs/performance.md, "Sharing cores"): alone as fast as
+/// libgomp's default; side by side each process keeps 0.45 (MLP) and 0.40 (SimpleCNN) of its alone throughput,
+/// where libgomp's default keeps 0.03-0.22 and OMP_WAIT_POLICY=passive costs up to 18% alone.
 inline constexpr char const* kHostSpinCount = "1000";
 
 /// For a program that owns its process (the ktr CLI, the test and benchmark mains): call first in main(), before
