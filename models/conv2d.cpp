@@ -7,6 +7,7 @@
 //   forward, gemm for the kernel gradient,
 //     gemm + col2im for the input gradient. The im2col matrix (B*Ho*Wo, K*K*Cin) lives in the layer's scratch and
 //     is reused for its gradient; z = x * w + b is kept beside it where the activation's derivative needs it.
+#include "../backends/conv.hpp"
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
 #include "bias_act.hpp"
@@ -243,7 +244,7 @@ impl::ConvDims dims(Shape const& in, std::int64_t features, int pool) {
 
 bool Conv2D::direct(Shape const& in) const {
   auto g = geometry(in, form_);
-  if (algorithm_ == ConvAlgorithm::im2col) return false;
+  if (algorithm_ == ConvAlgorithm::im2col || algorithm_ == ConvAlgorithm::library) return false;
   if (algorithm_ == ConvAlgorithm::automatic && !device_is_host) return false;  // GPUs: im2col + the vendor BLAS
   bool const form = form_.kernel == 3 && form_.stride == 1 && form_.padding == Padding::same;
   bool const takes = impl::conv_direct_takes(act_, features_);
@@ -260,6 +261,31 @@ bool Conv2D::direct(Shape const& in) const {
     KTR_REQUIRE(why.empty(), "ktr::Conv2D", "direct convolution " + why);
   }
   return form && g.channels <= direct_max_channels && takes;
+}
+
+namespace {
+// The convolution as the library takes it: SAME's padding split as XLA splits it, VALID's none.
+ConvShape library_shape(Geometry const& g, std::int64_t features) {
+  ConvShape s;
+  s.batch = g.batch, s.height = g.height, s.width = g.width, s.channels = g.channels, s.features = features;
+  s.kernel = g.kernel, s.stride = g.stride, s.out_height = g.out_height, s.out_width = g.out_width;
+  s.pad_top = g.pad_h, s.pad_left = g.pad_w;
+  s.pad_bottom = std::max<std::int64_t>(0, (g.out_height - 1) * g.stride + g.kernel - g.height - g.pad_h);
+  s.pad_right = std::max<std::int64_t>(0, (g.out_width - 1) * g.stride + g.kernel - g.width - g.pad_w);
+  return s;
+}
+}  // namespace
+
+bool Conv2D::library(Shape const& in, Precision const& precision) const {
+  if (algorithm_ == ConvAlgorithm::im2col || algorithm_ == ConvAlgorithm::direct) return false;
+  if (algorithm_ == ConvAlgorithm::automatic && direct(in)) return false;
+  auto const g = geometry(in, form_);
+  std::string why = form_.padding == Padding::circular
+                        ? "takes SAME and VALID padding, not circular"
+                        : conv_library_unavailable(library_shape(g, features_), precision);
+  if (algorithm_ == ConvAlgorithm::library)
+    KTR_REQUIRE(why.empty(), "ktr::Conv2D", "the convolution library " + why + " ('" + describe() + "')");
+  return why.empty();
 }
 
 bool Conv2D::fuse_next(Layer const& next, Shape const& in) {
@@ -315,9 +341,14 @@ void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor 
   }
   auto g = geometry(x.shape(), form_);
   Im2colScratch const sc(scratch_.data(), g, features_, act_);
+  Matrix out(y.data(), g.pixels(), features_);
+  if (library(x.shape(), precision)) {
+    conv_library_forward(space, precision, library_shape(g, features_), x.data(), w_.data(), y.data());
+    impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
+    return;
+  }
   Matrix cols(sc.cols, g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_);
-  Matrix out(y.data(), g.pixels(), features_);
   im2col(space, g, x.data(), cols);
   gemm(space, precision, false, false, 1.0f, cols, w, 0.0f, out);  // (BHoWo, F) = (BHoWo, K^2 C) (K^2 C, F)
   impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
@@ -339,10 +370,16 @@ void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor
   }
   auto g = geometry(x.shape(), form_);
   Im2colScratch const sc(scratch_.data(), g, features_, act_);
+  Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
+  impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);  // dy becomes dz, in place
+  if (library(x.shape(), precision)) {
+    ConvShape const s = library_shape(g, features_);
+    conv_library_backward_weights(space, precision, s, x.data(), dy.data(), dw_.data());
+    if (dx.size() > 0) conv_library_backward_data(space, precision, s, dy.data(), w_.data(), dx.data());
+    return;
+  }
   Matrix cols(sc.cols, g.pixels(), g.patch());
   Matrix w(w_.data(), g.patch(), features_), dw(dw_.data(), g.patch(), features_);
-  Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);
   gemm(space, precision, true, false, 1.0f, cols, dout, 0.0f, dw);  // (K^2 C, F) = (BHoWo, K^2 C)^T (BHoWo, F)
   if (dx.size() == 0) return;
   if (input_grad_as_conv(g, features_)) {

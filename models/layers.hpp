@@ -107,11 +107,13 @@ class Dense : public KernelBiasLayer {
 };
 
 /// How a Conv2D computes: `direct` (one pass over the input, vectorised over output channels, for few input
-/// channels: models/conv_direct.hpp; 3x3, stride 1, SAME only; host builds only) or `im2col` (im2col + gemm + an
-/// activation pass, every form); `automatic` picks direct on hosts where it applies and the input has at most
-/// `direct_max_channels` channels, and im2col + the vendor BLAS on GPUs (the direct kernels are written for a CPU
-/// core's vector registers: on a GPU each thread would carry kilobytes of local arrays).
-enum class ConvAlgorithm { automatic, direct, im2col };
+/// channels: models/conv_direct.hpp; 3x3, stride 1, SAME only; host builds only), `im2col` (im2col + gemm + an
+/// activation pass, every form) or `library` (the convolution library's primitives, backends/conv.hpp: oneDNN on
+/// hosts built with it; SAME and VALID, fp32; then the bias and activation pass); `automatic` picks direct on
+/// hosts where it applies and the input has at most `direct_max_channels` channels, else the library where it runs
+/// the convolution, else im2col (GPUs: im2col + the vendor BLAS; the direct kernels are written for a CPU core's
+/// vector registers: on a GPU each thread would carry kilobytes of local arrays).
+enum class ConvAlgorithm { automatic, direct, im2col, library };
 
 /// How a convolution treats its edges: SAME zero padding (as XLA: the output has ceil(H / S) rows, the padding's
 /// smaller half goes first), VALID (no padding), or CIRCULAR (Flax's padding="CIRCULAR": the input wraps around,
@@ -147,6 +149,9 @@ class Conv2D : public KernelBiasLayer {
   void set_scratch(DeviceView<float*> const& scratch) override { scratch_ = scratch; }
   /// True if inputs of shape `in` take the direct kernels.
   bool direct(Shape const& in) const;
+  /// True if inputs of shape `in` in `precision` take the convolution library (throws, naming why, where the
+  /// algorithm asks for the library and it cannot run the convolution).
+  bool library(Shape const& in, Precision const& precision) const;
   /// 2 if the following AvgPool2 is fused in (the forward writes the pooled output), else 1.
   int pool() const { return pool_; }
   void forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) override;

@@ -2,6 +2,7 @@
 // convolution layers, and as a layer of its own), convolutions of every size, stride and padding, max and global
 // average pooling, layer normalisation and dropout. Forward against a host double reference, gradients against
 // finite differences of it (tests/layer_check.hpp); tokens through the registry.
+#include <ktr/backends/conv.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/models/description.hpp>
 #include <ktr/models/layers.hpp>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace {
@@ -39,12 +41,27 @@ TEST(LayerKinds, EveryActivationFusedIntoDenseMatchesReferenceAndGradients) {
     }
 }
 
+// The convolution library's path where this build and CPU have one (oneDNN on hosts), said once where not.
+bool conv_library_runs() {
+  ktr::ConvShape s;
+  std::string const why = ktr::conv_library_unavailable(s, ktr::Precision{});
+  static bool said = false;
+  if (!why.empty() && !said) std::printf("[ skipped  ] the convolution library's path: %s\n", why.c_str());
+  said = true;
+  return why.empty();
+}
+
+char const* algorithm_name(ktr::ConvAlgorithm a) {
+  return a == ktr::ConvAlgorithm::direct ? "direct" : a == ktr::ConvAlgorithm::library ? "library" : "im2col";
+}
+
 TEST(LayerKinds, EveryActivationFusedIntoConvolutionMatchesReferenceAndGradients) {
   for (Activation a : ktr::kActivations)
-    for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::direct}) {
+    for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::direct, ktr::ConvAlgorithm::library}) {
       if (algorithm == ktr::ConvAlgorithm::direct && !ktr::device_is_host) continue;  // host builds only
+      if (algorithm == ktr::ConvAlgorithm::library && !conv_library_runs()) continue;
       std::string const name = ktr::activation_name(a);
-      SCOPED_TRACE(name + (algorithm == ktr::ConvAlgorithm::direct ? " direct" : " im2col"));
+      SCOPED_TRACE(name + " " + algorithm_name(algorithm));
       ktr::Conv2D layer(8, a, algorithm);
       check_layer(
           layer, Shape{2, 5, 4, 2},
@@ -115,18 +132,24 @@ TEST(LayerKinds, ConvolutionFormsMatchReferenceAndGradients) {
     auto const* conv = dynamic_cast<ktr::Conv2D const*>(layer.get());
     ASSERT_NE(conv, nullptr);
     Shape const in{2, c.H, c.W, c.C};
-    EXPECT_FALSE(conv->direct(in)) << "these are the im2col forms";
+    EXPECT_FALSE(conv->direct(in)) << "these are the im2col and library forms";
     int Ho = 0, Wo = 0;
     std::string const act = ktr::activation_name(conv->activation());
     ktr::test::conv_ref(Vec(in.size()), Vec(std::size_t(c.K * c.K * c.C * c.F)), Vec(std::size_t(c.F)), 2, c.H,
                         c.W, c.C, c.F, c.K, c.S, c.padding, act, &Ho, &Wo);
     EXPECT_EQ(layer->output_shape(in), (Shape{2, Ho, Wo, c.F}));
-    check_layer(
-        *layer, in,
-        [=](Vec const& x, std::vector<Vec> const& p) {
-          return ktr::test::conv_ref(x, p[0], p[1], 2, c.H, c.W, c.C, c.F, c.K, c.S, c.padding, act);
-        },
-        25);
+    for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::library}) {
+      if (algorithm == ktr::ConvAlgorithm::library && !conv_library_runs()) continue;
+      SCOPED_TRACE(algorithm_name(algorithm));
+      ktr::Conv2D each(c.F, conv->activation(), algorithm, conv->form());
+      EXPECT_EQ(each.library(in, ktr::Precision{}), algorithm == ktr::ConvAlgorithm::library);
+      check_layer(
+          each, in,
+          [=](Vec const& x, std::vector<Vec> const& p) {
+            return ktr::test::conv_ref(x, p[0], p[1], 2, c.H, c.W, c.C, c.F, c.K, c.S, c.padding, act);
+          },
+          25);
+    }
   }
 }
 
@@ -156,6 +179,11 @@ TEST(LayerKinds, CircularConvolutionWrapsTheGridAndGathersWrappedGradients) {
         },
         29);
   }
+  // The library takes SAME and VALID only: asked for a circular convolution, it says so.
+  EXPECT_THROW(ktr::Conv2D(4, Activation::identity, ktr::ConvAlgorithm::library,
+                           ktr::ConvForm{3, 1, ktr::Padding::circular})
+                   .library(Shape{2, 5, 4, 2}, ktr::Precision{}),
+               ktr::Error);
   for (char const* token : {"conv3x3:4:circular:valid", "conv3x3:4:valid:circular", "conv3x3:4:s2:s2",
                             "conv3x3:4:relu:gelu", "conv3x3:4:relu:s2:relu"})
     EXPECT_THROW(ktr::make_layer(token), ktr::Error) << token;

@@ -2,6 +2,7 @@
 #include "runtime.hpp"
 
 #include <ktr/ktr_config.hpp>
+#include "../backends/conv.hpp"
 #include "../backends/device_info.hpp"
 #include "../backends/gemm.hpp"
 #include "../backends/host_blas.hpp"
@@ -130,6 +131,7 @@ std::string runtime_info() {
           : impl::dpbf16_available()                         ? "AVX512-BF16 dot products (vdpbf16ps)"
                                                              : "fp32 products of bf16-rounded inputs") +
          "\n";
+  s += "convolutions:      " + conv_library() + "\n";
   s += "GPU architecture:  " + gpu_architecture() + "\n";
   s += "host architecture: " + host_architecture() + "\n";
 #if defined(KTR_ENABLE_MPI)

@@ -1,0 +1,34 @@
+// The convolution entry point where no library runs convolutions in this build (GPU builds, host builds without
+// oneDNN): every convolution takes the layer's portable path. With oneDNN, conv_onednn.cpp defines these.
+#include "conv.hpp"
+
+#include "../core/error.hpp"
+
+#if !defined(KTR_ENABLE_ONEDNN)
+
+namespace ktr {
+
+namespace {
+char const* const kNone = device_is_host ? "this build has no convolution library (configure with oneDNN)"
+                                         : "GPU builds run convolutions as im2col + the vendor BLAS";
+[[noreturn]] void refuse(char const* what) { throw Error(std::string(what) + ": " + kNone); }
+}  // namespace
+
+std::string conv_library_unavailable(ConvShape const&, Precision const&) { return kNone; }
+std::string conv_library() { return std::string("none: ") + kNone; }
+void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
+                          float*) {
+  refuse("ktr::conv::forward");
+}
+void conv_library_backward_data(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
+                                float*) {
+  refuse("ktr::conv::backward_data");
+}
+void conv_library_backward_weights(ExecSpace const&, Precision const&, ConvShape const&, float const*,
+                                   float const*, float*) {
+  refuse("ktr::conv::backward_weights");
+}
+
+}  // namespace ktr
+
+#endif

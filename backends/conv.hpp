@@ -1,0 +1,40 @@
+// Convolutions through a library, behind one entry point as gemm is: the layer describes the convolution
+// (ConvShape), the backend chooses. Hosts built with oneDNN (ktr_ENABLE_ONEDNN) run oneDNN's convolution
+// primitives (conv_onednn.cpp); elsewhere, and for what a library cannot run (circular padding), the layer keeps
+// its portable path (im2col + gemm), the reference every library path is tested against.
+#pragma once
+
+#include "../core/types.hpp"
+#include "precision.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace ktr {
+
+/// A 2-D convolution, NHWC inputs (batch, height, width, channels) and outputs (batch, out_height, out_width,
+/// features), the kernel HWIO (kernel, kernel, channels, features: ktr's (K^2 C, F) matrix), zero padding
+/// (top, left, bottom, right; SAME's smaller half first), stride on both axes.
+struct ConvShape {
+  std::int64_t batch = 0, height = 0, width = 0, channels = 0, features = 0, kernel = 1, stride = 1;
+  std::int64_t pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0, out_height = 0, out_width = 0;
+};
+
+/// "" when this build and CPU can run `shape` in `precision` through a library, else why not, in words.
+std::string conv_library_unavailable(ConvShape const& shape, Precision const& precision);
+
+/// The convolution library and the kernel it picks for a 32 x 32 x 32 -> 32 3x3 fp32 convolution, or why there is
+/// none ("oneDNN 2.6.3, kernel brg:avx512_core" and the like).
+std::string conv_library();
+
+/// y = x * w (no bias: the layer's bias and activation pass follows).
+void conv_library_forward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
+                          float const* x, float const* w, float* y);
+/// dx = dy *^T w: the input gradient.
+void conv_library_backward_data(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
+                                float const* dy, float const* w, float* dx);
+/// dw = x^T * dy: the kernel gradient (replaced, not accumulated).
+void conv_library_backward_weights(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
+                                   float const* x, float const* dy, float* dw);
+
+}  // namespace ktr

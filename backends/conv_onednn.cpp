@@ -1,0 +1,238 @@
+// Convolutions on hosts through oneDNN's primitives: forward, backward-data and backward-weights, NHWC
+// activations read and written in place, ktr's HWIO kernel reordered into (and the kernel gradient out of) the
+// layout the primitive prefers, one primitive per shape created once and kept, scratchpads in buffers ktr owns, so
+// that a step allocates nothing once every shape has run.
+#include "conv.hpp"
+
+#include "../core/error.hpp"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace ktr {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+enum class Op { forward, backward_data, backward_weights };
+
+using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+
+Key key_of(Op op, ConvShape const& s) {
+  return Key{int(op),  s.batch,  s.height,  s.width,    s.channels,   s.features,
+             s.kernel, s.stride, s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
+}
+
+// A primitive with its memory objects (handles swapped per call) and, where the primitive prefers another layout
+// for the kernel (or its gradient), the reorder between it and ktr's HWIO and the buffer holding it.
+struct Entry {
+  dnnl::primitive primitive;
+  dnnl::memory a, b, c, scratch;  // forward: src, weights, dst; data: diff_dst, weights, diff_src; weights: src,
+                                  // diff_dst, diff_weights
+  dnnl::memory user_kernel;       // ktr's HWIO kernel (or its gradient)
+  dnnl::reorder kernel_reorder;   // HWIO -> the primitive's (forward, data) or back (weights)
+  bool reorders = false;
+  HostView<char*> kernel_buffer;  // the kernel in the primitive's layout
+};
+
+class OneDnnConv {
+ public:
+  static OneDnnConv& get() {
+    static OneDnnConv* one = new OneDnnConv;  // never destroyed: oneDNN's state may outlive static destructors
+    return *one;
+  }
+
+  void run(ExecSpace const& space, Op op, ConvShape const& s, float const* a, float const* b, float* c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Entry& e = entry(op, s);
+    space.fence();  // oneDNN runs on its own threads
+    e.scratch.set_data_handle(scratch_.data());
+    if (op == Op::backward_weights) {
+      e.a.set_data_handle(const_cast<float*>(a));  // src
+      e.b.set_data_handle(const_cast<float*>(b));  // diff_dst
+      e.c.set_data_handle(e.reorders ? static_cast<void*>(e.kernel_buffer.data()) : static_cast<void*>(c));
+      e.primitive.execute(stream_, {{DNNL_ARG_SRC, e.a},
+                                    {DNNL_ARG_DIFF_DST, e.b},
+                                    {DNNL_ARG_DIFF_WEIGHTS, e.c},
+                                    {DNNL_ARG_SCRATCHPAD, e.scratch}});
+      if (e.reorders) {
+        e.user_kernel.set_data_handle(c);
+        e.kernel_reorder.execute(stream_, e.c, e.user_kernel);
+      }
+    } else {
+      void* kernel = const_cast<float*>(b);
+      if (e.reorders) {
+        e.user_kernel.set_data_handle(kernel);
+        e.kernel_reorder.execute(stream_, e.user_kernel, e.b);
+      } else {
+        e.b.set_data_handle(kernel);
+      }
+      e.a.set_data_handle(const_cast<float*>(a));
+      e.c.set_data_handle(c);
+      if (op == Op::forward)
+        e.primitive.execute(
+            stream_,
+            {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratch}});
+      else
+        e.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, e.a},
+                                      {DNNL_ARG_WEIGHTS, e.b},
+                                      {DNNL_ARG_DIFF_SRC, e.c},
+                                      {DNNL_ARG_SCRATCHPAD, e.scratch}});
+    }
+    stream_.wait();
+  }
+
+  std::string implementation() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ConvShape s;
+    s.batch = 32, s.height = s.width = s.out_height = s.out_width = 32, s.channels = s.features = 32;
+    s.kernel = 3, s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+    return forward_desc(s).impl_info_str();
+  }
+
+ private:
+  OneDnnConv() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+  static dnnl::memory::desc activations(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c) {
+    return dnnl::memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
+  }
+  static dnnl::memory::desc kernel(ConvShape const& s, tag t) {
+    return dnnl::memory::desc({s.features, s.channels, s.kernel, s.kernel}, dt::f32, t);
+  }
+  static dnnl::memory::dims strides(ConvShape const& s) { return {s.stride, s.stride}; }
+  static dnnl::memory::dims pad_l(ConvShape const& s) { return {s.pad_top, s.pad_left}; }
+  static dnnl::memory::dims pad_r(ConvShape const& s) { return {s.pad_bottom, s.pad_right}; }
+  static dnnl::primitive_attr attributes() {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // ktr's buffer: a call allocates nothing
+    return attr;
+  }
+
+  dnnl::convolution_forward::primitive_desc forward_desc(ConvShape const& s) const {
+    dnnl::convolution_forward::desc const d(
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+        activations(s.batch, s.height, s.width, s.channels), kernel(s, tag::any),
+        activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s), pad_r(s));
+    return dnnl::convolution_forward::primitive_desc(d, attributes(), engine_);
+  }
+
+  Entry& entry(Op op, ConvShape const& s) {
+    Key const key = key_of(op, s);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return *it->second;
+    auto e = std::make_unique<Entry>();
+    dnnl::convolution_forward::primitive_desc const fwd = forward_desc(s);
+    dnnl::memory::desc prim_kernel, scratch;
+    if (op == Op::forward) {
+      e->primitive = dnnl::convolution_forward(fwd);
+      e->a = dnnl::memory(fwd.src_desc(), engine_, DNNL_MEMORY_NONE);
+      e->c = dnnl::memory(fwd.dst_desc(), engine_, DNNL_MEMORY_NONE);
+      prim_kernel = fwd.weights_desc(), scratch = fwd.scratchpad_desc();
+    } else if (op == Op::backward_data) {
+      dnnl::convolution_backward_data::desc const d(
+          dnnl::algorithm::convolution_direct, activations(s.batch, s.height, s.width, s.channels),
+          kernel(s, tag::any), activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s),
+          pad_r(s));
+      dnnl::convolution_backward_data::primitive_desc const pd(d, attributes(), engine_, fwd);
+      e->primitive = dnnl::convolution_backward_data(pd);
+      e->a = dnnl::memory(pd.diff_dst_desc(), engine_, DNNL_MEMORY_NONE);
+      e->c = dnnl::memory(pd.diff_src_desc(), engine_, DNNL_MEMORY_NONE);
+      prim_kernel = pd.weights_desc(), scratch = pd.scratchpad_desc();
+    } else {
+      dnnl::convolution_backward_weights::desc const d(
+          dnnl::algorithm::convolution_direct, activations(s.batch, s.height, s.width, s.channels),
+          kernel(s, tag::any), activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s),
+          pad_r(s));
+      dnnl::convolution_backward_weights::primitive_desc const pd(d, attributes(), engine_, fwd);
+      e->primitive = dnnl::convolution_backward_weights(pd);
+      e->a = dnnl::memory(pd.src_desc(), engine_, DNNL_MEMORY_NONE);
+      e->b = dnnl::memory(pd.diff_dst_desc(), engine_, DNNL_MEMORY_NONE);
+      prim_kernel = pd.diff_weights_desc(), scratch = pd.scratchpad_desc();
+    }
+    dnnl::memory::desc const user = kernel(s, tag::hwio);
+    e->user_kernel = dnnl::memory(user, engine_, DNNL_MEMORY_NONE);
+    e->reorders = prim_kernel != user;
+    dnnl::memory& k = op == Op::backward_weights ? e->c : e->b;
+    if (e->reorders) {
+      e->kernel_buffer = HostView<char*>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::conv::kernel"),
+                                         prim_kernel.get_size());
+      k = dnnl::memory(prim_kernel, engine_, e->kernel_buffer.data());
+      e->kernel_reorder =
+          op == Op::backward_weights ? dnnl::reorder(k, e->user_kernel) : dnnl::reorder(e->user_kernel, k);
+    } else {
+      k = dnnl::memory(prim_kernel, engine_, DNNL_MEMORY_NONE);
+    }
+    e->scratch = dnnl::memory(scratch, engine_, DNNL_MEMORY_NONE);
+    if (std::int64_t(scratch_.extent(0)) < std::int64_t(scratch.get_size()))
+      scratch_ = HostView<char*>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::conv::scratch"),
+                                 scratch.get_size());
+    return *cache_.emplace(key, std::move(e)).first->second;
+  }
+
+  std::mutex mutex_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::map<Key, std::unique_ptr<Entry>> cache_;
+  HostView<char*> scratch_;
+};
+
+void run(char const* what, ExecSpace const& space, Op op, ConvShape const& s, float const* a, float const* b,
+         float* c) {
+  try {
+    OneDnnConv::get().run(space, op, s, a, b, c);
+  } catch (dnnl::error const& e) {
+    throw Error(std::string(what) + " (oneDNN): " + e.what() + " (status " + std::to_string(e.status) + ")");
+  }
+}
+
+}  // namespace
+
+std::string conv_library_unavailable(ConvShape const&, Precision const& precision) {
+  static bool const off = [] {
+    char const* v = std::getenv("KTR_CONV_LIBRARY");
+    return v != nullptr && std::strcmp(v, "off") == 0;
+  }();
+  if (off) return "the convolution library is switched off here (KTR_CONV_LIBRARY=off)";
+  if (precision.matmul != MatmulPrecision::fp32) return "oneDNN convolutions run fp32 here (bf16 takes im2col)";
+  return "";
+}
+
+std::string conv_library() {
+  dnnl_version_t const* v = dnnl_version();
+  std::string s =
+      "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  try {
+    std::string const why = conv_library_unavailable(ConvShape{}, Precision{});
+    if (!why.empty()) return s + ": " + why;
+    return s + ", kernel " + OneDnnConv::get().implementation() +
+           " (SAME and VALID, fp32; circular padding and bf16 take im2col + gemm)";
+  } catch (dnnl::error const& e) {
+    return s + ": " + e.what();
+  }
+}
+
+void conv_library_forward(ExecSpace const& space, Precision const&, ConvShape const& s, float const* x,
+                          float const* w, float* y) {
+  run("ktr::conv::forward", space, Op::forward, s, x, w, y);
+}
+
+void conv_library_backward_data(ExecSpace const& space, Precision const&, ConvShape const& s, float const* dy,
+                                float const* w, float* dx) {
+  run("ktr::conv::backward_data", space, Op::backward_data, s, dy, w, dx);
+}
+
+void conv_library_backward_weights(ExecSpace const& space, Precision const&, ConvShape const& s, float const* x,
+                                   float const* dy, float* dw) {
+  run("ktr::conv::backward_weights", space, Op::backward_weights, s, x, dy, dw);
+}
+
+}  // namespace ktr
