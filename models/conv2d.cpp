@@ -65,6 +65,43 @@ KOKKOS_INLINE_FUNCTION std::int64_t read_at(std::int64_t p, std::int64_t n, bool
   return circular ? (p % n + n) % n : -1;
 }
 
+// A circular convolution through the library: the input copied with its wrapped rows and columns around it
+// ((out - 1) S + K positions per axis: every position a window reads), then a VALID convolution of the copy.
+std::int64_t wrapped_extent(std::int64_t out, Geometry const& g) { return (out - 1) * g.stride + g.kernel; }
+std::int64_t wrapped_size(Geometry const& g) {
+  return g.batch * wrapped_extent(g.out_height, g) * wrapped_extent(g.out_width, g) * g.channels;
+}
+
+// xp[b, p, q, c] = x[b, (p - pad_h) mod H, (q - pad_w) mod W, c].
+void wrap_copy(ExecSpace const& space, Geometry g, float const* x, float* xp) {
+  std::int64_t const Hp = wrapped_extent(g.out_height, g), Wp = wrapped_extent(g.out_width, g), C = g.channels;
+  Kokkos::parallel_for(
+      "ktr::conv2d::wrap_copy", MDRange<3>(space, {0, 0, 0}, {g.batch, Hp, Wp}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t p, std::int64_t q) {
+        std::int64_t const h = read_at(p - g.pad_h, g.height, true), w = read_at(q - g.pad_w, g.width, true);
+        float const* src = x + ((b * g.height + h) * g.width + w) * C;
+        float* dst = xp + ((b * Hp + p) * Wp + q) * C;
+        for (std::int64_t c = 0; c < C; ++c) dst[c] = src[c];
+      });
+}
+
+// dx[b, h, w, c] = the sum of dxp over every wrapped copy of (h, w), in the same order on every backend.
+void fold_wrapped(ExecSpace const& space, Geometry g, float const* dxp, float* dx) {
+  std::int64_t const Hp = wrapped_extent(g.out_height, g), Wp = wrapped_extent(g.out_width, g), C = g.channels;
+  Kokkos::parallel_for(
+      "ktr::conv2d::fold_wrapped", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
+        float* out = dx + ((b * g.height + h) * g.width + w) * C;
+        for (std::int64_t c = 0; c < C; ++c) out[c] = 0.0f;
+        // Padded position p reads h where p - pad = h + m H: p from the smallest such p >= 0 up to Hp - 1.
+        for (std::int64_t p = (h + g.pad_h) % g.height; p < Hp; p += g.height)
+          for (std::int64_t q = (w + g.pad_w) % g.width; q < Wp; q += g.width) {
+            float const* src = dxp + ((b * Hp + p) * Wp + q) * C;
+            for (std::int64_t c = 0; c < C; ++c) out[c] += src[c];
+          }
+      });
+}
+
 // cols[(b, i, j), (kh, kw, c)] = x[b, i S + kh - pad_h, j S + kw - pad_w, c], zero outside the image (wrapped
 // around it where circular). Hosts: one
 // thread per output pixel writes its K^2 C columns (contiguous). GPUs: one thread per element of cols, so that
@@ -268,6 +305,11 @@ namespace {
 ConvShape library_shape(Geometry const& g, std::int64_t features) {
   ConvShape s;
   s.batch = g.batch, s.height = g.height, s.width = g.width, s.channels = g.channels, s.features = features;
+  if (g.circular) {  // a VALID convolution of the wrapped copy
+    s.height = wrapped_extent(g.out_height, g), s.width = wrapped_extent(g.out_width, g);
+    s.kernel = g.kernel, s.stride = g.stride, s.out_height = g.out_height, s.out_width = g.out_width;
+    return s;
+  }
   s.kernel = g.kernel, s.stride = g.stride, s.out_height = g.out_height, s.out_width = g.out_width;
   s.pad_top = g.pad_h, s.pad_left = g.pad_w;
   s.pad_bottom = std::max<std::int64_t>(0, (g.out_height - 1) * g.stride + g.kernel - g.height - g.pad_h);
@@ -280,11 +322,9 @@ bool Conv2D::library(Shape const& in, Precision const& precision) const {
   if (algorithm_ == ConvAlgorithm::im2col || algorithm_ == ConvAlgorithm::direct) return false;
   if (algorithm_ == ConvAlgorithm::automatic && direct(in)) return false;
   auto const g = geometry(in, form_);
-  std::string why = form_.padding == Padding::circular
-                        ? "takes SAME and VALID padding, not circular"
-                        : conv_library_unavailable(library_shape(g, features_), precision);
+  std::string const why = conv_library_unavailable(library_shape(g, features_), precision);
   if (algorithm_ == ConvAlgorithm::library)
-    KTR_REQUIRE(why.empty(), "ktr::Conv2D", "the convolution library " + why + " ('" + describe() + "')");
+    KTR_REQUIRE(why.empty(), "ktr::Conv2D", "'" + describe() + "' through the convolution library: " + why);
   return why.empty();
 }
 
@@ -304,6 +344,7 @@ struct Im2colScratch {
   std::int64_t size;
   Im2colScratch(float* base, Geometry const& g, std::int64_t features, Activation act) {
     std::int64_t cols_size = g.pixels() * g.patch();
+    if (g.circular) cols_size = std::max(cols_size, wrapped_size(g));  // the library's wrapped copy
     if (input_grad_as_conv(g, features))
       cols_size = std::max(cols_size, input_grad_geometry(g, features).pixels() * g.kernel * g.kernel * features);
     std::int64_t const z_size = activation_needs_input(act) ? g.pixels() * features : 0;
@@ -343,7 +384,9 @@ void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor 
   Im2colScratch const sc(scratch_.data(), g, features_, act_);
   Matrix out(y.data(), g.pixels(), features_);
   if (library(x.shape(), precision)) {
-    conv_library_forward(space, precision, library_shape(g, features_), x.data(), w_.data(), y.data());
+    float const* in = x.data();
+    if (g.circular) wrap_copy(space, g, x.data(), sc.cols), in = sc.cols;  // kept for the backward
+    conv_library_forward(space, precision, library_shape(g, features_), in, w_.data(), y.data());
     impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
     return;
   }
@@ -374,8 +417,11 @@ void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor
   impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);  // dy becomes dz, in place
   if (library(x.shape(), precision)) {
     ConvShape const s = library_shape(g, features_);
-    conv_library_backward_weights(space, precision, s, x.data(), dy.data(), dw_.data());
-    if (dx.size() > 0) conv_library_backward_data(space, precision, s, dy.data(), w_.data(), dx.data());
+    conv_library_backward_weights(space, precision, s, g.circular ? sc.cols : x.data(), dy.data(), dw_.data());
+    if (dx.size() == 0) return;
+    if (!g.circular) return conv_library_backward_data(space, precision, s, dy.data(), w_.data(), dx.data());
+    conv_library_backward_data(space, precision, s, dy.data(), w_.data(), sc.cols);  // over the wrapped copy
+    fold_wrapped(space, g, sc.cols, dx.data());
     return;
   }
   Matrix cols(sc.cols, g.pixels(), g.patch());
