@@ -1,10 +1,14 @@
 // Convolutions on hosts through oneDNN's primitives: forward, backward-data and backward-weights, NHWC
 // activations read and written in place, ktr's HWIO kernel reordered into (and the kernel gradient out of) the
 // layout the primitive prefers, one primitive per shape created once and kept, scratchpads in buffers ktr owns, so
-// that a step allocates nothing once every shape has run.
+// that a step allocates nothing once every shape has run. bf16 (where oneDNN runs bf16 matmuls: AVX512-BF16 or
+// AMX): the activations rounded to bf16 in buffers ktr owns, the kernel rounded by its reorder, fp32 accumulation
+// and fp32 outputs and gradients.
 #include "conv.hpp"
 
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
+#include "gemm_onednn.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -24,11 +28,11 @@ using tag = dnnl::memory::format_tag;
 
 enum class Op { forward, backward_data, backward_weights };
 
-using Key = std::tuple<int, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
+using Key = std::tuple<int, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
-Key key_of(Op op, ConvShape const& s) {
-  return Key{int(op),  s.batch,  s.height,  s.width,    s.channels,   s.features,
+Key key_of(Op op, bool bf16, ConvShape const& s) {
+  return Key{int(op),  bf16,     s.batch,   s.height,   s.width,      s.channels, s.features,
              s.kernel, s.stride, s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
 }
 
@@ -51,14 +55,21 @@ class OneDnnConv {
     return *one;
   }
 
-  void run(ExecSpace const& space, Op op, ConvShape const& s, float const* a, float const* b, float* c) {
+  void run(ExecSpace const& space, Op op, bool bf16, ConvShape const& s, float const* a, float const* b,
+           float* c) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry& e = entry(op, s);
+    Entry& e = entry(op, bf16, s);
+    void* a_in = const_cast<float*>(a);
+    void* b_in = const_cast<float*>(b);
+    if (bf16) {  // the activations rounded (the kernel's reorder rounds it)
+      a_in = rounded(space, a, elements(e.a), a16_);
+      if (op == Op::backward_weights) b_in = rounded(space, b, elements(e.b), b16_);
+    }
     space.fence();  // oneDNN runs on its own threads
     e.scratch.set_data_handle(scratch_.data());
     if (op == Op::backward_weights) {
-      e.a.set_data_handle(const_cast<float*>(a));  // src
-      e.b.set_data_handle(const_cast<float*>(b));  // diff_dst
+      e.a.set_data_handle(a_in);  // src
+      e.b.set_data_handle(b_in);  // diff_dst
       e.c.set_data_handle(e.reorders ? static_cast<void*>(e.kernel_buffer.data()) : static_cast<void*>(c));
       e.primitive.execute(stream_, {{DNNL_ARG_SRC, e.a},
                                     {DNNL_ARG_DIFF_DST, e.b},
@@ -76,7 +87,7 @@ class OneDnnConv {
       } else {
         e.b.set_data_handle(kernel);
       }
-      e.a.set_data_handle(const_cast<float*>(a));
+      e.a.set_data_handle(a_in);
       e.c.set_data_handle(c);
       if (op == Op::forward)
         e.primitive.execute(
@@ -96,17 +107,32 @@ class OneDnnConv {
     ConvShape s;
     s.batch = 32, s.height = s.width = s.out_height = s.out_width = 32, s.channels = s.features = 32;
     s.kernel = 3, s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
-    return forward_desc(s).impl_info_str();
+    return forward_desc(s, false).impl_info_str();
   }
 
  private:
   OneDnnConv() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
-  static dnnl::memory::desc activations(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c) {
-    return dnnl::memory::desc({n, c, h, w}, dt::f32, tag::nhwc);
+  static dnnl::memory::desc activations(std::int64_t n, std::int64_t h, std::int64_t w, std::int64_t c,
+                                        dt type = dt::f32) {
+    return dnnl::memory::desc({n, c, h, w}, type, tag::nhwc);
   }
-  static dnnl::memory::desc kernel(ConvShape const& s, tag t) {
-    return dnnl::memory::desc({s.features, s.channels, s.kernel, s.kernel}, dt::f32, t);
+  static dnnl::memory::desc kernel(ConvShape const& s, tag t, dt type = dt::f32) {
+    return dnnl::memory::desc({s.features, s.channels, s.kernel, s.kernel}, type, t);
+  }
+  static std::int64_t elements(dnnl::memory const& m) {
+    std::int64_t n = 1;
+    for (auto d : m.get_desc().dims()) n *= d;
+    return n;
+  }
+  // `n` floats at `x` rounded into `buffer` (grown to fit).
+  static std::uint16_t* rounded(ExecSpace const& space, float const* x, std::int64_t n,
+                                HostView<std::uint16_t*>& buffer) {
+    if (std::int64_t(buffer.extent(0)) < n)
+      buffer = HostView<std::uint16_t*>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::conv::bf16"),
+                                        std::size_t(n));
+    to_bf16("ktr::conv::to_bf16", space, x, n, buffer.data());
+    return buffer.data();
   }
   static dnnl::memory::dims strides(ConvShape const& s) { return {s.stride, s.stride}; }
   static dnnl::memory::dims pad_l(ConvShape const& s) { return {s.pad_top, s.pad_left}; }
@@ -117,20 +143,23 @@ class OneDnnConv {
     return attr;
   }
 
-  dnnl::convolution_forward::primitive_desc forward_desc(ConvShape const& s) const {
+  // bf16: bf16 inputs (src, weights) and fp32 outputs.
+  dnnl::convolution_forward::primitive_desc forward_desc(ConvShape const& s, bool bf16) const {
+    dt const in = bf16 ? dt::bf16 : dt::f32;
     dnnl::convolution_forward::desc const d(
         dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-        activations(s.batch, s.height, s.width, s.channels), kernel(s, tag::any),
+        activations(s.batch, s.height, s.width, s.channels, in), kernel(s, tag::any, in),
         activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s), pad_r(s));
     return dnnl::convolution_forward::primitive_desc(d, attributes(), engine_);
   }
 
-  Entry& entry(Op op, ConvShape const& s) {
-    Key const key = key_of(op, s);
+  Entry& entry(Op op, bool bf16, ConvShape const& s) {
+    Key const key = key_of(op, bf16, s);
     auto it = cache_.find(key);
     if (it != cache_.end()) return *it->second;
     auto e = std::make_unique<Entry>();
-    dnnl::convolution_forward::primitive_desc const fwd = forward_desc(s);
+    dt const in = bf16 ? dt::bf16 : dt::f32;
+    dnnl::convolution_forward::primitive_desc const fwd = forward_desc(s, bf16);
     dnnl::memory::desc prim_kernel, scratch;
     if (op == Op::forward) {
       e->primitive = dnnl::convolution_forward(fwd);
@@ -140,8 +169,8 @@ class OneDnnConv {
     } else if (op == Op::backward_data) {
       dnnl::convolution_backward_data::desc const d(
           dnnl::algorithm::convolution_direct, activations(s.batch, s.height, s.width, s.channels),
-          kernel(s, tag::any), activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s),
-          pad_r(s));
+          kernel(s, tag::any, in), activations(s.batch, s.out_height, s.out_width, s.features, in), strides(s),
+          pad_l(s), pad_r(s));
       dnnl::convolution_backward_data::primitive_desc const pd(d, attributes(), engine_, fwd);
       e->primitive = dnnl::convolution_backward_data(pd);
       e->a = dnnl::memory(pd.diff_dst_desc(), engine_, DNNL_MEMORY_NONE);
@@ -149,9 +178,9 @@ class OneDnnConv {
       prim_kernel = pd.weights_desc(), scratch = pd.scratchpad_desc();
     } else {
       dnnl::convolution_backward_weights::desc const d(
-          dnnl::algorithm::convolution_direct, activations(s.batch, s.height, s.width, s.channels),
-          kernel(s, tag::any), activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s),
-          pad_r(s));
+          dnnl::algorithm::convolution_direct, activations(s.batch, s.height, s.width, s.channels, in),
+          kernel(s, tag::any), activations(s.batch, s.out_height, s.out_width, s.features, in), strides(s),
+          pad_l(s), pad_r(s));
       dnnl::convolution_backward_weights::primitive_desc const pd(d, attributes(), engine_, fwd);
       e->primitive = dnnl::convolution_backward_weights(pd);
       e->a = dnnl::memory(pd.src_desc(), engine_, DNNL_MEMORY_NONE);
@@ -183,12 +212,13 @@ class OneDnnConv {
   dnnl::stream stream_;
   std::map<Key, std::unique_ptr<Entry>> cache_;
   HostView<char*> scratch_;
+  HostView<std::uint16_t*> a16_, b16_;
 };
 
-void run(char const* what, ExecSpace const& space, Op op, ConvShape const& s, float const* a, float const* b,
-         float* c) {
+void run(char const* what, ExecSpace const& space, Op op, Precision const& p, ConvShape const& s, float const* a,
+         float const* b, float* c) {
   try {
-    OneDnnConv::get().run(space, op, s, a, b, c);
+    OneDnnConv::get().run(space, op, p.matmul == MatmulPrecision::bf16, s, a, b, c);
   } catch (dnnl::error const& e) {
     throw Error(std::string(what) + " (oneDNN): " + e.what() + " (status " + std::to_string(e.status) + ")");
   }
@@ -202,7 +232,8 @@ std::string conv_library_unavailable(ConvShape const&, Precision const& precisio
     return v != nullptr && std::strcmp(v, "off") == 0;
   }();
   if (off) return "the convolution library is switched off here (KTR_CONV_LIBRARY=off)";
-  if (precision.matmul != MatmulPrecision::fp32) return "oneDNN convolutions run fp32 here (bf16 takes im2col)";
+  if (precision.matmul == MatmulPrecision::tf32) return "oneDNN convolutions run fp32 and bf16, not tf32";
+  if (precision.matmul == MatmulPrecision::bf16) return impl::onednn_bf16_unavailable();
   return "";
 }
 
@@ -213,26 +244,26 @@ std::string conv_library() {
   try {
     std::string const why = conv_library_unavailable(ConvShape{}, Precision{});
     if (!why.empty()) return s + ": " + why;
-    return s + ", kernel " + OneDnnConv::get().implementation() +
-           " (SAME and VALID, fp32; circular padding and bf16 take im2col + gemm)";
+    return s + ", kernel " + OneDnnConv::get().implementation() + " (fp32" +
+           std::string(impl::onednn_bf16_unavailable().empty() ? " and bf16" : "") + ")";
   } catch (dnnl::error const& e) {
     return s + ": " + e.what();
   }
 }
 
-void conv_library_forward(ExecSpace const& space, Precision const&, ConvShape const& s, float const* x,
+void conv_library_forward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
                           float const* w, float* y) {
-  run("ktr::conv::forward", space, Op::forward, s, x, w, y);
+  run("ktr::conv::forward", space, Op::forward, p, s, x, w, y);
 }
 
-void conv_library_backward_data(ExecSpace const& space, Precision const&, ConvShape const& s, float const* dy,
+void conv_library_backward_data(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* dy,
                                 float const* w, float* dx) {
-  run("ktr::conv::backward_data", space, Op::backward_data, s, dy, w, dx);
+  run("ktr::conv::backward_data", space, Op::backward_data, p, s, dy, w, dx);
 }
 
-void conv_library_backward_weights(ExecSpace const& space, Precision const&, ConvShape const& s, float const* x,
+void conv_library_backward_weights(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
                                    float const* dy, float* dw) {
-  run("ktr::conv::backward_weights", space, Op::backward_weights, s, x, dy, dw);
+  run("ktr::conv::backward_weights", space, Op::backward_weights, p, s, x, dy, dw);
 }
 
 }  // namespace ktr

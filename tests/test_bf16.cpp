@@ -5,6 +5,7 @@
 // The reference path is portable: inputs rounded to bf16 (nearest even) on the host, products summed in double.
 // It checks the rounding on every CPU; the device kernels need bf16 (oneDNN on AMX / AVX512-BF16, or CUDA), and
 // the tests that run them say why they are skipped where it is absent.
+#include <ktr/backends/conv.hpp>
 #include <ktr/backends/gemm.hpp>
 #include <ktr/core/error.hpp>
 #include <ktr/core/tensor.hpp>
@@ -23,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -308,13 +310,20 @@ TEST(Bf16Layers, NarrowAndWideDenseRoundTheirProductsInputs) {
   }
 }
 
-TEST(Bf16Layers, DirectAndIm2colConvolutionsRoundTheirProductsInputs) {
+TEST(Bf16Layers, DirectIm2colAndLibraryConvolutionsRoundTheirProductsInputs) {
   SKIP_WITHOUT_BF16();
-  for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::direct}) {
+  ktr::Precision const bf16{MatmulPrecision::bf16, {}};
+  std::string const no_library = ktr::conv_library_unavailable(ktr::ConvShape{}, bf16);
+  if (!no_library.empty())
+    std::printf("[ skipped  ] the convolution library's bf16 path: %s\n", no_library.c_str());
+  for (auto algorithm : {ktr::ConvAlgorithm::im2col, ktr::ConvAlgorithm::direct, ktr::ConvAlgorithm::library}) {
     if (algorithm == ktr::ConvAlgorithm::direct && !ktr::device_is_host) continue;  // host builds only
+    if (algorithm == ktr::ConvAlgorithm::library && !no_library.empty()) continue;
     for (int channels : {1, 3}) {
-      SCOPED_TRACE(std::string(algorithm == ktr::ConvAlgorithm::direct ? "direct" : "im2col") + " C " +
-                   std::to_string(channels));
+      SCOPED_TRACE(std::string(algorithm == ktr::ConvAlgorithm::direct    ? "direct"
+                               : algorithm == ktr::ConvAlgorithm::library ? "library"
+                                                                          : "im2col") +
+                   " C " + std::to_string(channels));
       ktr::Conv2D layer(16, ktr::Activation::identity, algorithm);
       check_linear_layer_bf16(
           layer, Shape{2, 6, 5, channels},
