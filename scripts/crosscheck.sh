@@ -7,15 +7,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pins=(jax==0.10.2 jaxlib==0.10.2 flax==0.12.8 optax==0.2.8 safetensors==0.8.0 numpy==2.4.6)
-cache=${KTR_DEPS_CACHE:-$HOME/.cache/ktr}
-venv=$cache/venv-flax-$(echo "${pins[*]}" | sha1sum | cut -c1-10)
-if [[ ! -f $venv/.complete ]]; then
-  echo "[crosscheck] installing ${pins[*]} into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "${pins[@]}" >&2
-  touch "$venv/.complete"
-fi
+source scripts/venv.sh
+venv=$(cached_venv flax "" "${pins[@]}")
 build=$(scripts/build.sh openmp | tail -n1)
 cmake --build "$build" --target ktr_crosscheck ktr_cli -j "${KTR_JOBS:-$(nproc)}" >&2
 OMP_PROC_BIND=false "$venv/bin/python" tests/flax/crosscheck.py --ktr "$build/apps/ktr" --tool "$build/tests/ktr_crosscheck"

@@ -9,15 +9,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 pins=(mkdocs==1.6.1 Markdown==3.11.3 Jinja2==3.1.6 MarkupSafe==3.0.4 PyYAML==6.0.4 click==8.5.1 mergedeep==1.3.4
   mkdocs-get-deps==0.2.2 packaging==26.4 pathspec==1.1.1 platformdirs==4.14.9 pyyaml_env_tag==1.1 ghp-import==2.1.0
   python-dateutil==4.0.0 watchdog==7.1.1)
-cache=${KTR_DEPS_CACHE:-$HOME/.cache/ktr}
-venv=$cache/venv-docs-$(echo "${pins[*]}" | sha1sum | cut -c1-10)
-if [[ ! -f $venv/.complete ]]; then
-  echo "[docs] installing ${pins[*]} into $venv" >&2
-  rm -rf "$venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "${pins[@]}" >&2
-  touch "$venv/.complete"
-fi
+source scripts/venv.sh
+venv=$(cached_venv docs --no-deps "${pins[@]}")
 site=${1:-}
 if [[ -z $site ]]; then
   site=$(mktemp -d)
