@@ -18,7 +18,7 @@ sed 's/@PROJECT_VERSION@/fuzz/' cmake/ktr_config.hpp.in >"$out/include/ktr/ktr_c
 kokkos=(-I/usr/include/trilinos -I"$out/include")
 kokkos_libs=(-ltrilinos_kokkoscore -ltrilinos_kokkoskernels -lopenblas)
 declare -A sources=([idx]=data/idx.cpp [npy]=data/npy.cpp [checkpoint]=train/checkpoint.cpp
-                   [description]="models/*.cpp core/*.cpp backends/gemm.cpp backends/gemm_kokkos.cpp backends/host_blas.cpp backends/precision.cpp" [safetensors]=train/safetensors.cpp)
+                   [description]="models/*.cpp core/*.cpp backends/conv.cpp backends/gemm.cpp backends/gemm_kokkos.cpp backends/host_blas.cpp backends/precision.cpp" [safetensors]=train/safetensors.cpp)
 # Every compile runs at once, one compiler per core: the four single-reader targets (each compiled and linked in
 # one command) and the description fuzzer's ~20 objects.
 rm -rf "$out/description-obj" && mkdir -p "$out/description-obj"
