@@ -90,6 +90,9 @@ void gemm_in(MatmulPrecision precision, Bf16Copy const& copy, ExecSpace const& s
 #endif
   }
   KTR_REQUIRE(precision == MatmulPrecision::fp32, "ktr::gemm", matmul_unavailable(precision));
+#if defined(KTR_ENABLE_ONEDNN)
+  if (impl::onednn_fp32_chosen()) return impl::gemm_fp32_onednn(space, trans_a, trans_b, alpha, a, b, beta, c);
+#endif
   impl::gemm_kokkos(space, trans_a, trans_b, alpha, a, b, beta, c);
 #endif
 }
@@ -119,6 +122,11 @@ std::string gemm_backend(MatmulPrecision p) {
                                        : "FP32") +
          ")";
 #else
+#if defined(KTR_ENABLE_ONEDNN)
+  if (p == MatmulPrecision::fp32 && impl::onednn_fp32_chosen())
+    return "oneDNN matmul, kernel " + impl::onednn_fp32_kernel() +
+           " (fp32 on this CPU, which has AMX; KTR_FP32_GEMM=openblas for " + impl::gemm_kokkos_name() + ")";
+#endif
   (void)p;
   return impl::gemm_kokkos_name();
 #endif

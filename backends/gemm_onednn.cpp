@@ -1,6 +1,7 @@
-// bf16 matmuls on hosts: the operands rounded into bf16 buffers ktr owns (one Kokkos kernel each, unless the
-// caller holds them rounded already: a run's weights, which its optimiser keeps in bf16 too), then oneDNN's matmul
-// primitive (bf16 inputs, fp32 accumulation and output), one primitive per shape, created once.
+// Matmuls on hosts through oneDNN: bf16 (the operands rounded into bf16 buffers ktr owns, one Kokkos kernel each,
+// unless the caller holds them rounded already: a run's weights, which its optimiser keeps in bf16 too; bf16
+// inputs, fp32 accumulation and output) and, on the CPUs where it is measured faster than OpenBLAS, fp32; oneDNN's
+// matmul primitive, one per shape and type, created once.
 #include "gemm_onednn.hpp"
 
 #include "../core/error.hpp"
@@ -23,6 +24,11 @@ namespace ktr::impl {
 namespace {
 
 using dt = dnnl::memory::data_type;
+
+// The committed rule for fp32 matmuls (issue 43: measured, never timed at run time, so that a run and its resume
+// take one path): oneDNN on CPUs with AMX (measured faster than OpenBLAS at ktr's shapes on such a Xeon), OpenBLAS
+// on every other CPU (not measured against it). KTR_FP32_GEMM=onednn|openblas overrides it.
+constexpr bool kOneDnnFp32ByDefault = true;
 
 struct CpuBf16 {
   bool avx512_bf16 = false, amx_bf16 = false, avx512f = false, avx2 = false;
@@ -47,7 +53,7 @@ std::string cpu_bf16_words(CpuBf16 const& f) {
 }
 
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, bool, bool, std::int64_t, std::int64_t, float,
-                       float>;  // M, N, K, transposes, leading dimensions of A and B, alpha, beta
+                       float, bool>;  // M, N, K, transposes, leading dimensions of A and B, alpha, beta, bf16
 
 struct Primitive {
   dnnl::matmul matmul;
@@ -66,7 +72,7 @@ class OneDnn {
     std::lock_guard<std::mutex> lock(mutex_);
     std::int64_t const m = c.extent(0), n = c.extent(1), k = ta ? a.extent(0) : a.extent(1);
     std::int64_t const lda = a.extent(1), ldb = b.extent(1);
-    Primitive& p = primitive(Key{m, n, k, ta, tb, lda, ldb, alpha, beta});
+    Primitive& p = primitive(Key{m, n, k, ta, tb, lda, ldb, alpha, beta, true});
     if (a16 == nullptr) a16 = rounded(space, a, a16_);
     if (b16 == nullptr) b16 = rounded(space, b, b16_);
     space.fence();                                         // oneDNN runs on its own threads
@@ -80,9 +86,26 @@ class OneDnn {
     stream_.wait();
   }
 
-  std::string implementation() {
+  void gemm_fp32(ExecSpace const& space, bool ta, bool tb, float alpha, ConstMatrix const& a, ConstMatrix const& b,
+                 float beta, Matrix const& c) {
     std::lock_guard<std::mutex> lock(mutex_);
-    dnnl::primitive_desc_base const pd = describe(Key{256, 512, 784, false, false, 784, 512, 1.0f, 0.0f});
+    std::int64_t const m = c.extent(0), n = c.extent(1), k = ta ? a.extent(0) : a.extent(1);
+    Primitive& p =
+        primitive(Key{m, n, k, ta, tb, std::int64_t(a.extent(1)), std::int64_t(b.extent(1)), alpha, beta, false});
+    space.fence();  // oneDNN runs on its own threads
+    p.a.set_data_handle(const_cast<float*>(a.data()));
+    p.b.set_data_handle(const_cast<float*>(b.data()));
+    p.c.set_data_handle(c.data());
+    p.scratch.set_data_handle(scratch_.data());
+    p.matmul.execute(
+        stream_,
+        {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}, {DNNL_ARG_SCRATCHPAD, p.scratch}});
+    stream_.wait();
+  }
+
+  std::string implementation(bool bf16 = true) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dnnl::primitive_desc_base const pd = describe(Key{256, 512, 784, false, false, 784, 512, 1.0f, 0.0f, bf16});
     return pd.impl_info_str();
   }
 
@@ -90,10 +113,11 @@ class OneDnn {
   OneDnn() : engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
 
   dnnl::matmul::primitive_desc describe(Key const& key) const {
-    auto const [m, n, k, ta, tb, lda, ldb, alpha, beta] = key;
+    auto const [m, n, k, ta, tb, lda, ldb, alpha, beta, bf16] = key;
+    dt const in = bf16 ? dt::bf16 : dt::f32;
     // op(A) (M, K) and op(B) (K, N) as strides over the row-major storage: a transpose swaps them.
-    dnnl::memory::desc const ad({m, k}, dt::bf16, ta ? dnnl::memory::dims{1, lda} : dnnl::memory::dims{lda, 1});
-    dnnl::memory::desc const bd({k, n}, dt::bf16, tb ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1});
+    dnnl::memory::desc const ad({m, k}, in, ta ? dnnl::memory::dims{1, lda} : dnnl::memory::dims{lda, 1});
+    dnnl::memory::desc const bd({k, n}, in, tb ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1});
     dnnl::memory::desc const cd({m, n}, dt::f32, dnnl::memory::dims{n, 1});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // ktr's buffer: a call allocates nothing
@@ -153,6 +177,34 @@ void gemm_bf16_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float 
   } catch (dnnl::error const& e) {
     throw Error(std::string("ktr::gemm (bf16, oneDNN): ") + e.what() + " (status " + std::to_string(e.status) +
                 ")");
+  }
+}
+
+void gemm_fp32_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
+                      ConstMatrix const& b, float beta, Matrix const& c) {
+  try {
+    OneDnn::get().gemm_fp32(space, trans_a, trans_b, alpha, a, b, beta, c);
+  } catch (dnnl::error const& e) {
+    throw Error(std::string("ktr::gemm (fp32, oneDNN): ") + e.what() + " (status " + std::to_string(e.status) +
+                ")");
+  }
+}
+
+bool onednn_fp32_chosen() {
+  static bool const chosen = [] {
+    char const* const v = std::getenv("KTR_FP32_GEMM");
+    if (v != nullptr && std::strcmp(v, "onednn") == 0) return true;
+    if (v != nullptr && std::strcmp(v, "openblas") == 0) return false;
+    return kOneDnnFp32ByDefault && cpu_bf16().amx_bf16;
+  }();
+  return chosen;
+}
+
+std::string onednn_fp32_kernel() {
+  try {
+    return OneDnn::get().implementation(false);
+  } catch (dnnl::error const& e) {
+    return e.what();
   }
 }
 

@@ -19,6 +19,16 @@ void gemm_bf16_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float 
                       std::uint16_t const* a16, ConstMatrix const& b, std::uint16_t const* b16, float beta,
                       Matrix const& c);
 
+/// C = alpha op(A) op(B) + beta C in fp32 through oneDNN's matmul primitive (as gemm_bf16_onednn, without
+/// rounding).
+void gemm_fp32_onednn(ExecSpace const& space, bool trans_a, bool trans_b, float alpha, ConstMatrix const& a,
+                      ConstMatrix const& b, float beta, Matrix const& c);
+/// True where fp32 matmuls take oneDNN rather than the host BLAS: the committed per-CPU rule (CPUs with AMX), or
+/// KTR_FP32_GEMM=onednn|openblas.
+bool onednn_fp32_chosen();
+/// The kernel oneDNN picks for a 256 x 512 x 784 fp32 matmul ("brg:avx512_core" and the like).
+std::string onednn_fp32_kernel();
+
 /// Why this CPU cannot run bf16 matmuls (it lacks AVX512-BF16 and AMX-BF16; KTR_BF16=off makes any CPU say so),
 /// or "".
 std::string onednn_bf16_unavailable();
