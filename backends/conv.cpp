@@ -20,13 +20,9 @@ void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, 
                           float*) {
   refuse("ktr::conv::forward");
 }
-void conv_library_backward_data(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
-                                float*) {
-  refuse("ktr::conv::backward_data");
-}
-void conv_library_backward_weights(ExecSpace const&, Precision const&, ConvShape const&, float const*,
-                                   float const*, float*) {
-  refuse("ktr::conv::backward_weights");
+void conv_library_backward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
+                           float const*, float*, float*) {
+  refuse("ktr::conv::backward");
 }
 
 }  // namespace ktr

@@ -30,11 +30,9 @@ std::string conv_library();
 /// y = x * w (no bias: the layer's bias and activation pass follows).
 void conv_library_forward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
                           float const* x, float const* w, float* y);
-/// dx = dy *^T w: the input gradient.
-void conv_library_backward_data(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
-                                float const* dy, float const* w, float* dx);
-/// dw = x^T * dy: the kernel gradient (replaced, not accumulated).
-void conv_library_backward_weights(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
-                                   float const* x, float const* dy, float* dw);
+/// dw = x^T * dy, the kernel gradient (replaced, not accumulated), then, where dx is not null, dx = dy *^T w, the
+/// input gradient (bf16: dy rounded once for both).
+void conv_library_backward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
+                           float const* x, float const* dy, float const* w, float* dw, float* dx);
 
 }  // namespace ktr

@@ -55,21 +55,33 @@ class OneDnnConv {
     return *one;
   }
 
-  void run(ExecSpace const& space, Op op, bool bf16, ConvShape const& s, float const* a, float const* b,
-           float* c) {
+  void forward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* w, float* y) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry& e = entry(op, bf16, s);
-    void* a_in = const_cast<float*>(a);
-    void* b_in = const_cast<float*>(b);
-    if (bf16) {  // the activations rounded (the kernel's reorder rounds it)
-      a_in = rounded(space, a, elements(e.a), a16_);
-      if (op == Op::backward_weights) b_in = rounded(space, b, elements(e.b), b16_);
-    }
-    space.fence();  // oneDNN runs on its own threads
+    Entry& e = entry(Op::forward, bf16, s);
+    void* const x_in = bf16 ? static_cast<void*>(rounded(space, x, elements(e.a), a16_)) : const_cast<float*>(x);
+    execute(space, e, Op::forward, x_in, nullptr, w, y);
+  }
+
+  // The kernel gradient, then (dx not null) the input gradient: dy rounded once for both under bf16.
+  void backward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* dy,
+                float const* w, float* dw, float* dx) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    Entry& ew = entry(Op::backward_weights, bf16, s);
+    void* x_in = const_cast<float*>(x);
+    void* dy_in = const_cast<float*>(dy);
+    if (bf16) x_in = rounded(space, x, elements(ew.a), a16_), dy_in = rounded(space, dy, elements(ew.b), b16_);
+    execute(space, ew, Op::backward_weights, x_in, dy_in, nullptr, dw);
+    if (dx != nullptr) execute(space, entry(Op::backward_data, bf16, s), Op::backward_data, dy_in, nullptr, w, dx);
+  }
+
+  // Runs one primitive: forward (a = src, kernel -> weights, c = dst), backward data (a = diff_dst, kernel ->
+  // weights, c = diff_src) or backward weights (a = src, b = diff_dst, c = the kernel gradient, HWIO).
+  void execute(ExecSpace const& space, Entry& e, Op op, void* a, void* b, float const* kernel, float* c) {
+    space.fence();  // the roundings and the inputs are ready; oneDNN runs on its own threads
     e.scratch.set_data_handle(scratch_.data());
+    e.a.set_data_handle(a);
     if (op == Op::backward_weights) {
-      e.a.set_data_handle(a_in);  // src
-      e.b.set_data_handle(b_in);  // diff_dst
+      e.b.set_data_handle(b);
       e.c.set_data_handle(e.reorders ? static_cast<void*>(e.kernel_buffer.data()) : static_cast<void*>(c));
       e.primitive.execute(stream_, {{DNNL_ARG_SRC, e.a},
                                     {DNNL_ARG_DIFF_DST, e.b},
@@ -80,24 +92,17 @@ class OneDnnConv {
         e.kernel_reorder.execute(stream_, e.c, e.user_kernel);
       }
     } else {
-      void* kernel = const_cast<float*>(b);
       if (e.reorders) {
-        e.user_kernel.set_data_handle(kernel);
+        e.user_kernel.set_data_handle(const_cast<float*>(kernel));
         e.kernel_reorder.execute(stream_, e.user_kernel, e.b);
       } else {
-        e.b.set_data_handle(kernel);
+        e.b.set_data_handle(const_cast<float*>(kernel));
       }
-      e.a.set_data_handle(a_in);
       e.c.set_data_handle(c);
-      if (op == Op::forward)
-        e.primitive.execute(
-            stream_,
-            {{DNNL_ARG_SRC, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {DNNL_ARG_DST, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratch}});
-      else
-        e.primitive.execute(stream_, {{DNNL_ARG_DIFF_DST, e.a},
-                                      {DNNL_ARG_WEIGHTS, e.b},
-                                      {DNNL_ARG_DIFF_SRC, e.c},
-                                      {DNNL_ARG_SCRATCHPAD, e.scratch}});
+      int const in = op == Op::forward ? DNNL_ARG_SRC : DNNL_ARG_DIFF_DST;
+      int const out = op == Op::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_SRC;
+      e.primitive.execute(stream_,
+                          {{in, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {out, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratch}});
     }
     stream_.wait();
   }
@@ -215,14 +220,16 @@ class OneDnnConv {
   HostView<std::uint16_t*> a16_, b16_;
 };
 
-void run(char const* what, ExecSpace const& space, Op op, Precision const& p, ConvShape const& s, float const* a,
-         float const* b, float* c) {
+template <class F>
+void guarded(char const* what, F const& f) {
   try {
-    OneDnnConv::get().run(space, op, p.matmul == MatmulPrecision::bf16, s, a, b, c);
+    f(OneDnnConv::get());
   } catch (dnnl::error const& e) {
     throw Error(std::string(what) + " (oneDNN): " + e.what() + " (status " + std::to_string(e.status) + ")");
   }
 }
+
+bool is_bf16(Precision const& p) { return p.matmul == MatmulPrecision::bf16; }
 
 }  // namespace
 
@@ -253,17 +260,12 @@ std::string conv_library() {
 
 void conv_library_forward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
                           float const* w, float* y) {
-  run("ktr::conv::forward", space, Op::forward, p, s, x, w, y);
+  guarded("ktr::conv::forward", [&](OneDnnConv& c) { c.forward(space, is_bf16(p), s, x, w, y); });
 }
 
-void conv_library_backward_data(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* dy,
-                                float const* w, float* dx) {
-  run("ktr::conv::backward_data", space, Op::backward_data, p, s, dy, w, dx);
-}
-
-void conv_library_backward_weights(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
-                                   float const* dy, float* dw) {
-  run("ktr::conv::backward_weights", space, Op::backward_weights, p, s, x, dy, dw);
+void conv_library_backward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
+                           float const* dy, float const* w, float* dw, float* dx) {
+  guarded("ktr::conv::backward", [&](OneDnnConv& c) { c.backward(space, is_bf16(p), s, x, dy, w, dw, dx); });
 }
 
 }  // namespace ktr

@@ -417,11 +417,11 @@ void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor
   impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);  // dy becomes dz, in place
   if (library(x.shape(), precision)) {
     ConvShape const s = library_shape(g, features_);
-    conv_library_backward_weights(space, precision, s, g.circular ? sc.cols : x.data(), dy.data(), dw_.data());
-    if (dx.size() == 0) return;
-    if (!g.circular) return conv_library_backward_data(space, precision, s, dy.data(), w_.data(), dx.data());
-    conv_library_backward_data(space, precision, s, dy.data(), w_.data(), sc.cols);  // over the wrapped copy
-    fold_wrapped(space, g, sc.cols, dx.data());
+    // Circular: the kernel gradient from the wrapped copy, then the copy's input gradient over it, folded back.
+    float* const dx_at = dx.size() == 0 ? nullptr : g.circular ? sc.cols : dx.data();
+    conv_library_backward(space, precision, s, g.circular ? sc.cols : x.data(), dy.data(), w_.data(), dw_.data(),
+                          dx_at);
+    if (g.circular && dx_at != nullptr) fold_wrapped(space, g, sc.cols, dx.data());
     return;
   }
   Matrix cols(sc.cols, g.pixels(), g.patch());
