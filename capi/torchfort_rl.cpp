@@ -1,23 +1,189 @@
-// TorchFort's reinforcement-learning calls (torchfort/torchfort_rl.h): declared so that a program that uses them
-// builds and links; each answers TORCHFORT_RESULT_NOT_SUPPORTED with its reason (printed as every failure of the
-// TorchFort layer is) and touches none of its arguments.
+// TorchFort's reinforcement-learning calls (torchfort/torchfort_rl.h) over ktr's rl/ layer: the off-policy systems
+// (TD3, DDPG) with a uniform replay buffer, one environment per slot. Each call translates its arguments (one
+// datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs under the C
+// API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort prints it and
+// returned as its result code. What ktr has not built yet (SAC, PPO and the on-policy calls, distributed systems,
+// checkpoints of a system, several environments per push, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED
+// with its reason and touches none of its arguments.
 #if defined(KTR_ENABLE_MPI)
 #include <mpi.h>  // first: the headers then declare the MPI_Comm forms
 #endif
 
 #include "torchfort/torchfort_rl.h"
 
+#include "../backends/device_info.hpp"
+#include "../backends/stream_instances.hpp"
+#include "../config/rl_config.hpp"
+#include "../data/strided.hpp"
+#include "../rl/off_policy.hpp"
 #include "api.hpp"
+#include "arrays.hpp"
+#include "guard.hpp"
+#include "torchfort_door.hpp"
 
+#include <cctype>
+#include <cstdio>
+#include <map>
+#include <memory>
 #include <string>
 
 namespace {
 
+using ktr::capi::Array;
+
 torchfort_result_t rl_refused(char const* call) {
   return torchfort_result_t(ktr::capi::torchfort_refused(
       call, KTR_RESULT_NOT_SUPPORTED,
-      "ktr has no reinforcement learning yet (TorchFort's torchfort_rl_* systems: DDPG, TD3, SAC, PPO); its "
-      "supervised calls (torchfort_create_model, torchfort_train, ...) work"));
+      "not in ktr's reinforcement learning yet (it has torchfort_rl_off_policy_* systems of TD3 and DDPG: "
+      "create_system, update_replay_buffer, is_ready, train_step, predict, predict_explore, evaluate)"));
+}
+
+// A system of TorchFort's door. Names are case-blind everywhere (TorchFort sanitises them at creation only).
+struct RlEntry {
+  std::unique_ptr<ktr::rl::OffPolicySystem> system;
+  ktr::StreamInstances instances;
+  std::int64_t report_frequency = 0;
+  std::int64_t refused_reported = 0;  // buffer refusals already returned as a failure
+};
+
+std::map<std::string, std::unique_ptr<RlEntry>>& systems() {
+  static std::map<std::string, std::unique_ptr<RlEntry>> s;
+  return s;
+}
+bool g_finalize_hook = false;
+
+std::string key_of(char const* name) {
+  KTR_REQUIRE(name != nullptr && *name != '\0', "name", "a system needs a name (null or empty given)");
+  std::string k = name;
+  for (auto& c : k) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return k;
+}
+
+RlEntry& system_named(char const* name) {
+  auto it = systems().find(key_of(name));
+  KTR_REQUIRE(it != systems().end(), "system '" + std::string(name) + "'",
+              "does not exist (torchfort_rl_off_policy_create_system makes it)");
+  return *it->second;
+}
+
+// The datatype every array of a call shares, as ktr's: float or double.
+ktr_datatype_t float_type(torchfort_datatype_t dtype) {
+  ktr_datatype_t t{};
+  if (!ktr::capi::ktr_dtype(dtype, t) || (t != KTR_FLOAT && t != KTR_DOUBLE))
+    throw ktr::UsageError("dtype: " + std::to_string(int(dtype)) +
+                          " is not TORCHFORT_FLOAT or TORCHFORT_DOUBLE (states, actions and rewards are real)");
+  return t;
+}
+
+// A caller's array (C or, reversed, Fortran shape) as rows of `width` values: (width) is one row, (N, width) N.
+Array rows_of(void* data, std::size_t dim, std::int64_t const* shape, ktr_datatype_t t, bool fortran,
+              std::int64_t width, char const* what) {
+  KTR_REQUIRE(shape != nullptr || dim == 0, what, "its shape is a null pointer");
+  KTR_REQUIRE(dim == 1 || dim == 2, what,
+              "has " + std::to_string(dim) + " dimensions; ktr takes (values) or (environments, values)");
+  std::int64_t s[2] = {shape[0], dim == 2 ? shape[1] : 0};
+  if (fortran && dim == 2) std::swap(s[0], s[1]);
+  std::int64_t const c_shape[2] = {dim == 1 ? 1 : s[0], dim == 1 ? s[0] : s[1]};
+  Array a = ktr::capi::c_array(data, 2, c_shape, t, what);
+  KTR_REQUIRE(
+      a.extent[1] == width, what,
+      "holds " + std::to_string(a.extent[1]) + " values per row; the system's are " + std::to_string(width));
+  return a;
+}
+
+// The array's values on the device, contiguous: read in place where they are floats the device reads, else packed.
+ktr::DeviceView<float*> device_floats(ktr::ExecSpace const& space, Array const& a) {
+  std::int64_t const n = a.extent[0] * a.extent[1];
+  if (a.dtype == KTR_FLOAT && ktr::device_can_read(a.data))
+    return ktr::DeviceView<float*>(static_cast<float*>(a.data), std::size_t(n));
+  return ktr::pack_strided<float>(space, a.strided());
+}
+
+void store(ktr::ExecSpace const& space, ktr::Tensor const& values, Array const& out) {
+  ktr::scatter_strided(space, values.data(), out.strided());
+}
+
+torchfort_result_t call(char const* fn, std::function<void()> const& body) {
+  return ktr::capi::reported(fn, ktr::capi::guarded(body));
+}
+
+torchfort_result_t predict(char const* fn, char const* name, void* state, std::size_t state_dim,
+                           std::int64_t* state_shape, void* action, std::size_t action_dim,
+                           std::int64_t* action_shape, torchfort_datatype_t dtype, void* stream, bool fortran,
+                           bool explore) {
+  return call(fn, [&] {
+    RlEntry& e = system_named(name);
+    ktr::rl::OffPolicySystem& sys = *e.system;
+    ktr_datatype_t const t = float_type(dtype);
+    Array const s = rows_of(state, state_dim, state_shape, t, fortran, sys.state_dim(), "state");
+    Array const a = rows_of(action, action_dim, action_shape, t, fortran, sys.action_dim(), "action");
+    KTR_REQUIRE(s.extent[0] == a.extent[0], "action",
+                "has " + std::to_string(a.extent[0]) + " rows for " + std::to_string(s.extent[0]) + " states");
+    ktr::ExecSpace const space = e.instances.of(stream);
+    std::int64_t const n = s.extent[0];
+    ktr::Tensor const in(device_floats(space, s), ktr::Shape{n, sys.state_dim()});
+    ktr::Tensor const out(space, "ktr::rl::actions", ktr::Shape{n, sys.action_dim()});
+    sys.predict(space, in, out, explore);
+    store(space, out, a);
+  });
+}
+
+torchfort_result_t evaluate(char const* name, void* state, std::size_t state_dim, std::int64_t* state_shape,
+                            void* action, std::size_t action_dim, std::int64_t* action_shape, void* reward,
+                            std::size_t reward_dim, std::int64_t* reward_shape, torchfort_datatype_t dtype,
+                            void* stream, bool fortran) {
+  return call("torchfort_rl_off_policy_evaluate", [&] {
+    RlEntry& e = system_named(name);
+    ktr::rl::OffPolicySystem& sys = *e.system;
+    ktr_datatype_t const t = float_type(dtype);
+    Array const s = rows_of(state, state_dim, state_shape, t, fortran, sys.state_dim(), "state");
+    Array const a = rows_of(action, action_dim, action_shape, t, fortran, sys.action_dim(), "action");
+    std::int64_t const n = s.extent[0];
+    KTR_REQUIRE(a.extent[0] == n, "action",
+                "has " + std::to_string(a.extent[0]) + " rows for " + std::to_string(n) + " states");
+    KTR_REQUIRE(reward_shape != nullptr && reward_dim >= 1 && reward_dim <= 2, "reward",
+                "must be (environments) or (environments, 1)");
+    std::int64_t count = 1;
+    for (std::size_t i = 0; i < reward_dim; ++i) count *= reward_shape[i];
+    KTR_REQUIRE(count == n, "reward",
+                "holds " + std::to_string(count) + " values for " + std::to_string(n) + " states");
+    std::int64_t const r_shape[1] = {n};
+    Array const q = ktr::capi::c_array(reward, 1, r_shape, t, "reward");
+    ktr::ExecSpace const space = e.instances.of(stream);
+    ktr::Tensor const sv(device_floats(space, s), ktr::Shape{n, sys.state_dim()});
+    ktr::Tensor const av(device_floats(space, a), ktr::Shape{n, sys.action_dim()});
+    ktr::Tensor const out(space, "ktr::rl::values", ktr::Shape{n});
+    sys.evaluate(space, sv, av, out);
+    store(space, out, q);
+  });
+}
+
+torchfort_result_t update_buffer(char const* name, void* state_old, void* state_new, std::size_t state_dim,
+                                 std::int64_t* state_shape, void* action, std::size_t action_dim,
+                                 std::int64_t* action_shape, void const* reward, bool final_state,
+                                 torchfort_datatype_t dtype, void* stream, bool fortran) {
+  return call("torchfort_rl_off_policy_update_replay_buffer", [&] {
+    RlEntry& e = system_named(name);
+    ktr::rl::OffPolicySystem& sys = *e.system;
+    ktr_datatype_t const t = float_type(dtype);
+    Array const s = rows_of(state_old, state_dim, state_shape, t, fortran, sys.state_dim(), "state_old");
+    Array const s2 = rows_of(state_new, state_dim, state_shape, t, fortran, sys.state_dim(), "state_new");
+    Array const a = rows_of(action, action_dim, action_shape, t, fortran, sys.action_dim(), "action_old");
+    KTR_REQUIRE(s.extent[0] == 1 && a.extent[0] == 1, "state_old",
+                "one environment per call here (the _multi forms are not in ktr yet)");
+    KTR_REQUIRE(reward != nullptr, "reward", "is a null pointer");
+    ktr::ExecSpace const space = e.instances.of(stream);
+    // The scalar reward and flag travel in one small host array beside the states.
+    float const host[2] = {
+        t == KTR_DOUBLE ? float(*static_cast<double const*>(reward)) : *static_cast<float const*>(reward),
+        final_state ? 1.0f : 0.0f};
+    Kokkos::View<float const*, ktr::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(host, 2);
+    ktr::DeviceView<float*> rd(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::rl::reward"), 2);
+    Kokkos::deep_copy(space, rd, h);
+    auto const sv = device_floats(space, s), s2v = device_floats(space, s2), av = device_floats(space, a);
+    sys.push(space, sv.data(), av.data(), rd.data(), s2v.data(), rd.data() + 1);
+    space.fence();  // the caller may reuse its arrays (and the host scalars) when the call returns
+  });
 }
 
 }  // namespace
@@ -61,8 +227,147 @@ torchfort_result_t rl_refused(char const* call) {
 
 extern "C" {
 
-KTR_TF_RL_REFUSE_FAMILY(off_policy)
-KTR_TF_RL_REFUSE_BUFFER(off_policy, replay, void*, void*, size_t, int64_t*, void*, size_t, int64_t*)
+torchfort_result_t torchfort_rl_off_policy_create_system(char const* name, char const* config_fname,
+                                                         int model_device, int) {
+  int const device =
+      ktr::device_is_host || model_device == TORCHFORT_DEVICE_CPU ? KTR_DEVICE_DEFAULT : model_device;
+  std::lock_guard<std::recursive_mutex> lock(ktr::capi::api_mutex());
+  ktr_result_t const started = ktr::capi::guarded([&] { ktr::capi::ensure_runtime(device, true); });
+  if (started != KTR_RESULT_SUCCESS) return ktr::capi::reported("torchfort_rl_off_policy_create_system", started);
+  return call("torchfort_rl_off_policy_create_system", [&] {
+    std::string const key = key_of(name);
+    KTR_REQUIRE(config_fname != nullptr, "config_fname", "is a null pointer");
+    KTR_REQUIRE(systems().count(key) == 0, "system '" + std::string(name) + "'", "exists already");
+    ktr::RlFileConfig const cfg = ktr::read_rl_config_file(config_fname);
+    auto e = std::make_unique<RlEntry>();
+    e->system = std::make_unique<ktr::rl::OffPolicySystem>(ktr::ExecSpace(), cfg.system);
+    e->report_frequency = cfg.report_frequency;
+    if (!g_finalize_hook) {  // the systems' views go before Kokkos does
+      Kokkos::push_finalize_hook([] {
+        std::unique_lock<std::recursive_mutex> hook_lock(ktr::capi::api_mutex(), std::defer_lock);
+        if (!ktr::capi::on_worker()) hook_lock.lock();
+        systems().clear();
+        g_finalize_hook = false;
+      });
+      g_finalize_hook = true;
+    }
+    systems()[key] = std::move(e);
+  });
+}
+
+torchfort_result_t torchfort_rl_off_policy_is_ready(char const* name, bool& ready) {
+  return call("torchfort_rl_off_policy_is_ready", [&] {
+    RlEntry& e = system_named(name);
+    ready = e.system->ready(e.instances.of(nullptr));
+  });
+}
+
+torchfort_result_t torchfort_rl_off_policy_train_step(char const* name, float* p_loss_val, float* q_loss_val,
+                                                      torchfort_stream_t stream) {
+  return call("torchfort_rl_off_policy_train_step", [&] {
+    RlEntry& e = system_named(name);
+    ktr::ExecSpace const space = e.instances.of((void*)stream);
+    ktr::rl::OffPolicySystem& sys = *e.system;
+    KTR_REQUIRE(sys.ready(space), "system '" + std::string(name) + "'",
+                "its replay buffer does not hold min_size (" + std::to_string(sys.config().min_size) +
+                    ") transitions yet (torchfort_rl_off_policy_is_ready says when)");
+    bool const report = e.report_frequency > 0 && (sys.updates() + 1) % e.report_frequency == 0;
+    float p = 0, q = 0;
+    bool const read = p_loss_val != nullptr || q_loss_val != nullptr || report;
+    sys.train(space, 1, read ? &p : nullptr, read ? &q : nullptr);
+    if (!read) return;
+    std::int64_t const refused = sys.refused(space);
+    if (refused > e.refused_reported) {
+      std::int64_t const fresh = refused - e.refused_reported;
+      e.refused_reported = refused;
+      throw ktr::Error("system '" + std::string(name) + "': " + std::to_string(fresh) +
+                       " transitions pushed since the last report held non-finite values and were not stored");
+    }
+    if (p_loss_val) *p_loss_val = p;
+    if (q_loss_val) *q_loss_val = q;
+    if (report && !ktr::capi::torchfort_quiet())
+      std::printf("TORCHFORT::INFO: system: %s, step_train: %lld, policy loss: %g, critic loss: %g\n", name,
+                  static_cast<long long>(sys.updates()), double(p), double(q));
+  });
+}
+
+torchfort_result_t torchfort_rl_off_policy_predict(char const* name, void* state, size_t state_dim,
+                                                   int64_t* state_shape, void* action, size_t action_dim,
+                                                   int64_t* action_shape, torchfort_datatype_t dtype,
+                                                   torchfort_stream_t stream) {
+  return predict("torchfort_rl_off_policy_predict", name, state, state_dim, state_shape, action, action_dim,
+                 action_shape, dtype, (void*)stream, false, false);
+}
+torchfort_result_t torchfort_rl_off_policy_predict_F(char const* name, void* state, size_t state_dim,
+                                                     int64_t* state_shape, void* action, size_t action_dim,
+                                                     int64_t* action_shape, torchfort_datatype_t dtype,
+                                                     torchfort_stream_t stream) {
+  return predict("torchfort_rl_off_policy_predict", name, state, state_dim, state_shape, action, action_dim,
+                 action_shape, dtype, (void*)stream, true, false);
+}
+torchfort_result_t torchfort_rl_off_policy_predict_explore(char const* name, void* state, size_t state_dim,
+                                                           int64_t* state_shape, void* action, size_t action_dim,
+                                                           int64_t* action_shape, torchfort_datatype_t dtype,
+                                                           torchfort_stream_t stream) {
+  return predict("torchfort_rl_off_policy_predict_explore", name, state, state_dim, state_shape, action,
+                 action_dim, action_shape, dtype, (void*)stream, false, true);
+}
+torchfort_result_t torchfort_rl_off_policy_predict_explore_F(char const* name, void* state, size_t state_dim,
+                                                             int64_t* state_shape, void* action, size_t action_dim,
+                                                             int64_t* action_shape, torchfort_datatype_t dtype,
+                                                             torchfort_stream_t stream) {
+  return predict("torchfort_rl_off_policy_predict_explore", name, state, state_dim, state_shape, action,
+                 action_dim, action_shape, dtype, (void*)stream, true, true);
+}
+
+torchfort_result_t torchfort_rl_off_policy_evaluate(char const* name, void* state, size_t state_dim,
+                                                    int64_t* state_shape, void* action, size_t action_dim,
+                                                    int64_t* action_shape, void* reward, size_t reward_dim,
+                                                    int64_t* reward_shape, torchfort_datatype_t dtype,
+                                                    torchfort_stream_t stream) {
+  return evaluate(name, state, state_dim, state_shape, action, action_dim, action_shape, reward, reward_dim,
+                  reward_shape, dtype, (void*)stream, false);
+}
+torchfort_result_t torchfort_rl_off_policy_evaluate_F(char const* name, void* state, size_t state_dim,
+                                                      int64_t* state_shape, void* action, size_t action_dim,
+                                                      int64_t* action_shape, void* reward, size_t reward_dim,
+                                                      int64_t* reward_shape, torchfort_datatype_t dtype,
+                                                      torchfort_stream_t stream) {
+  return evaluate(name, state, state_dim, state_shape, action, action_dim, action_shape, reward, reward_dim,
+                  reward_shape, dtype, (void*)stream, true);
+}
+
+torchfort_result_t torchfort_rl_off_policy_update_replay_buffer(char const* name, void* state_old, void* state_new,
+                                                                size_t state_dim, int64_t* state_shape,
+                                                                void* action_old, size_t action_dim,
+                                                                int64_t* action_shape, const void* reward,
+                                                                bool final_state, torchfort_datatype_t dtype,
+                                                                torchfort_stream_t stream) {
+  return update_buffer(name, state_old, state_new, state_dim, state_shape, action_old, action_dim, action_shape,
+                       reward, final_state, dtype, (void*)stream, false);
+}
+torchfort_result_t torchfort_rl_off_policy_update_replay_buffer_F(
+    char const* name, void* state_old, void* state_new, size_t state_dim, int64_t* state_shape, void* action_old,
+    size_t action_dim, int64_t* action_shape, const void* reward, bool final_state, torchfort_datatype_t dtype,
+    torchfort_stream_t stream) {
+  return update_buffer(name, state_old, state_new, state_dim, state_shape, action_old, action_dim, action_shape,
+                       reward, final_state, dtype, (void*)stream, true);
+}
+
+// Not built yet: each answers NOT_SUPPORTED with its reason.
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_create_distributed_system_F, const char*, const char*, int, int, int)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_save_checkpoint, const char*, const char*)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_load_checkpoint, const char*, const char*)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_load_model, const char*, const char*)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_int, const char*, const char*, int64_t, int)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_float, const char*, const char*, int64_t, float)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_double, const char*, const char*, int64_t, double)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_update_replay_buffer_multi, const char*, void*, void*, size_t, int64_t*,
+                 void*, size_t, int64_t*, void*, size_t, int64_t*, void*, size_t, int64_t*, torchfort_datatype_t,
+                 torchfort_stream_t)
+KTR_TF_RL_REFUSE(torchfort_rl_off_policy_update_replay_buffer_multi_F, const char*, void*, void*, size_t, int64_t*,
+                 void*, size_t, int64_t*, void*, size_t, int64_t*, void*, size_t, int64_t*, torchfort_datatype_t,
+                 torchfort_stream_t)
 KTR_TF_RL_REFUSE_FAMILY(on_policy)
 KTR_TF_RL_REFUSE_BUFFER(on_policy, rollout, void*, size_t, int64_t*, void*, size_t, int64_t*)
 KTR_TF_RL_REFUSE(torchfort_rl_on_policy_reset_rollout_buffer, const char*)

@@ -1,7 +1,8 @@
 ! TorchFort's reinforcement-learning interface (torchfort_rl_*, v0.4.0 and master's load_model calls), for the
 ! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
-! that calls them builds and links. ktr has no reinforcement learning yet: every call answers
-! TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences it), and touches no argument.
+! that calls them builds and links. The Fortran door to ktr's reinforcement learning (TD3 and DDPG from C and
+! C++, torchfort_rl.cpp) is not built yet: every call here answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to
+! stderr (KTR_QUIET=1 silences it), and touches no argument.
 module ktr_torchfort_rl
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64

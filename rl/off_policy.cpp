@@ -1,0 +1,362 @@
+#include "off_policy.hpp"
+
+#include "../core/error.hpp"
+#include "random.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace ktr::rl {
+
+OffPolicyConfig::Algorithm OffPolicyConfig::parse_algorithm(std::string const& name) {
+  std::string n = name;
+  for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (n == "td3") return Algorithm::td3;
+  if (n == "ddpg") return Algorithm::ddpg;
+  throw Error("algorithm: '" + name + "' is not an off-policy algorithm ktr has (td3, ddpg)");
+}
+
+// ---------------------------------------------------------------------------------------------- initialisation
+
+void init_torch_default(ExecSpace const& space, Model const& model, std::uint64_t seed) {
+  Arena const& arena = model.arena();
+  std::int64_t fan_in = 1;
+  for (std::size_t i = 0; i < arena.count(); ++i) {
+    ParamSpec const& spec = arena.spec(i);
+    if (spec.init == Init::ones) continue;                      // LayerNorm scales keep PyTorch's ones
+    if (spec.init == Init::lecun_normal) fan_in = spec.fan_in;  // a bias follows its kernel and shares its fan-in
+    auto p = arena.param(i).view();
+    float const bound = float(1.0 / std::sqrt(double(fan_in)));
+    std::uint64_t const key = stream_key(seed, 0x100 + i);
+    Kokkos::parallel_for(
+        "ktr::rl::init_uniform", Kokkos::RangePolicy<ExecSpace>(space, 0, arena.param(i).size()),
+        KOKKOS_LAMBDA(std::int64_t j) { p(j) = bound * float(2.0 * uniform01(key, std::uint64_t(j)) - 1.0); });
+  }
+}
+
+void init_orthogonal(ExecSpace const& space, Model const& model, std::uint64_t seed, double gain) {
+  Arena const& arena = model.arena();
+  for (std::size_t i = 0; i < arena.count(); ++i) {
+    ParamSpec const& spec = arena.spec(i);
+    Tensor const p = arena.param(i);
+    if (spec.init != Init::lecun_normal) {
+      if (spec.init == Init::zeros) Kokkos::deep_copy(space, p.view(), 0.0f);
+      continue;
+    }
+    // The kernel as a (fan_in, rest) matrix: orthonormal columns (or rows, whichever are fewer) by modified
+    // Gram-Schmidt on a normal draw, PyTorch's orthogonal_ up to the draw (a QR with the signs of R's diagonal).
+    std::int64_t const rows = spec.fan_in, cols = p.size() / rows;
+    bool const tall = rows >= cols;
+    std::int64_t const n = tall ? rows : cols, k = tall ? cols : rows;  // k vectors of length n
+    std::vector<double> v(std::size_t(n * k));
+    std::uint64_t const key = stream_key(seed, 0x200 + i);
+    for (std::int64_t j = 0; j < n * k; ++j) v[std::size_t(j)] = standard_normal(key, std::uint64_t(j));
+    for (std::int64_t a = 0; a < k; ++a) {
+      double* va = &v[std::size_t(a * n)];
+      for (std::int64_t b = 0; b < a; ++b) {
+        double const* vb = &v[std::size_t(b * n)];
+        double dot = 0;
+        for (std::int64_t t = 0; t < n; ++t) dot += va[t] * vb[t];
+        for (std::int64_t t = 0; t < n; ++t) va[t] -= dot * vb[t];
+      }
+      double norm = 0;
+      for (std::int64_t t = 0; t < n; ++t) norm += va[t] * va[t];
+      norm = std::sqrt(norm);
+      for (std::int64_t t = 0; t < n; ++t) va[t] /= norm;
+    }
+    std::vector<float> w(std::size_t(p.size()));
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c = 0; c < cols; ++c)
+        w[std::size_t(r * cols + c)] =
+            float(gain * (tall ? v[std::size_t(c * n + r)] : v[std::size_t(r * n + c)]));
+    from_host(p, w);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- the system
+
+namespace {
+
+struct Dims {
+  std::int64_t state, action;
+};
+
+Dims dims_of(OffPolicyConfig const& c) {
+  ModelPlan const policy = Model::plan(c.policy, 1);
+  ModelPlan const critic = Model::plan(c.critic, 1);
+  KTR_REQUIRE(policy.input.rank == 2, "policy_model", "takes a vector of state values (in=S), not an image");
+  KTR_REQUIRE(critic.input.rank == 2, "critic_model", "takes a vector (in=S+A), not an image");
+  std::int64_t const S = policy.input.inner(), A = policy.output_width;
+  KTR_REQUIRE(critic.input.inner() == S + A, "critic_model",
+              "takes " + std::to_string(critic.input.inner()) + " values; the state and the action are " +
+                  std::to_string(S) + " + " + std::to_string(A));
+  KTR_REQUIRE(critic.output_width == 1, "critic_model",
+              "must output one value, not " + std::to_string(critic.output_width));
+  return {S, A};
+}
+
+// theta' <- rho theta' + (1 - rho) theta over a whole arena (padding stays zero).
+void polyak(ExecSpace const& space, Model const& target, Model const& online, float rho) {
+  auto t = target.arena().params();
+  auto p = online.arena().params();
+  Kokkos::parallel_for(
+      "ktr::rl::polyak", Kokkos::RangePolicy<ExecSpace>(space, 0, t.extent(0)),
+      KOKKOS_LAMBDA(std::size_t j) { t(j) = rho * t(j) + (1.0f - rho) * p(j); });
+}
+
+void copy_params(ExecSpace const& space, Model const& to, Model const& from) {
+  Kokkos::deep_copy(space, to.arena().params(), from.arena().params());
+}
+
+void bump(ExecSpace const& space, Kokkos::View<std::int64_t[2], MemSpace> const& counters, int i) {
+  Kokkos::parallel_for(
+      "ktr::rl::next_draw", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { counters(i) += 1; });
+}
+
+}  // namespace
+
+OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config)
+    : config_(config),
+      state_dim_(dims_of(config).state),
+      action_dim_(dims_of(config).action),
+      buffer_(space, config.max_size, state_dim_, action_dim_, config.n_envs) {
+  OffPolicyConfig& c = config_;
+  if (c.algorithm == OffPolicyConfig::Algorithm::ddpg) c.num_critics = 1, c.policy_lag = 1;
+  KTR_REQUIRE(c.batch_size > 0, "batch_size", "must be positive, got " + std::to_string(c.batch_size));
+  KTR_REQUIRE(c.num_critics >= 1 && c.num_critics <= 16, "num_critics",
+              "must lie in [1, 16], got " + std::to_string(c.num_critics));
+  KTR_REQUIRE(c.policy_lag >= 1, "policy_lag", "must be at least 1, got " + std::to_string(c.policy_lag));
+  KTR_REQUIRE(c.gamma >= 0 && c.gamma <= 1, "gamma", "must lie in [0, 1], got " + std::to_string(c.gamma));
+  KTR_REQUIRE(c.rho >= 0 && c.rho <= 1, "rho", "must lie in [0, 1], got " + std::to_string(c.rho));
+  KTR_REQUIRE(c.a_low < c.a_high, "a_low", "must be below a_high");
+  KTR_REQUIRE(c.clip >= 0 && c.sigma_train >= 0 && c.sigma_explore >= 0, "actor",
+              "clip, sigma_train and sigma_explore must not be negative");
+  KTR_REQUIRE(c.min_size >= 1 && c.min_size <= c.max_size, "min_size",
+              "must lie in [1, max_size = " + std::to_string(c.max_size) + "], got " + std::to_string(c.min_size));
+
+  std::int64_t const B = c.batch_size, rows = std::max(B, c.n_envs), S = state_dim_, A = action_dim_;
+  policy_ = std::make_unique<Model>(space, c.policy, rows);
+  policy_target_ = std::make_unique<Model>(space, c.policy, B);
+  init_torch_default(space, *policy_, c.seed);
+  copy_params(space, *policy_target_, *policy_);
+  policy_opt_ = std::make_unique<Optimizer>(c.policy_optimizer, policy_->arena().size(), space);
+  policy_step_ = Kokkos::View<std::int64_t, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::policy_step"));
+  for (int i = 0; i < c.num_critics; ++i) {
+    critics_.push_back(std::make_unique<Model>(space, c.critic, rows));
+    critic_targets_.push_back(std::make_unique<Model>(space, c.critic, B));
+    init_orthogonal(space, *critics_.back(), stream_key(c.seed, 1 + std::uint64_t(i)), std::sqrt(2.0));
+    copy_params(space, *critic_targets_.back(), *critics_.back());
+    critic_opts_.push_back(
+        std::make_unique<Optimizer>(c.critic_optimizer, critics_.back()->arena().size(), space));
+    critic_steps_.emplace_back(Kokkos::view_alloc(space, "ktr::rl::critic_step"));
+  }
+  draws_ = decltype(draws_)(Kokkos::view_alloc(space, "ktr::rl::draws"));
+  batch_ = TransitionBatch{
+      Tensor(space, "ktr::rl::batch_sa", Shape{B, S + A}), Tensor(space, "ktr::rl::batch_s", Shape{B, S}),
+      Tensor(space, "ktr::rl::batch_s_next", Shape{B, S}), Tensor(space, "ktr::rl::batch_r", Shape{B}),
+      Tensor(space, "ktr::rl::batch_d", Shape{B})};
+  next_state_action_ = Tensor(space, "ktr::rl::next_sa", Shape{B, S + A});
+  policy_state_action_ = Tensor(space, "ktr::rl::policy_sa", Shape{rows, S + A});
+  dstate_action_ = Tensor(space, "ktr::rl::dsa", Shape{B, S + A});
+  q_min_ = Tensor(space, "ktr::rl::q_min", Shape{B});
+  y_ = Tensor(space, "ktr::rl::y", Shape{B});
+  losses_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::losses"), std::size_t(c.num_critics + 1));
+}
+
+OffPolicySystem::~OffPolicySystem() = default;
+
+void OffPolicySystem::push(ExecSpace const& space, float const* s, float const* a, float const* r,
+                           float const* s_next, float const* done) {
+  buffer_.push(space, s, a, r, s_next, done);
+}
+
+bool OffPolicySystem::ready(ExecSpace const& space) {
+  if (ready_) return true;
+  if (buffer_.pushed() < config_.min_size) return false;  // cannot have stored enough yet: no read-back
+  std::int64_t stored = 0;
+  Kokkos::deep_copy(space, stored, Kokkos::subview(buffer_.counters(), 1));
+  space.fence();
+  return ready_ = stored >= config_.min_size;
+}
+
+std::int64_t OffPolicySystem::refused(ExecSpace const& space) const {
+  std::int64_t n = 0;
+  Kokkos::deep_copy(space, n, Kokkos::subview(buffer_.counters(), 2));
+  space.fence();
+  return n;
+}
+
+void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float* p_loss, float* q_loss) {
+  KTR_REQUIRE(updates >= 1, "train", "asks for " + std::to_string(updates) + " updates");
+  bool policy_updated = false;
+  for (std::int64_t k = 0; k < updates; ++k) {
+    ++updates_;  // counted from 1: no policy update at the first
+    policy_updated = updates_ % config_.policy_lag == 0;
+    update(space, policy_updated);
+  }
+  if (!p_loss && !q_loss) return;
+  auto h = Kokkos::create_mirror_view(losses_);
+  Kokkos::deep_copy(space, h, losses_);
+  space.fence();
+  if (q_loss) {
+    double sum = 0;
+    for (int i = 0; i < config_.num_critics; ++i) sum += h(std::size_t(i));
+    *q_loss = float(sum);
+  }
+  if (p_loss) *p_loss = policy_updated ? h(std::size_t(config_.num_critics)) : 0.0f;
+}
+
+void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
+  OffPolicyConfig const& c = config_;
+  std::int64_t const B = c.batch_size, S = state_dim_, A = action_dim_;
+  int const nc = c.num_critics;
+  Precision const fp32{};
+  auto draws = draws_;
+  buffer_.sample(space, stream_key(c.seed, 10), draws.data(), batch_);
+
+  // The target action: the target policy's, smoothed by clipped noise, clamped to the action range.
+  {
+    Tensor const ap = policy_target_->forward(space, fp32, batch_.next_state);
+    float const* a = ap.data();
+    float const* sn = batch_.next_state.data();
+    float* nsa = next_state_action_.data();
+    std::uint64_t const key = stream_key(c.seed, 11);
+    float const sigma = c.sigma_train, clip = c.clip, lo = c.a_low, hi = c.a_high;
+    Kokkos::parallel_for(
+        "ktr::rl::target_action", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
+          for (std::int64_t j = 0; j < S; ++j) nsa[b * (S + A) + j] = sn[b * S + j];
+          std::uint64_t const base = std::uint64_t(draws(0)) * std::uint64_t(B * A) + std::uint64_t(b * A);
+          for (std::int64_t j = 0; j < A; ++j) {
+            float noise = sigma * standard_normal(key, base + std::uint64_t(j));
+            if (clip > 0) noise = noise < -clip ? -clip : (noise > clip ? clip : noise);
+            float const v = a[b * A + j] + noise;
+            nsa[b * (S + A) + S + j] = v < lo ? lo : (v > hi ? hi : v);
+          }
+        });
+  }
+  // y = r + gamma (1 - d) min_i target_critic_i(s', a').
+  for (int i = 0; i < nc; ++i) {
+    Tensor const q = critic_targets_[std::size_t(i)]->forward(space, fp32, next_state_action_);
+    float const* qv = q.data();
+    float* qmin = q_min_.data();
+    float* y = y_.data();
+    float const* r = batch_.reward.data();
+    float const* d = batch_.done.data();
+    bool const first = i == 0, last = i == nc - 1;
+    float const gamma = c.gamma;
+    Kokkos::parallel_for(
+        "ktr::rl::critic_target", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
+          float const m = first ? qv[b] : (qv[b] < qmin[b] ? qv[b] : qmin[b]);
+          qmin[b] = m;
+          if (last) y[b] = r[b] + gamma * (1.0f - d[b]) * m;
+        });
+  }
+  // Each critic: loss_i = mean (q_i - y)^2, its gradient, its optimiser step.
+  for (int i = 0; i < nc; ++i) {
+    Model& critic = *critics_[std::size_t(i)];
+    Tensor const q = critic.forward(space, fp32, batch_.state_action);
+    float const* qv = q.data();
+    float const* y = y_.data();
+    float* dq = critic.dlogits().data();
+    float const inv_b = 1.0f / float(B);
+    Kokkos::parallel_reduce(
+        "ktr::rl::critic_loss", Kokkos::RangePolicy<ExecSpace>(space, 0, B),
+        KOKKOS_LAMBDA(std::int64_t b, float& sum) {
+          float const e = qv[b] - y[b];
+          dq[b] = 2.0f * e * inv_b;
+          sum += e * e * inv_b;
+        },
+        Kokkos::subview(losses_, std::size_t(i)));
+    critic.backward(space, fp32);
+    critic_opts_[std::size_t(i)]->update(space, critic.arena().params(), critic.arena().grads(),
+                                         critic_steps_[std::size_t(i)], losses_.data() + i, 1);
+  }
+  if (update_policy) {
+    // The policy's loss: -mean critic_0(s, policy(s)); its gradient reaches the policy through the critic's input.
+    Model& critic = *critics_[0];
+    Tensor const a = policy_->forward(space, fp32, batch_.state);
+    float const* av = a.data();
+    float const* st = batch_.state.data();
+    float* psa = policy_state_action_.data();
+    Kokkos::parallel_for(
+        "ktr::rl::policy_input", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
+          for (std::int64_t j = 0; j < S; ++j) psa[b * (S + A) + j] = st[b * S + j];
+          for (std::int64_t j = 0; j < A; ++j) psa[b * (S + A) + S + j] = av[b * A + j];
+        });
+    Tensor const q = critic.forward(space, fp32, policy_state_action_.reshaped(Shape{B, S + A}));
+    float const* qv = q.data();
+    float* dq = critic.dlogits().data();
+    float const inv_b = 1.0f / float(B);
+    Kokkos::parallel_reduce(
+        "ktr::rl::policy_loss", Kokkos::RangePolicy<ExecSpace>(space, 0, B),
+        KOKKOS_LAMBDA(std::int64_t b, float& sum) {
+          dq[b] = -inv_b;
+          sum -= qv[b] * inv_b;
+        },
+        Kokkos::subview(losses_, std::size_t(nc)));
+    critic.backward(space, fp32, dstate_action_);  // the critic's own gradient is overwritten, not applied
+    float const* dsa = dstate_action_.data();
+    float* da = policy_->dlogits().data();
+    Kokkos::parallel_for(
+        "ktr::rl::policy_grad", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
+          for (std::int64_t j = 0; j < A; ++j) da[b * A + j] = dsa[b * (S + A) + S + j];
+        });
+    policy_->backward(space, fp32);
+    policy_opt_->update(space, policy_->arena().params(), policy_->arena().grads(), policy_step_,
+                        losses_.data() + nc, 1);
+    for (int i = 0; i < nc; ++i) polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);
+    polyak(space, *policy_target_, *policy_, c.rho);
+  }
+  bump(space, draws_, 0);
+}
+
+void OffPolicySystem::predict(ExecSpace const& space, Tensor const& state, Tensor const& action, bool explore) {
+  std::int64_t const N = state.shape()[0], S = state_dim_, A = action_dim_;
+  KTR_REQUIRE(state.size() == N * S && action.size() == N * A, "predict",
+              "states (" + std::to_string(N) + ", " + std::to_string(S) + ") need actions of " +
+                  std::to_string(N * A) + " values, got " + std::to_string(action.size()));
+  float const lo = config_.a_low, hi = config_.a_high, sigma = explore ? config_.sigma_explore : 0.0f;
+  std::uint64_t const key = stream_key(config_.seed, 12);
+  auto draws = draws_;
+  for (std::int64_t at = 0; at < N; at += policy_->max_batch()) {
+    std::int64_t const n = std::min(policy_->max_batch(), N - at);
+    Tensor const in(DeviceView<float*>(state.data() + at * S, std::size_t(n * S)), Shape{n, S});
+    Tensor const a = policy_->forward(space, Precision{}, in);
+    float const* av = a.data();
+    float* out = action.data() + at * A;
+    Kokkos::parallel_for(
+        "ktr::rl::predict", Kokkos::RangePolicy<ExecSpace>(space, 0, n * A), KOKKOS_LAMBDA(std::int64_t j) {
+          float v = av[j];
+          if (sigma > 0)
+            v += sigma * standard_normal(key ^ mix64(std::uint64_t(draws(1))), std::uint64_t(at * A + j));
+          out[j] = v < lo ? lo : (v > hi ? hi : v);
+        });
+  }
+  if (explore) bump(space, draws_, 1);
+}
+
+void OffPolicySystem::evaluate(ExecSpace const& space, Tensor const& state, Tensor const& action,
+                               Tensor const& q) {
+  std::int64_t const N = state.shape()[0], S = state_dim_, A = action_dim_;
+  KTR_REQUIRE(state.size() == N * S && action.size() == N * A && q.size() == N, "evaluate",
+              "states (" + std::to_string(N) + ", " + std::to_string(S) + ") need actions (" + std::to_string(N) +
+                  ", " + std::to_string(A) + ") and " + std::to_string(N) + " values");
+  Model& critic = *critics_[0];
+  for (std::int64_t at = 0; at < N; at += critic.max_batch()) {
+    std::int64_t const n = std::min(critic.max_batch(), N - at);
+    float const* st = state.data() + at * S;
+    float const* av = action.data() + at * A;
+    float* psa = policy_state_action_.data();
+    Kokkos::parallel_for(
+        "ktr::rl::evaluate_input", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(std::int64_t b) {
+          for (std::int64_t j = 0; j < S; ++j) psa[b * (S + A) + j] = st[b * S + j];
+          for (std::int64_t j = 0; j < A; ++j) psa[b * (S + A) + S + j] = av[b * A + j];
+        });
+    Tensor const out = critic.forward(space, Precision{}, policy_state_action_.reshaped(Shape{n, S + A}));
+    Kokkos::deep_copy(space, Kokkos::subview(q.view(), std::make_pair(at, at + n)),
+                      Kokkos::subview(out.view(), std::make_pair(std::int64_t(0), n)));
+  }
+}
+
+}  // namespace ktr::rl

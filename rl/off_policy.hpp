@@ -1,0 +1,111 @@
+// Off-policy actor-critic learning on the device: TD3 and DDPG with TorchFort's semantics
+// (torchfort_rl_off_policy_*).
+//
+// One update, all on the caller's instance, nothing read back unless a loss is asked for:
+//   sample B transitions (uniform)  ->  a' = clamp(target_policy(s') + clip(sigma_train N(0,1)), a_low, a_high)
+//   y = r + gamma (1 - d) min_i target_critic_i(s', a')
+//   each critic i: loss_i = mean (critic_i(s, a) - y)^2 (the critic loss is their sum), its optimiser steps
+//   every policy_lag-th update (counted from 1): the policy's loss -mean critic_0(s, policy(s)), its optimiser
+//   steps, then every target moves by Polyak averaging: theta' <- rho theta' + (1 - rho) theta
+// DDPG is the same with one critic and policy_lag 1. train(K) runs K updates back to back with no host
+// synchronisation between them (the lax.scan of the supervised loop).
+#pragma once
+
+#include "../models/model.hpp"
+#include "../optim/optimizer.hpp"
+#include "transition_buffer.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ktr::rl {
+
+struct OffPolicyConfig {
+  enum class Algorithm { ddpg, td3 };
+  Algorithm algorithm = Algorithm::td3;
+  std::int64_t batch_size = 128;
+  int num_critics = 2;  ///< td3 (ddpg: 1)
+  int policy_lag = 2;   ///< td3 (ddpg: 1)
+  float gamma = 0.99f, rho = 0.995f;
+  // The actor (space_noise): actions clamped to [a_low, a_high]; target smoothing noise sigma_train clipped to
+  // [-clip, clip] (clip 0: unclipped); exploration noise sigma_explore.
+  float a_low = -1.0f, a_high = 1.0f, clip = 0.5f, sigma_train = 0.2f, sigma_explore = 0.1f;
+  std::int64_t max_size = 1 << 20, min_size = 1;  ///< buffer slots kept; slots stored before training starts
+  std::int64_t n_envs = 1;                        ///< environments per slot
+  std::string policy;                             ///< a ktr description: in=S ... dense:A
+  std::string critic;                             ///< in=S+A ... dense:1 (state and action side by side)
+  OptimizerConfig policy_optimizer, critic_optimizer;
+  std::uint64_t seed = 0;
+
+  /// "td3" or "ddpg" (any case); throws ktr::Error naming the algorithm otherwise.
+  static Algorithm parse_algorithm(std::string const& name);
+};
+
+/// The initialisation of TorchFort's native networks: PyTorch's Linear default (weights and biases uniform in
+/// +-1/sqrt(fan_in)) for a policy, orthogonal weights with gain sqrt(2) and zero biases for a critic. On the
+/// device for the uniform draw; orthogonal matrices are made on the host, once.
+void init_torch_default(ExecSpace const& space, Model const& model, std::uint64_t seed);
+void init_orthogonal(ExecSpace const& space, Model const& model, std::uint64_t seed, double gain);
+
+class OffPolicySystem {
+ public:
+  /// Builds the networks, targets, optimisers and buffer; throws ktr::Error naming what does not fit (the
+  /// critic's input must be the policy's input plus its output, its output one value).
+  OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config);
+  ~OffPolicySystem();
+
+  OffPolicyConfig const& config() const { return config_; }
+  std::int64_t state_dim() const { return state_dim_; }
+  std::int64_t action_dim() const { return action_dim_; }
+
+  /// One time step of every environment, device arrays (see TransitionBuffer::push). Does not wait.
+  void push(ExecSpace const& space, float const* s, float const* a, float const* r, float const* s_next,
+            float const* done);
+  /// True once min_size slots are stored (reads the device's count until then; never after).
+  bool ready(ExecSpace const& space);
+  /// Slots the buffer refused so far (non-finite values; reads back).
+  std::int64_t refused(ExecSpace const& space) const;
+
+  /// `updates` updates back to back. Where p_loss / q_loss are not null they receive the last update's policy
+  /// loss (0 if it did not update the policy) and critic loss, read back once at the end.
+  void train(ExecSpace const& space, std::int64_t updates = 1, float* p_loss = nullptr, float* q_loss = nullptr);
+  /// Updates made so far (the policy-lag count).
+  std::int64_t updates() const { return updates_; }
+
+  /// action (N, A) = clamp(policy(state), a_low, a_high), state (N, S); with `explore`, plus sigma_explore N(0,1)
+  /// noise before the clamp (draws counted on the device).
+  void predict(ExecSpace const& space, Tensor const& state, Tensor const& action, bool explore = false);
+  /// q (N) = critic_0(state, action).
+  void evaluate(ExecSpace const& space, Tensor const& state, Tensor const& action, Tensor const& q);
+
+  Model& policy() { return *policy_; }
+  Model& critic(int i) { return *critics_[std::size_t(i)]; }
+  Model& policy_target() { return *policy_target_; }
+  Model& critic_target(int i) { return *critic_targets_[std::size_t(i)]; }
+  TransitionBuffer& buffer() { return buffer_; }
+
+  /// One update (train's step; public because the CUDA compiler refuses device lambdas in private members), the
+  /// policy's part and the targets' where `update_policy`.
+  void update(ExecSpace const& space, bool update_policy);
+
+ private:
+  OffPolicyConfig config_;
+  std::int64_t state_dim_ = 0, action_dim_ = 0;
+  std::unique_ptr<Model> policy_, policy_target_;
+  std::vector<std::unique_ptr<Model>> critics_, critic_targets_;
+  std::unique_ptr<Optimizer> policy_opt_;
+  std::vector<std::unique_ptr<Optimizer>> critic_opts_;
+  Kokkos::View<std::int64_t, MemSpace> policy_step_;
+  std::vector<Kokkos::View<std::int64_t, MemSpace>> critic_steps_;
+  Kokkos::View<std::int64_t[2], MemSpace> draws_;  // samples drawn, exploration draws
+  TransitionBuffer buffer_;
+  TransitionBatch batch_;
+  Tensor next_state_action_, policy_state_action_, dstate_action_;
+  Tensor q_min_, y_;
+  DeviceView<float*> losses_;  // critic i's loss at i, the policy's at num_critics
+  std::int64_t updates_ = 0;
+  bool ready_ = false;
+};
+
+}  // namespace ktr::rl

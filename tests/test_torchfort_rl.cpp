@@ -1,0 +1,165 @@
+// TorchFort's off-policy calls over ktr's rl/ layer (capi/torchfort_rl.cpp): TorchFort's own test configuration
+// (tests/rl/configs/td3.yaml) and calling pattern, its constant and action rewards reaching its pass criteria; its
+// interface's shapes from C and Fortran order; and the refusals, each naming what is wrong.
+#include <torchfort.h>
+
+#include "../core/types.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <string>
+
+namespace ktr::test {
+bool rl_suite_runs();  // test_rl.cpp
+}
+
+namespace {
+
+std::string write_file(std::string const& name, std::string const& text) {
+  std::string const path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+int const kDevice = ktr::device_is_host ? TORCHFORT_DEVICE_CPU : 0;
+
+// TorchFort's tests/rl/configs/td3.yaml (DDPG: the same without num_critics and policy_lag).
+std::string config(char const* algorithm) {
+  std::string const td3 = std::string(algorithm) == "td3" ? "    num_critics: 2\n    policy_lag: 2\n" : "";
+  return std::string("general:\n  report_frequency: 0\n  enable_wandb_hook: 0\n  verbose: 1\n") +
+         "algorithm:\n  type: " + algorithm + "\n  parameters:\n    batch_size: 128\n" + td3 +
+         "    nstep: 1\n    nstep_reward_reduction: sum\n    gamma: 0.95\n    rho: 0.999\n"
+         "actor:\n  type: space_noise\n  parameters:\n    a_low: -1.\n    a_high: 1.\n    clip: 0.3\n"
+         "    sigma_train: 0.2\n    sigma_explore: 1.0\n"
+         "replay_buffer:\n  type: uniform\n  parameters:\n    max_size: 4096\n    min_size: 512\n"
+         "policy_model:\n  type: MLP\n  parameters:\n    dropout: 0.0\n    layer_sizes: [1, 16, 1]\n"
+         "critic_model:\n  type: CriticMLP\n  parameters:\n    dropout: 0.0\n    layer_sizes: [2, 16, 1]\n"
+         "optimizer:\n  type: adam\n  parameters:\n    learning_rate: 1e-4\n    beta1: 0.9\n    beta2: 0.999\n"
+         "    weight_decay: 0\n    eps: 1e-6\n    amsgrad: 0\n"
+         "policy_lr_scheduler:\n  type: linear\n  parameters:\n    total_iters: 10000\n    start_factor: 1.0\n"
+         "    end_factor: 0.01\n"
+         "critic_lr_scheduler:\n  type: linear\n  parameters:\n    total_iters: 20000\n    start_factor: 1.0\n"
+         "    end_factor: 0.01\n";
+}
+
+// TorchFort's TestSystem loop through its C calls, for a reward that is 1 (constant) or the action (action):
+// explore, exploit, evaluate; returns the mean |Q - 1| or the mean reward over the evaluation iterations.
+float run_torchfort_loop(char const* name, bool action_reward, int explore, int exploit, int evaluate) {
+  float state = 0, state_new = 0, action = 0, reward = 0, q = 0, p_loss = 0, q_loss = 0;
+  int64_t batch_shape[2] = {1, 1}, one[1] = {1};
+  double sum = 0;
+  for (int it = 0; it < explore + exploit + evaluate; ++it) {
+    auto const predict = it < explore ? torchfort_rl_off_policy_predict_explore : torchfort_rl_off_policy_predict;
+    EXPECT_EQ(predict(name, &state, 2, batch_shape, &action, 2, batch_shape, TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+    reward = action_reward ? action : 1.0f;
+    if (it < explore + exploit) {
+      EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer(name, &state, &state_new, 1, one, &action, 1, one,
+                                                             &reward, true, TORCHFORT_FLOAT, 0),
+                TORCHFORT_RESULT_SUCCESS);
+      bool ready = false;
+      EXPECT_EQ(torchfort_rl_off_policy_is_ready(name, ready), TORCHFORT_RESULT_SUCCESS);
+      if (ready)
+        EXPECT_EQ(torchfort_rl_off_policy_train_step(name, &p_loss, &q_loss, 0), TORCHFORT_RESULT_SUCCESS);
+    }
+    EXPECT_EQ(torchfort_rl_off_policy_evaluate(name, &state, 2, batch_shape, &action, 2, batch_shape, &q, 1, one,
+                                               TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+    if (it >= explore + exploit) sum += action_reward ? reward : std::abs(q - 1.0f);
+  }
+  return float(sum / evaluate);
+}
+
+TEST(TorchFortRL, Td3ThroughTorchFortsCallsLearnsAConstantRewardAndMaximisesAnActionReward) {
+  if (!ktr::test::rl_suite_runs())
+    GTEST_SKIP() << "the RL convergence suite runs once, in the 1-thread pass of an unsanitised OpenMP build";
+  std::string const path = write_file("tf_td3.yaml", config("td3"));
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_td3_constant", path.c_str(), kDevice, kDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_LT(run_torchfort_loop("tf_td3_constant", false, 20000, 0, 100), 1e-2f);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("TF_TD3_Action", path.c_str(), kDevice, kDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_NEAR(run_torchfort_loop("tf_td3_action", true, 20000, 1000, 100), 1.0f, 1e-2f)
+      << "names are case-blind: created as TF_TD3_Action, called as tf_td3_action";
+}
+
+// TorchFort's interface shapes: states {1}, {16}, {1, 16}, {4, 16} and 1 to 4 actions, C and Fortran order.
+TEST(TorchFortRL, EveryInterfaceShapeOfTorchFortsTestPredictsAndEvaluatesInCAndFortranOrder) {
+  for (int64_t const s : {1, 16})
+    for (int64_t const a : {1, 2, 4}) {
+      std::string const yaml = config("ddpg");
+      std::string text = yaml;
+      text.replace(text.find("[1, 16, 1]"), 10, "[" + std::to_string(s) + ", 16, " + std::to_string(a) + "]");
+      text.replace(text.find("[2, 16, 1]"), 10, "[" + std::to_string(s + a) + ", 16, 1]");
+      std::string const name = "tf_shapes_" + std::to_string(s) + "_" + std::to_string(a);
+      std::string const path = write_file(name + ".yaml", text);
+      ASSERT_EQ(torchfort_rl_off_policy_create_system(name.c_str(), path.c_str(), kDevice, kDevice),
+                TORCHFORT_RESULT_SUCCESS);
+      for (int64_t const n : {1, 4}) {
+        std::vector<float> state(std::size_t(n * s), 0.5f), action(std::size_t(n * a), 9.0f);
+        std::vector<float> q(static_cast<std::size_t>(n));
+        int64_t c_state[2] = {n, s}, c_action[2] = {n, a}, f_state[2] = {s, n}, f_action[2] = {a, n}, qs[1] = {n};
+        EXPECT_EQ(torchfort_rl_off_policy_predict(name.c_str(), state.data(), 2, c_state, action.data(), 2,
+                                                  c_action, TORCHFORT_FLOAT, 0),
+                  TORCHFORT_RESULT_SUCCESS);
+        for (float v : action) EXPECT_TRUE(v >= -1.0f && v <= 1.0f) << "predict clamps to [a_low, a_high]";
+        std::vector<float> fortran_action(action.size(), 9.0f);
+        EXPECT_EQ(torchfort_rl_off_policy_predict_F(name.c_str(), state.data(), 2, f_state, fortran_action.data(),
+                                                    2, f_action, TORCHFORT_FLOAT, 0),
+                  TORCHFORT_RESULT_SUCCESS);
+        EXPECT_EQ(fortran_action, action) << "(S, N) in Fortran order is (N, S) in C's";
+        EXPECT_EQ(torchfort_rl_off_policy_evaluate(name.c_str(), state.data(), 2, c_state, action.data(), 2,
+                                                   c_action, q.data(), 1, qs, TORCHFORT_FLOAT, 0),
+                  TORCHFORT_RESULT_SUCCESS);
+        for (float v : q) EXPECT_TRUE(std::isfinite(v));
+      }
+    }
+}
+
+// Every refusal names what is wrong, and none touches the caller's outputs.
+TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
+  ::testing::internal::CaptureStderr();
+  float p = 7, q = 7;
+  EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_nobody", &p, &q, 0), TORCHFORT_RESULT_INVALID_USAGE);
+  std::string yaml = config("td3");
+  std::string const path = write_file("tf_refusals.yaml", yaml);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_refusals", path.c_str(), kDevice, kDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("TF_Refusals", path.c_str(), kDevice, kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_refusals", &p, &q, 0), TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_EQ(p, 7.0f);
+  float state[2] = {0, 0}, action = 0;
+  double reward = 1;
+  int64_t two[1] = {2}, one[1] = {1};
+  EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_refusals", state, state, 1, two, &action, 1, one,
+                                                         &reward, false, TORCHFORT_FLOAT, 0),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_refusals", state, state, 1, one, &action, 1, one,
+                                                         nullptr, false, TORCHFORT_FLOAT, 0),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  double dstate = 0, daction = 0;
+  EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_refusals", &dstate, &dstate, 1, one, &daction, 1, one,
+                                                         &reward, false, TORCHFORT_DOUBLE, 0),
+            TORCHFORT_RESULT_SUCCESS)
+      << "double arrays are read";
+  std::string sac = yaml;
+  sac.replace(sac.find("type: td3"), 9, "type: SAC");
+  EXPECT_EQ(
+      torchfort_rl_off_policy_create_system("tf_sac", write_file("tf_sac.yaml", sac).c_str(), kDevice, kDevice),
+      TORCHFORT_RESULT_NOT_SUPPORTED);
+  std::string typo = yaml;
+  typo.replace(typo.find("rho:"), 4, "rh0:");
+  EXPECT_EQ(
+      torchfort_rl_off_policy_create_system("tf_typo", write_file("tf_typo.yaml", typo).c_str(), kDevice, kDevice),
+      TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  for (char const* said : {"system 'tf_nobody': does not exist", "exists already", "does not hold min_size (512)",
+                           "state_old: holds 2 values per row; the system's are 1", "reward: is a null pointer",
+                           "algorithm.type: 'sac' is not in ktr yet", "algorithm.parameters.rh0: unknown key"})
+    EXPECT_NE(err.find(said), std::string::npos) << said << "\n" << err;
+}
+
+}  // namespace
