@@ -50,7 +50,7 @@ std::map<std::string, std::unique_ptr<RlEntry>>& systems() {
   static std::map<std::string, std::unique_ptr<RlEntry>> s;
   return s;
 }
-bool g_finalize_hook = false;
+bool g_rl_finalize_hook = false;
 
 std::string key_of(char const* name) {
   KTR_REQUIRE(name != nullptr && *name != '\0', "name", "a system needs a name (null or empty given)");
@@ -242,14 +242,14 @@ torchfort_result_t torchfort_rl_off_policy_create_system(char const* name, char 
     auto e = std::make_unique<RlEntry>();
     e->system = std::make_unique<ktr::rl::OffPolicySystem>(ktr::ExecSpace(), cfg.system);
     e->report_frequency = cfg.report_frequency;
-    if (!g_finalize_hook) {  // the systems' views go before Kokkos does
+    if (!g_rl_finalize_hook) {  // the systems' views go before Kokkos does
       Kokkos::push_finalize_hook([] {
         std::unique_lock<std::recursive_mutex> hook_lock(ktr::capi::api_mutex(), std::defer_lock);
         if (!ktr::capi::on_worker()) hook_lock.lock();
         systems().clear();
-        g_finalize_hook = false;
+        g_rl_finalize_hook = false;
       });
-      g_finalize_hook = true;
+      g_rl_finalize_hook = true;
     }
     systems()[key] = std::move(e);
   });

@@ -7,11 +7,6 @@ namespace ktr {
 namespace config_impl {
 namespace {
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // A network section (policy_model, critic_model): TorchFort's MLP (CriticMLP for a critic: its layer_sizes[0] is
 // the state's and the action's values together) or a ktr description, through the supervised model's reader.
 std::string read_network(Reader const& r, YAML::Node const& root, char const* section, bool critic) {

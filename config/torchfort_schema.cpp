@@ -10,11 +10,6 @@ namespace ktr::config_impl {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // The activation a layer token takes, as ":NAME" ("" for identity; "none" and "linear" name it too): every
 // activation of the layer registry (models/activation.hpp).
 std::string activation_suffix(Reader const& r, YAML::Node const& n, std::string const& key) {

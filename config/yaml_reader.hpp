@@ -21,6 +21,12 @@ namespace ktr::config_impl {
 constexpr double kBig = 1e30;
 constexpr std::int64_t kMaxCount = std::int64_t(1) << 40;
 
+/// `s` in lower case (TorchFort's names are case-blind: `Adam`, `CriticMLP`).
+inline std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 class Reader {
  public:
   explicit Reader(std::string path) : path_(std::move(path)) {}
