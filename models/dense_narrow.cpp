@@ -29,6 +29,19 @@ void forward_impl(ExecSpace const& space, std::int64_t B, std::int64_t K, std::i
         std::int64_t const r0 = group * G;
         int const rows = B - r0 < G ? int(B - r0) : G;
         std::int64_t const kv = K / V * V;  // columns in whole packs
+        if (kv == 0) {  // fewer inputs than a pack (an RL network's state): no packs to clear and sum
+          for (int i = 0; i < rows; ++i) {
+            std::int64_t const r = r0 + i;
+            for (int n = 0; n < N; ++n) {
+              float tail = 0.0f;
+              for (std::int64_t k = 0; k < K; ++k) tail += bf16_if<R>(x[r * K + k]) * wt[n * K + k];
+              float const v = b[n] + tail;
+              if (A::needs_input) z[r * N + n] = v;
+              y[r * N + n] = A::forward(v);
+            }
+          }
+          return;
+        }
         Pack<V> part[G][NB];
         for (int i = 0; i < G; ++i)
           for (int n = 0; n < NB; ++n) part[i][n] = Pack<V>::zero();
