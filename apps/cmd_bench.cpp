@@ -1,4 +1,4 @@
-// `ktr bench kernels|pipeline|profile`: the benchmarks of bench/, from the command line.
+// `ktr bench kernels|pipeline|profile|rl`: the benchmarks of bench/, from the command line.
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "bench/bench.hpp"
@@ -63,13 +63,29 @@ int bench(int argc, char* argv[]) {
       ->check(one_of({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   profile->add_option("--threads", threads, "host threads")->check(thread_count());
+  auto* rl = app.add_subcommand("rl",
+                                "off-policy RL updates per second (K = 1 and 16 per call), call latency, "
+                                "TorchFort's convergence suite (--suite)");
+  bench::RlBenchOptions ro;
+  rl->add_option("--updates", ro.updates, "timed updates per case and round (a multiple of 16)")
+      ->check(integer_in(16, 1 << 24))
+      ->capture_default_str();
+  rl->add_option("--rounds", ro.rounds, "interleaved rounds (medians are reported)")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
+  rl->add_flag("--suite", ro.suite, "TorchFort's off-policy convergence suite at its full counts, timed");
+  rl->add_option("--seeds", ro.seeds, "seeds of the suite")->check(integer_in(1, 100))->capture_default_str();
+  rl->add_option("--threads", threads, "host threads")->check(thread_count());
   std::string const which = argc > 2 ? argv[2] : "";
-  if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile")
-    throw FlagError("unknown benchmark '" + which + "' (kernels, pipeline or profile)");
+  if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile" &&
+      which != "rl")
+    throw FlagError("unknown benchmark '" + which + "' (kernels, pipeline, profile or rl)");
   if (!parse(app, argc, argv, 2)) return 0;
   if (profile->parsed() && po.steps % po.k != 0)
     throw FlagError("--steps: must be a multiple of --k (" + std::to_string(po.k) + ")");
+  if (rl->parsed() && ro.updates % 16 != 0) throw FlagError("--updates: must be a multiple of 16");
   Runtime runtime(threads);
+  if (rl->parsed()) return bench::run_rl(ExecSpace(), ro);
   if (pipeline->parsed()) return bench::run_pipeline(ExecSpace(), o);
   if (profile->parsed()) return bench::run_profile(ExecSpace(), po);
   return bench::run_kernels(ExecSpace(), quick);

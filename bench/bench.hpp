@@ -49,4 +49,14 @@ struct ProfileOptions {
 /// Where a training step's time goes, kernel by kernel (KernelTimer), beside the unprofiled step.
 int run_profile(ExecSpace const& space, ProfileOptions const& options);
 
+struct RlBenchOptions {
+  std::int64_t updates = 2048;  // timed updates per case and round (a multiple of 16)
+  int rounds = 3;               // interleaved rounds; medians are reported
+  bool suite = false;           // TorchFort's convergence suite instead, timed
+  int seeds = 1;                // seeds of the suite
+};
+/// Off-policy updates per second (TD3, DDPG; TorchFort's test and cart-pole sizes; K = 1 and 16 per call), the
+/// per-step calls' latency, or (suite) TorchFort's convergence suite with its time; non-zero if a case failed.
+int run_rl(ExecSpace const& space, RlBenchOptions const& options);
+
 }  // namespace ktr::bench

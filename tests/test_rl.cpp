@@ -3,6 +3,7 @@
 // a constant, a predictable, a delayed, an action and an action-state reward, one-value states and actions.
 #include <ktr/core/error.hpp>
 #include <ktr/rl/off_policy.hpp>
+#include <ktr/rl/torchfort_check.hpp>
 
 #include <gtest/gtest.h>
 
@@ -20,125 +21,8 @@ using ktr::Tensor;
 using ktr::rl::OffPolicyConfig;
 using ktr::rl::OffPolicySystem;
 
-// TorchFort's tests/rl/configs/{td3,ddpg}.yaml.
 OffPolicyConfig torchfort_test_config(OffPolicyConfig::Algorithm algorithm, std::uint64_t seed) {
-  OffPolicyConfig c;
-  c.algorithm = algorithm;
-  c.batch_size = 128;
-  c.num_critics = 2;
-  c.policy_lag = 2;
-  c.gamma = 0.95f;
-  c.rho = 0.999f;
-  c.a_low = -1, c.a_high = 1, c.clip = 0.3f, c.sigma_train = 0.2f, c.sigma_explore = 1.0f;
-  c.max_size = 4096, c.min_size = 512;
-  c.policy = "in=1 dense:16:relu dense:1";
-  c.critic = "in=2 dense:16:relu dense:1";
-  for (auto* o : {&c.policy_optimizer, &c.critic_optimizer}) {
-    o->kind = ktr::OptimizerConfig::Kind::adam;
-    o->lr = 1e-4f, o->b1 = 0.9f, o->b2 = 0.999f, o->eps = 1e-6f, o->weight_decay = 0, o->l2 = 0;
-  }
-  c.policy_optimizer.schedule = ktr::Schedule::parse("linear:10000:1:0.01");
-  c.critic_optimizer.schedule = ktr::Schedule::parse("linear:20000:1:0.01");
-  c.seed = seed;
-  return c;
-}
-
-enum class Env { constant, predictable, delayed, action, action_state };
-
-// One of TorchFort's environments (its environments.h, rewritten): a step takes the action and returns the next
-// state, the reward and the terminal flag; spot() is the value the first critic should estimate after it.
-struct Environment {
-  Env kind;
-  int length;
-  std::mt19937 rng;
-  int steps = 0;
-  float state = 0, previous = 0;
-  Environment(Env k, unsigned seed) : kind(k), length(k == Env::delayed ? 2 : 1), rng(seed) {
-    if (kind == Env::predictable || kind == Env::action_state) state = draw();
-  }
-  float draw() { return std::uniform_int_distribution<int>(0, 1)(rng) ? 1.0f : -1.0f; }
-  float step(float action, bool& done) {
-    ++steps;
-    done = steps % length == 0;
-    previous = state;
-    switch (kind) {
-      case Env::constant:
-        return 1.0f;
-      case Env::delayed:
-        return done ? 1.0f : 0.0f;
-      case Env::action:
-        return action;
-      case Env::predictable:
-        state = draw();
-        return previous;
-      case Env::action_state:
-        state = draw();
-        return action * previous;
-    }
-    return 0;
-  }
-  float spot(float gamma) const {
-    switch (kind) {
-      case Env::constant:
-        return 1.0f;
-      case Env::delayed:
-        return std::pow(gamma, float(steps % length));
-      case Env::action:
-        return 1.0f;
-      case Env::predictable:
-        return previous;
-      case Env::action_state:
-        return previous < 0 ? -previous : previous;
-    }
-    return 0;
-  }
-};
-
-struct Result {
-  float q_error, reward;
-};
-
-// TorchFort's TestSystem loop: explore, then exploit, training while the iterations last, then evaluate: the mean
-// |Q - spot value| and the mean reward over the evaluation iterations.
-Result run(Env env_kind, OffPolicyConfig::Algorithm algorithm, int explore, int exploit, int evaluate,
-           std::uint64_t seed) {
-  ktr::ExecSpace space;
-  OffPolicyConfig const config = torchfort_test_config(algorithm, seed);
-  OffPolicySystem system(space, config);
-  Environment env(env_kind, unsigned(seed));
-  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), s_next("s'", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1}),
-      q("q", Shape{1});
-  auto hs = Kokkos::create_mirror_view(s.view()), ha = Kokkos::create_mirror_view(a.view()),
-       hn = Kokkos::create_mirror_view(s_next.view()), hr = Kokkos::create_mirror_view(r.view()),
-       hd = Kokkos::create_mirror_view(d.view()), hq = Kokkos::create_mirror_view(q.view());
-  int const train_iters = explore + exploit, total = train_iters + evaluate;
-  double q_error = 0, reward_sum = 0;
-  hs(0) = env.state;
-  Kokkos::deep_copy(s.view(), hs);
-  for (int it = 0; it < total; ++it) {
-    system.predict(space, s, a, it < explore);
-    Kokkos::deep_copy(space, ha, a.view());
-    space.fence();
-    bool done = false;
-    float const reward = env.step(ha(0), done);
-    hn(0) = env.state, hr(0) = reward, hd(0) = done ? 1.0f : 0.0f;
-    Kokkos::deep_copy(space, s_next.view(), hn);
-    Kokkos::deep_copy(space, r.view(), hr);
-    Kokkos::deep_copy(space, d.view(), hd);
-    if (it < train_iters) {
-      system.push(space, s.data(), a.data(), r.data(), s_next.data(), d.data());
-      if (system.ready(space)) system.train(space);
-    }
-    system.evaluate(space, s, a, q);
-    Kokkos::deep_copy(space, hq, q.view());
-    space.fence();
-    if (it >= train_iters) {
-      q_error += std::abs(env.spot(config.gamma) - hq(0));
-      reward_sum += reward;
-    }
-    Kokkos::deep_copy(space, s.view(), s_next.view());
-  }
-  return {float(q_error / evaluate), float(reward_sum / evaluate)};
+  return ktr::rl::torchfort_check_config(algorithm, seed);
 }
 
 }  // namespace
@@ -157,18 +41,20 @@ bool rl_suite_runs() {
 
 namespace {
 
-// TorchFort's criteria: Q error below 1e-2 (1e-1 for the delayed reward), mean reward 1 within 1e-2; on two seeds
-// at TorchFort's full iteration counts.
-void expect_torchfort_criterion(Env env, OffPolicyConfig::Algorithm algorithm, int explore, int exploit) {
+// TorchFort's criteria (rl/torchfort_check.hpp), on two seeds at TorchFort's full iteration counts.
+void expect_torchfort_criterion(ktr::rl::CheckEnvironment env, OffPolicyConfig::Algorithm algorithm) {
   if (!ktr::test::rl_suite_runs())
     GTEST_SKIP() << "the RL convergence suite runs once, in the 1-thread pass of an unsanitised OpenMP build";
-  for (std::uint64_t seed : {1, 2}) {
-    Result const r = run(env, algorithm, explore, exploit, 100, seed);
-    if (env == Env::action || env == Env::action_state)
-      EXPECT_NEAR(r.reward, 1.0f, 1e-2f) << "seed " << seed;
-    else
-      EXPECT_LT(r.q_error, env == Env::delayed ? 1e-1f : 1e-2f) << "seed " << seed;
+  for (auto const& c : ktr::rl::torchfort_check_cases()) {
+    if (c.environment != env || c.algorithm != algorithm) continue;
+    for (std::uint64_t seed : {1, 2}) {
+      ktr::rl::CheckResult const r = ktr::rl::run_torchfort_check(ktr::ExecSpace(), c, seed);
+      EXPECT_TRUE(r.passed()) << ktr::rl::check_environment_name(env) << ", seed " << seed << ": " << r.value
+                              << ", expected " << r.target << " within " << r.tolerance;
+    }
+    return;
   }
+  FAIL() << "TorchFort has no such case";
 }
 
 constexpr auto td3 = OffPolicyConfig::Algorithm::td3;
@@ -254,14 +140,18 @@ TEST(RL, TheSameSeedReplaysTheSameUpdatesBitForBit) {
   EXPECT_EQ(actions[0], actions[1]);
 }
 
-TEST(RL, Td3LearnsAConstantReward) { expect_torchfort_criterion(Env::constant, td3, 20000, 0); }
-TEST(RL, Td3LearnsAPredictableReward) { expect_torchfort_criterion(Env::predictable, td3, 20000, 0); }
-TEST(RL, Td3DiscountsADelayedReward) { expect_torchfort_criterion(Env::delayed, td3, 40000, 0); }
-TEST(RL, Td3MaximisesAnActionReward) { expect_torchfort_criterion(Env::action, td3, 20000, 1000); }
-TEST(RL, Td3MaximisesAnActionStateReward) { expect_torchfort_criterion(Env::action_state, td3, 20000, 0); }
-TEST(RL, DdpgLearnsAConstantReward) { expect_torchfort_criterion(Env::constant, ddpg, 20000, 0); }
-TEST(RL, DdpgLearnsAPredictableReward) { expect_torchfort_criterion(Env::predictable, ddpg, 20000, 0); }
-TEST(RL, DdpgDiscountsADelayedReward) { expect_torchfort_criterion(Env::delayed, ddpg, 40000, 0); }
-TEST(RL, DdpgMaximisesAnActionReward) { expect_torchfort_criterion(Env::action, ddpg, 20000, 1000); }
+TEST(RL, Td3LearnsAConstantReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::constant, td3); }
+TEST(RL, Td3LearnsAPredictableReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::predictable, td3); }
+TEST(RL, Td3DiscountsADelayedReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::delayed, td3); }
+TEST(RL, Td3MaximisesAnActionReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::action, td3); }
+TEST(RL, Td3MaximisesAnActionStateReward) {
+  expect_torchfort_criterion(ktr::rl::CheckEnvironment::action_state, td3);
+}
+TEST(RL, DdpgLearnsAConstantReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::constant, ddpg); }
+TEST(RL, DdpgLearnsAPredictableReward) {
+  expect_torchfort_criterion(ktr::rl::CheckEnvironment::predictable, ddpg);
+}
+TEST(RL, DdpgDiscountsADelayedReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::delayed, ddpg); }
+TEST(RL, DdpgMaximisesAnActionReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::action, ddpg); }
 
 }  // namespace
