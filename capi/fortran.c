@@ -81,3 +81,91 @@ int ktr_tensor_list_add_F(void* tensor_list, const CFI_cdesc_t* tensor) {
   ktr_result_t r = describe(tensor, "tensor", &a);
   return r != KTR_RESULT_SUCCESS ? r : ktr_tensor_list_add_array(tensor_list, &a);
 }
+
+/* TorchFort's off-policy calls from its Fortran generics (torchfort_rl.f90): the arrays' descriptors into the
+ * _F calls' (pointer, rank, Fortran-ordered shape, datatype). The calls read contiguous arrays of one datatype; a
+ * descriptor that is not one is refused here, printed as the calls print their failures. */
+#include "torchfort/torchfort_rl.h"
+
+int ktr_torchfort_rl_failed_F(const char* call, const char* message);
+
+typedef struct {
+  void* data;
+  size_t rank;
+  int64_t shape[KTR_MAX_RANK];
+  torchfort_datatype_t dtype;
+} rl_array;
+
+static int rl_describe(const CFI_cdesc_t* d, const char* call, const char* what, rl_array* a) {
+  char message[200];
+  if (d == NULL || d->base_addr == NULL) {
+    snprintf(message, sizeof message, "%s: is not allocated or not associated", what);
+    return ktr_torchfort_rl_failed_F(call, message);
+  }
+  if (d->type != CFI_type_float && d->type != CFI_type_double) {
+    snprintf(message, sizeof message, "%s: must be real(real32) or real(real64) (CFI type %d)", what, (int)d->type);
+    return ktr_torchfort_rl_failed_F(call, message);
+  }
+  if (d->rank > KTR_MAX_RANK || !CFI_is_contiguous(d)) {
+    snprintf(message, sizeof message, "%s: must be a contiguous array of rank 0 to %d", what, KTR_MAX_RANK);
+    return ktr_torchfort_rl_failed_F(call, message);
+  }
+  a->data = d->base_addr;
+  a->rank = d->rank == 0 ? 1 : (size_t)d->rank; /* a scalar is one value */
+  a->shape[0] = 1;
+  for (int i = 0; i < d->rank; ++i) a->shape[i] = (int64_t)d->dim[i].extent;
+  a->dtype = d->type == CFI_type_float ? TORCHFORT_FLOAT : TORCHFORT_DOUBLE;
+  return 0;
+}
+
+static int rl_same_type(const char* call, const rl_array* a, const rl_array* b) {
+  return a->dtype == b->dtype
+             ? 0
+             : ktr_torchfort_rl_failed_F(call, "the arrays must share one kind, real(real32) or real(real64)");
+}
+
+int ktr_tf_rl_predict_F(const char* name, const CFI_cdesc_t* state, const CFI_cdesc_t* act, int explore,
+                        int64_t stream) {
+  const char* call = explore ? "torchfort_rl_off_policy_predict_explore" : "torchfort_rl_off_policy_predict";
+  rl_array s, a;
+  int r = rl_describe(state, call, "state", &s);
+  if (r == 0) r = rl_describe(act, call, "act", &a);
+  if (r == 0) r = rl_same_type(call, &s, &a);
+  if (r != 0) return r;
+  return (explore ? torchfort_rl_off_policy_predict_explore_F : torchfort_rl_off_policy_predict_F)(
+      name, s.data, s.rank, s.shape, a.data, a.rank, a.shape, s.dtype, (torchfort_stream_t)(intptr_t)stream);
+}
+
+int ktr_tf_rl_evaluate_F(const char* name, const CFI_cdesc_t* state, const CFI_cdesc_t* act,
+                         const CFI_cdesc_t* reward, int64_t stream) {
+  const char* call = "torchfort_rl_off_policy_evaluate";
+  rl_array s, a, q;
+  int r = rl_describe(state, call, "state", &s);
+  if (r == 0) r = rl_describe(act, call, "act", &a);
+  if (r == 0) r = rl_describe(reward, call, "reward", &q);
+  if (r == 0) r = rl_same_type(call, &s, &a);
+  if (r == 0) r = rl_same_type(call, &s, &q);
+  if (r != 0) return r;
+  return torchfort_rl_off_policy_evaluate_F(name, s.data, s.rank, s.shape, a.data, a.rank, a.shape, q.data, q.rank,
+                                            q.shape, s.dtype, (torchfort_stream_t)(intptr_t)stream);
+}
+
+int ktr_tf_rl_update_replay_F(const char* name, const CFI_cdesc_t* state_old, const CFI_cdesc_t* act_old,
+                              const CFI_cdesc_t* state_new, const CFI_cdesc_t* reward, int final_state,
+                              int64_t stream) {
+  const char* call = "torchfort_rl_off_policy_update_replay_buffer";
+  rl_array s, a, s2, rw;
+  int r = rl_describe(state_old, call, "state_old", &s);
+  if (r == 0) r = rl_describe(act_old, call, "act_old", &a);
+  if (r == 0) r = rl_describe(state_new, call, "state_new", &s2);
+  if (r == 0) r = rl_describe(reward, call, "reward", &rw);
+  if (r == 0) r = rl_same_type(call, &s, &a);
+  if (r == 0) r = rl_same_type(call, &s, &s2);
+  if (r == 0) r = rl_same_type(call, &s, &rw);
+  if (r != 0) return r;
+  if (s.rank != s2.rank || s.shape[0] != s2.shape[0] || (s.rank == 2 && s.shape[1] != s2.shape[1]))
+    return ktr_torchfort_rl_failed_F(call, "state_new: must have state_old's shape");
+  return torchfort_rl_off_policy_update_replay_buffer_F(name, s.data, s2.data, s.rank, s.shape, a.data, a.rank,
+                                                        a.shape, rw.data, final_state != 0, s.dtype,
+                                                        (torchfort_stream_t)(intptr_t)stream);
+}

@@ -47,8 +47,10 @@ struct RlEntry {
 };
 
 std::map<std::string, std::unique_ptr<RlEntry>>& systems() {
-  static std::map<std::string, std::unique_ptr<RlEntry>> s;
-  return s;
+  // Never destroyed (as the models' registry): the finalize hook empties it at exit, after the function-local
+  // statics made since ktr started Kokkos are gone.
+  static auto* const s = new std::map<std::string, std::unique_ptr<RlEntry>>;
+  return *s;
 }
 bool g_rl_finalize_hook = false;
 
@@ -377,7 +379,11 @@ KTR_TF_RL_REFUSE(torchfort_rl_off_policy_create_distributed_system, const char*,
 KTR_TF_RL_REFUSE(torchfort_rl_on_policy_create_distributed_system, const char*, const char*, MPI_Comm, int, int)
 #endif
 
-// The Fortran module's RL procedures (torchfort.f90), which print and answer the same.
+// The Fortran module's RL procedures (torchfort_rl.f90): what they do not have yet prints and answers as above; a
+// descriptor fortran.c cannot hand on is refused as INVALID_USAGE, printed the same way.
 ktr_result_t ktr_torchfort_rl_refused_F(char const* call) { return ktr_result_t(rl_refused(call)); }
+int ktr_torchfort_rl_failed_F(char const* call, char const* message) {
+  return int(ktr::capi::torchfort_refused(call, KTR_RESULT_INVALID_USAGE, message));
+}
 
 }  // extern "C"

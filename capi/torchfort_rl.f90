@@ -1,8 +1,10 @@
 ! TorchFort's reinforcement-learning interface (torchfort_rl_*, v0.4.0 and master's load_model calls), for the
 ! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
-! that calls them builds and links. The Fortran door to ktr's reinforcement learning (TD3 and DDPG from C and
-! C++, torchfort_rl.cpp) is not built yet: every call here answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to
-! stderr (KTR_QUIET=1 silences it), and touches no argument.
+! that calls them builds and links. The off-policy systems ktr has (TD3 and DDPG: create_system,
+! update_replay_buffer for one environment, is_ready, train_step, predict, predict_explore, evaluate) run through
+! TorchFort's C calls (torchfort_rl.cpp; the arrays' descriptors go through fortran.c), real32 or real64; every other
+! call answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences it), and touches no
+! argument.
 module ktr_torchfort_rl
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
@@ -27,6 +29,8 @@ module ktr_torchfort_rl
   ! Fortran strings as C strings.
   public :: MPI_Comm, c_string
 
+  ! The generics ktr runs take real32 and real64 arrays alike (one kind per call).
+
   ! mpi_f08's communicator (the same type: bind(C), one integer named MPI_VAL).
   type, bind(C) :: MPI_Comm
     integer :: MPI_VAL
@@ -40,7 +44,16 @@ module ktr_torchfort_rl
                      rl_off_policy_wandb_log_float_int32step, rl_off_policy_wandb_log_double_int32step
   end interface
   interface torchfort_rl_off_policy_update_replay_buffer
-    module procedure rl_off_policy_update_replay, rl_off_policy_update_replay_multi
+    module procedure rl_off_policy_update_replay, rl_off_policy_update_replay_r64, rl_off_policy_update_replay_multi
+  end interface
+  interface torchfort_rl_off_policy_predict_explore
+    module procedure rl_off_policy_predict_explore, rl_off_policy_predict_explore_r64
+  end interface
+  interface torchfort_rl_off_policy_predict
+    module procedure rl_off_policy_predict, rl_off_policy_predict_r64
+  end interface
+  interface torchfort_rl_off_policy_evaluate
+    module procedure rl_off_policy_evaluate, rl_off_policy_evaluate_r64
   end interface
   interface torchfort_rl_on_policy_create_distributed_system
     module procedure rl_on_policy_create_distributed, rl_on_policy_create_distributed_f08
@@ -58,6 +71,45 @@ module ktr_torchfort_rl
       import :: c_char, c_int
       character(kind=c_char), dimension(*), intent(in) :: call
     end function
+    integer(c_int) function c_rl_create(name, fname, model_dev, rb_dev) &
+        bind(C, name="torchfort_rl_off_policy_create_system")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, fname
+      integer(c_int), value :: model_dev, rb_dev
+    end function
+    integer(c_int) function c_rl_is_ready(name, ready) bind(C, name="torchfort_rl_off_policy_is_ready")
+      import :: c_char, c_int, c_bool
+      character(kind=c_char), dimension(*), intent(in) :: name
+      logical(c_bool) :: ready
+    end function
+    integer(c_int) function c_rl_train_step(name, p_loss, q_loss, stream) &
+        bind(C, name="torchfort_rl_off_policy_train_step")
+      import :: c_char, c_int, c_float, c_intptr_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      real(c_float) :: p_loss, q_loss
+      integer(c_intptr_t), value :: stream
+    end function
+    integer(c_int) function c_rl_predict(name, state, act, explore, stream) bind(C, name="ktr_tf_rl_predict_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state, act
+      integer(c_int), value :: explore
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_rl_evaluate(name, state, act, reward, stream) bind(C, name="ktr_tf_rl_evaluate_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state, act, reward
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_rl_update_replay(name, state_old, act_old, state_new, reward, final_state, stream) &
+        bind(C, name="ktr_tf_rl_update_replay_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state_old, act_old, state_new, reward
+      integer(c_int), value :: final_state
+      integer(c_int64_t), value :: stream
+    end function
   end interface
 
 contains
@@ -71,7 +123,7 @@ contains
   integer(c_int) function torchfort_rl_off_policy_create_system(sname, fname, model_dev, rb_dev) result(res)
     character(len=*), intent(in) :: sname, fname
     integer(c_int), intent(in) :: model_dev, rb_dev
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_create_system'))
+    res = c_rl_create(c_string(sname), c_string(fname), model_dev, rb_dev)
   end function
 
   integer(c_int) function rl_off_policy_create_distributed(mname, fname, comm, model_dev, rb_dev) result(res)
@@ -130,7 +182,25 @@ contains
     real(real32), intent(in) :: reward
     logical, intent(in) :: final_state
     integer(int64), intent(in), optional :: stream
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_update_replay_buffer'))
+    res = c_rl_update_replay(c_string(mname), state_old, act_old, state_new, reward, merge(1, 0, final_state), &
+                             stream_of(stream))
+  end function
+
+  integer(c_int) function rl_off_policy_update_replay_r64(mname, state_old, act_old, state_new, &
+                                                          reward, final_state, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real64), dimension(..), intent(in) :: state_old, act_old, state_new
+    real(real64), intent(in) :: reward
+    logical, intent(in) :: final_state
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_update_replay(c_string(mname), state_old, act_old, state_new, reward, merge(1, 0, final_state), &
+                             stream_of(stream))
+  end function
+
+  integer(c_int64_t) function stream_of(stream)
+    integer(int64), intent(in), optional :: stream
+    stream_of = 0
+    if (present(stream)) stream_of = stream
   end function
 
   integer(c_int) function rl_off_policy_update_replay_multi(mname, state_old, act_old, state_new, &
@@ -146,31 +216,55 @@ contains
     character(len=*), intent(in) :: mname
     real(real32) :: p_loss_val, q_loss_val
     integer(int64), intent(in), optional :: stream
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_train_step'))
+    res = c_rl_train_step(c_string(mname), p_loss_val, q_loss_val, int(stream_of(stream), c_intptr_t))
   end function
 
-  integer(c_int) function torchfort_rl_off_policy_predict_explore(mname, state, act, stream) result(res)
+  integer(c_int) function rl_off_policy_predict_explore(mname, state, act, stream) result(res)
     character(len=*), intent(in) :: mname
     real(real32), dimension(..), intent(in) :: state
     real(real32), dimension(..) :: act
     integer(int64), intent(in), optional :: stream
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_predict_explore'))
+    res = c_rl_predict(c_string(mname), state, act, 1, stream_of(stream))
   end function
 
-  integer(c_int) function torchfort_rl_off_policy_predict(mname, state, act, stream) result(res)
+  integer(c_int) function rl_off_policy_predict_explore_r64(mname, state, act, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real64), dimension(..), intent(in) :: state
+    real(real64), dimension(..) :: act
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_predict(c_string(mname), state, act, 1, stream_of(stream))
+  end function
+
+  integer(c_int) function rl_off_policy_predict(mname, state, act, stream) result(res)
     character(len=*), intent(in) :: mname
     real(real32), dimension(..), intent(in) :: state
     real(real32), dimension(..) :: act
     integer(int64), intent(in), optional :: stream
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_predict'))
+    res = c_rl_predict(c_string(mname), state, act, 0, stream_of(stream))
   end function
 
-  integer(c_int) function torchfort_rl_off_policy_evaluate(mname, state, act, reward, stream) result(res)
+  integer(c_int) function rl_off_policy_predict_r64(mname, state, act, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real64), dimension(..), intent(in) :: state
+    real(real64), dimension(..) :: act
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_predict(c_string(mname), state, act, 0, stream_of(stream))
+  end function
+
+  integer(c_int) function rl_off_policy_evaluate(mname, state, act, reward, stream) result(res)
     character(len=*), intent(in) :: mname
     real(real32), dimension(..), intent(in) :: state, act
     real(real32), dimension(..) :: reward
     integer(int64), intent(in), optional :: stream
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_evaluate'))
+    res = c_rl_evaluate(c_string(mname), state, act, reward, stream_of(stream))
+  end function
+
+  integer(c_int) function rl_off_policy_evaluate_r64(mname, state, act, reward, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real64), dimension(..), intent(in) :: state, act
+    real(real64), dimension(..) :: reward
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_evaluate(c_string(mname), state, act, reward, stream_of(stream))
   end function
 
   integer(c_int) function torchfort_rl_off_policy_save_checkpoint(mname, checkpoint_dir) result(res)
@@ -191,7 +285,10 @@ contains
   integer(c_int) function torchfort_rl_off_policy_is_ready(mname, ready) result(res)
     character(len=*), intent(in) :: mname
     logical :: ready
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_is_ready'))
+    logical(c_bool) :: r
+    r = ready
+    res = c_rl_is_ready(c_string(mname), r)
+    if (res == 0) ready = r
   end function
 
   integer(c_int) function torchfort_rl_on_policy_create_system(sname, fname, model_dev, rb_dev) result(res)
