@@ -169,3 +169,25 @@ int ktr_tf_rl_update_replay_F(const char* name, const CFI_cdesc_t* state_old, co
                                                         a.shape, rw.data, final_state != 0, s.dtype,
                                                         (torchfort_stream_t)(intptr_t)stream);
 }
+
+int ktr_tf_rl_update_replay_multi_F(const char* name, const CFI_cdesc_t* state_old, const CFI_cdesc_t* act_old,
+                                    const CFI_cdesc_t* state_new, const CFI_cdesc_t* reward,
+                                    const CFI_cdesc_t* final_state, int64_t stream) {
+  const char* call = "torchfort_rl_off_policy_update_replay_buffer";
+  rl_array s, a, s2, rw, fs;
+  int r = rl_describe(state_old, call, "state_old", &s);
+  if (r == 0) r = rl_describe(act_old, call, "act_old", &a);
+  if (r == 0) r = rl_describe(state_new, call, "state_new", &s2);
+  if (r == 0) r = rl_describe(reward, call, "reward", &rw);
+  if (r == 0) r = rl_describe(final_state, call, "final_state", &fs);
+  if (r == 0) r = rl_same_type(call, &s, &a);
+  if (r == 0) r = rl_same_type(call, &s, &s2);
+  if (r == 0) r = rl_same_type(call, &s, &rw);
+  if (r == 0) r = rl_same_type(call, &s, &fs);
+  if (r != 0) return r;
+  if (s.rank != s2.rank || s.shape[0] != s2.shape[0] || (s.rank == 2 && s.shape[1] != s2.shape[1]))
+    return ktr_torchfort_rl_failed_F(call, "state_new: must have state_old's shape");
+  return torchfort_rl_off_policy_update_replay_buffer_multi_F(
+      name, s.data, s2.data, s.rank, s.shape, a.data, a.rank, a.shape, rw.data, rw.rank, rw.shape, fs.data, fs.rank,
+      fs.shape, s.dtype, (torchfort_stream_t)(intptr_t)stream);
+}

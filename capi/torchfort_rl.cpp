@@ -1,9 +1,9 @@
 // TorchFort's reinforcement-learning calls (torchfort/torchfort_rl.h) over ktr's rl/ layer: the off-policy systems
-// (TD3, DDPG) with a uniform replay buffer, one environment per slot. Each call translates its arguments (one
-// datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs under the C
-// API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort prints it and
+// (TD3, DDPG) with a uniform replay buffer of n_envs environments per slot. Each call translates its arguments
+// (one datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs under the
+// C API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort prints it and
 // returned as its result code. What ktr has not built yet (SAC, PPO and the on-policy calls, distributed systems,
-// checkpoints of a system, several environments per push, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED
+// checkpoints of a system, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED
 // with its reason and touches none of its arguments.
 #if defined(KTR_ENABLE_MPI)
 #include <mpi.h>  // first: the headers then declare the MPI_Comm forms
@@ -160,30 +160,67 @@ torchfort_result_t evaluate(char const* name, void* state, std::size_t state_dim
   });
 }
 
-torchfort_result_t update_buffer(char const* name, void* state_old, void* state_new, std::size_t state_dim,
-                                 std::int64_t* state_shape, void* action, std::size_t action_dim,
-                                 std::int64_t* action_shape, void const* reward, bool final_state,
-                                 torchfort_datatype_t dtype, void* stream, bool fortran) {
+// The states, actions, rewards and terminal flags of one time step of every environment. One environment's
+// reward and flag come as host scalars (`reward`, `final_state`); the _multi forms give arrays of n_envs values
+// (`rewards`, `finals`, in the states' datatype and memory), each checked against the system's n_envs.
+struct Step {
+  void *state_old, *state_new, *action;
+  std::size_t state_dim, action_dim;
+  std::int64_t *state_shape, *action_shape;
+  void const* reward = nullptr;
+  bool final_state = false;
+  void *rewards = nullptr, *finals = nullptr;
+  std::size_t rewards_dim = 0, finals_dim = 0;
+  std::int64_t *rewards_shape = nullptr, *finals_shape = nullptr;
+};
+
+// A (n_envs) array of values (also (n_envs, 1) or (1, n_envs)).
+Array values_of(void* data, std::size_t dim, std::int64_t const* shape, ktr_datatype_t t, std::int64_t n,
+                char const* what) {
+  KTR_REQUIRE(shape != nullptr && dim >= 1 && dim <= 2, what, "must be (environments) or (environments, 1)");
+  std::int64_t count = 1;
+  for (std::size_t i = 0; i < dim; ++i) count *= shape[i];
+  KTR_REQUIRE(count == n, what,
+              "holds " + std::to_string(count) + " values; the system has " + std::to_string(n) +
+                  " environments (replay_buffer.parameters.n_envs)");
+  std::int64_t const c_shape[2] = {n, 1};
+  return ktr::capi::c_array(data, 2, c_shape, t, what);
+}
+
+torchfort_result_t update_buffer(char const* name, Step const& st, torchfort_datatype_t dtype, void* stream,
+                                 bool fortran) {
   return call("torchfort_rl_off_policy_update_replay_buffer", [&] {
     RlEntry& e = system_named(name);
     ktr::rl::OffPolicySystem& sys = *e.system;
+    std::int64_t const n = sys.config().n_envs;
     ktr_datatype_t const t = float_type(dtype);
-    Array const s = rows_of(state_old, state_dim, state_shape, t, fortran, sys.state_dim(), "state_old");
-    Array const s2 = rows_of(state_new, state_dim, state_shape, t, fortran, sys.state_dim(), "state_new");
-    Array const a = rows_of(action, action_dim, action_shape, t, fortran, sys.action_dim(), "action_old");
-    KTR_REQUIRE(s.extent[0] == 1 && a.extent[0] == 1, "state_old",
-                "one environment per call here (the _multi forms are not in ktr yet)");
-    KTR_REQUIRE(reward != nullptr, "reward", "is a null pointer");
+    Array const s = rows_of(st.state_old, st.state_dim, st.state_shape, t, fortran, sys.state_dim(), "state_old");
+    Array const s2 = rows_of(st.state_new, st.state_dim, st.state_shape, t, fortran, sys.state_dim(), "state_new");
+    Array const a = rows_of(st.action, st.action_dim, st.action_shape, t, fortran, sys.action_dim(), "action_old");
+    bool const multi = st.rewards != nullptr || st.finals != nullptr;
+    KTR_REQUIRE(s.extent[0] == n && a.extent[0] == n, "state_old",
+                "holds " + std::to_string(s.extent[0]) + " environments and action_old " +
+                    std::to_string(a.extent[0]) + "; the system has " + std::to_string(n) +
+                    " (replay_buffer.parameters.n_envs" + (multi ? ")" : "; one per call without _multi)"));
     ktr::ExecSpace const space = e.instances.of(stream);
-    // The scalar reward and flag travel in one small host array beside the states.
-    float const host[2] = {
-        t == KTR_DOUBLE ? float(*static_cast<double const*>(reward)) : *static_cast<float const*>(reward),
-        final_state ? 1.0f : 0.0f};
-    Kokkos::View<float const*, ktr::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(host, 2);
-    ktr::DeviceView<float*> rd(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::rl::reward"), 2);
-    Kokkos::deep_copy(space, rd, h);
+    ktr::DeviceView<float*> r, d;
+    if (multi) {
+      r = device_floats(space, values_of(st.rewards, st.rewards_dim, st.rewards_shape, t, n, "reward"));
+      d = device_floats(space, values_of(st.finals, st.finals_dim, st.finals_shape, t, n, "final_state"));
+    } else {
+      KTR_REQUIRE(st.reward != nullptr, "reward", "is a null pointer");
+      // The scalar reward and flag travel in one small host array beside the states.
+      float const host[2] = {
+          t == KTR_DOUBLE ? float(*static_cast<double const*>(st.reward)) : *static_cast<float const*>(st.reward),
+          st.final_state ? 1.0f : 0.0f};
+      Kokkos::View<float const*, ktr::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(host, 2);
+      ktr::DeviceView<float*> rd(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::rl::reward"), 2);
+      Kokkos::deep_copy(space, rd, h);
+      r = Kokkos::subview(rd, std::make_pair(0, 1));
+      d = Kokkos::subview(rd, std::make_pair(1, 2));
+    }
     auto const sv = device_floats(space, s), s2v = device_floats(space, s2), av = device_floats(space, a);
-    sys.push(space, sv.data(), av.data(), rd.data(), s2v.data(), rd.data() + 1);
+    sys.push(space, sv.data(), av.data(), r.data(), s2v.data(), d.data());
     space.fence();  // the caller may reuse its arrays (and the host scalars) when the call returns
   });
 }
@@ -345,15 +382,38 @@ torchfort_result_t torchfort_rl_off_policy_update_replay_buffer(char const* name
                                                                 int64_t* action_shape, const void* reward,
                                                                 bool final_state, torchfort_datatype_t dtype,
                                                                 torchfort_stream_t stream) {
-  return update_buffer(name, state_old, state_new, state_dim, state_shape, action_old, action_dim, action_shape,
-                       reward, final_state, dtype, (void*)stream, false);
+  Step const st{state_old,   state_new,    action_old, state_dim,  action_dim,
+                state_shape, action_shape, reward,     final_state};
+  return update_buffer(name, st, dtype, (void*)stream, false);
 }
 torchfort_result_t torchfort_rl_off_policy_update_replay_buffer_F(
     char const* name, void* state_old, void* state_new, size_t state_dim, int64_t* state_shape, void* action_old,
     size_t action_dim, int64_t* action_shape, const void* reward, bool final_state, torchfort_datatype_t dtype,
     torchfort_stream_t stream) {
-  return update_buffer(name, state_old, state_new, state_dim, state_shape, action_old, action_dim, action_shape,
-                       reward, final_state, dtype, (void*)stream, true);
+  Step const st{state_old,   state_new,    action_old, state_dim,  action_dim,
+                state_shape, action_shape, reward,     final_state};
+  return update_buffer(name, st, dtype, (void*)stream, true);
+}
+
+torchfort_result_t torchfort_rl_off_policy_update_replay_buffer_multi(
+    char const* name, void* state_old, void* state_new, size_t state_dim, int64_t* state_shape, void* action_old,
+    size_t action_dim, int64_t* action_shape, void* reward, size_t reward_dim, int64_t* reward_shape,
+    void* final_state, size_t final_state_dim, int64_t* final_state_shape, torchfort_datatype_t dtype,
+    torchfort_stream_t stream) {
+  Step const st{state_old,   state_new,    action_old,      state_dim,    action_dim,
+                state_shape, action_shape, nullptr,         false,        reward,
+                final_state, reward_dim,   final_state_dim, reward_shape, final_state_shape};
+  return update_buffer(name, st, dtype, (void*)stream, false);
+}
+torchfort_result_t torchfort_rl_off_policy_update_replay_buffer_multi_F(
+    char const* name, void* state_old, void* state_new, size_t state_dim, int64_t* state_shape, void* action_old,
+    size_t action_dim, int64_t* action_shape, void* reward, size_t reward_dim, int64_t* reward_shape,
+    void* final_state, size_t final_state_dim, int64_t* final_state_shape, torchfort_datatype_t dtype,
+    torchfort_stream_t stream) {
+  Step const st{state_old,   state_new,    action_old,      state_dim,    action_dim,
+                state_shape, action_shape, nullptr,         false,        reward,
+                final_state, reward_dim,   final_state_dim, reward_shape, final_state_shape};
+  return update_buffer(name, st, dtype, (void*)stream, true);
 }
 
 // Not built yet: each answers NOT_SUPPORTED with its reason.
@@ -364,12 +424,6 @@ KTR_TF_RL_REFUSE(torchfort_rl_off_policy_load_model, const char*, const char*)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_int, const char*, const char*, int64_t, int)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_float, const char*, const char*, int64_t, float)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_double, const char*, const char*, int64_t, double)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_update_replay_buffer_multi, const char*, void*, void*, size_t, int64_t*,
-                 void*, size_t, int64_t*, void*, size_t, int64_t*, void*, size_t, int64_t*, torchfort_datatype_t,
-                 torchfort_stream_t)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_update_replay_buffer_multi_F, const char*, void*, void*, size_t, int64_t*,
-                 void*, size_t, int64_t*, void*, size_t, int64_t*, void*, size_t, int64_t*, torchfort_datatype_t,
-                 torchfort_stream_t)
 KTR_TF_RL_REFUSE_FAMILY(on_policy)
 KTR_TF_RL_REFUSE_BUFFER(on_policy, rollout, void*, size_t, int64_t*, void*, size_t, int64_t*)
 KTR_TF_RL_REFUSE(torchfort_rl_on_policy_reset_rollout_buffer, const char*)

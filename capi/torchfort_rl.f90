@@ -1,10 +1,10 @@
 ! TorchFort's reinforcement-learning interface (torchfort_rl_*, v0.4.0 and master's load_model calls), for the
 ! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
 ! that calls them builds and links. The off-policy systems ktr has (TD3 and DDPG: create_system,
-! update_replay_buffer for one environment, is_ready, train_step, predict, predict_explore, evaluate) run through
-! TorchFort's C calls (torchfort_rl.cpp; the arrays' descriptors go through fortran.c), real32 or real64; every other
-! call answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences it), and touches no
-! argument.
+! update_replay_buffer for one or n_envs environments, is_ready, train_step, predict, predict_explore, evaluate)
+! run through TorchFort's C calls (torchfort_rl.cpp; the arrays' descriptors go through fortran.c), real32 or
+! real64; every other call answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences
+! it), and touches no argument.
 module ktr_torchfort_rl
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int32, int64, real32, real64
@@ -44,7 +44,8 @@ module ktr_torchfort_rl
                      rl_off_policy_wandb_log_float_int32step, rl_off_policy_wandb_log_double_int32step
   end interface
   interface torchfort_rl_off_policy_update_replay_buffer
-    module procedure rl_off_policy_update_replay, rl_off_policy_update_replay_r64, rl_off_policy_update_replay_multi
+    module procedure rl_off_policy_update_replay, rl_off_policy_update_replay_r64, rl_off_policy_update_replay_multi, &
+                     rl_off_policy_update_replay_multi_r64
   end interface
   interface torchfort_rl_off_policy_predict_explore
     module procedure rl_off_policy_predict_explore, rl_off_policy_predict_explore_r64
@@ -100,6 +101,13 @@ module ktr_torchfort_rl
       import :: c_char, c_int, c_int64_t
       character(kind=c_char), dimension(*), intent(in) :: name
       type(*), dimension(..), intent(in) :: state, act, reward
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_rl_update_replay_multi(name, state_old, act_old, state_new, reward, final_state, &
+                                                     stream) bind(C, name="ktr_tf_rl_update_replay_multi_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state_old, act_old, state_new, reward, final_state
       integer(c_int64_t), value :: stream
     end function
     integer(c_int) function c_rl_update_replay(name, state_old, act_old, state_new, reward, final_state, stream) &
@@ -203,13 +211,25 @@ contains
     if (present(stream)) stream_of = stream
   end function
 
+  ! Every environment's time step: states and actions (features, n_envs), rewards and terminal flags (n_envs).
   integer(c_int) function rl_off_policy_update_replay_multi(mname, state_old, act_old, state_new, &
                                                             reward, final_state, stream) result(res)
     character(len=*), intent(in) :: mname
     real(real32), dimension(..), intent(in) :: state_old, act_old, state_new
     real(real32), intent(in) :: reward(:), final_state(:)
     integer(int64), intent(in), optional :: stream
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_update_replay_buffer'))
+    res = c_rl_update_replay_multi(c_string(mname), state_old, act_old, state_new, reward, final_state, &
+                                   stream_of(stream))
+  end function
+
+  integer(c_int) function rl_off_policy_update_replay_multi_r64(mname, state_old, act_old, state_new, &
+                                                                reward, final_state, stream) result(res)
+    character(len=*), intent(in) :: mname
+    real(real64), dimension(..), intent(in) :: state_old, act_old, state_new
+    real(real64), intent(in) :: reward(:), final_state(:)
+    integer(int64), intent(in), optional :: stream
+    res = c_rl_update_replay_multi(c_string(mname), state_old, act_old, state_new, reward, final_state, &
+                                   stream_of(stream))
   end function
 
   integer(c_int) function torchfort_rl_off_policy_train_step(mname, p_loss_val, q_loss_val, stream) result(res)

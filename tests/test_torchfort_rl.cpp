@@ -162,4 +162,48 @@ TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
     EXPECT_NE(err.find(said), std::string::npos) << said << "\n" << err;
 }
 
+// TorchFort's _multi form: one slot holds a time step of every environment (replay_buffer.parameters.n_envs), its
+// states (n_envs, S) in C order or (S, n_envs) in Fortran's, rewards and terminal flags (n_envs).
+TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount) {
+  std::string text = config("ddpg");
+  text.replace(text.find("    min_size: 512\n"), 18, "    min_size: 32\n    n_envs: 4\n");
+  text.replace(text.find("[1, 16, 1]"), 10, "[2, 16, 1]");
+  text.replace(text.find("[2, 16, 1]", text.find("critic_model")), 10, "[3, 16, 1]");
+  std::string const path = write_file("tf_multi.yaml", text);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_multi", path.c_str(), kDevice, kDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  std::vector<float> s(8, 0.5f), a(4, 0.0f), r(4, 1.0f), d(4, 0.0f);
+  int64_t c_state[2] = {4, 2}, f_state[2] = {2, 4}, c_action[2] = {4, 1}, f_action[2] = {1, 4}, n4[1] = {4};
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer_multi("tf_multi", s.data(), s.data(), 2, c_state,
+                                                                 a.data(), 2, c_action, r.data(), 1, n4, d.data(),
+                                                                 1, n4, TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+    EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer_multi_F("tf_multi", s.data(), s.data(), 2, f_state,
+                                                                   a.data(), 2, f_action, r.data(), 1, n4,
+                                                                   d.data(), 1, n4, TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+  }
+  bool ready = false;
+  EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_multi", ready), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_TRUE(ready) << "32 slots of 4 environments";
+  float p = 0, q = -1;
+  EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_multi", &p, &q, 0), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_GE(q, 0.0f);
+  ::testing::internal::CaptureStderr();
+  int64_t three[2] = {3, 2}, three_a[2] = {3, 1}, n3[1] = {3};
+  EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer_multi("tf_multi", s.data(), s.data(), 2, three, a.data(),
+                                                               2, three_a, r.data(), 1, n3, d.data(), 1, n3,
+                                                               TORCHFORT_FLOAT, 0),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  float reward = 1;
+  int64_t one_state[1] = {2}, one_action[1] = {1};
+  EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_multi", s.data(), s.data(), 1, one_state, a.data(), 1,
+                                                         one_action, &reward, false, TORCHFORT_FLOAT, 0),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("holds 3 environments and action_old 3; the system has 4"), std::string::npos) << err;
+  EXPECT_NE(err.find("one per call without _multi"), std::string::npos) << err;
+}
+
 }  // namespace

@@ -9,6 +9,7 @@ program torchfort_rl_calls
   real(real32) :: state(4, 8), state_new(4, 8), act(2, 8), field(8, 8, 1), act1(2), reward, rewards(8), finals(8)
   real(real32) :: p_loss, q_loss, s(1, 1), a(1, 1), q(1), r, qdiff
   real(real64) :: s64(1, 1), a64(1, 1), q64(1), r64
+  real(real32) :: state1(1, 8), act8(1, 8)
   logical :: ready
   integer :: failures, comm, it
   character(len=512) :: config
@@ -46,11 +47,24 @@ program torchfort_rl_calls
               TORCHFORT_RESULT_SUCCESS)
   call expect(torchfort_rl_off_policy_update_replay_buffer("td3", field, act1, field, reward, .true., 0_int64), &
               TORCHFORT_RESULT_INVALID_USAGE)
+  ! Eight environments per slot (n_envs: 8): states and actions (features, n_envs), rewards and flags (n_envs).
+  call expect(torchfort_rl_off_policy_create_system("td3_8", trim(config) // ".n_envs8.yaml", &
+                                                    TORCHFORT_DEVICE_CPU, TORCHFORT_DEVICE_CPU), &
+              TORCHFORT_RESULT_SUCCESS)
+  state1 = 0.25; act8 = 0
+  call expect(torchfort_rl_off_policy_predict_explore("td3_8", state1, act8), TORCHFORT_RESULT_SUCCESS)
+  do it = 1, 80
+    call expect(torchfort_rl_off_policy_update_replay_buffer("td3_8", state1, act8, state1, rewards, finals), &
+                TORCHFORT_RESULT_SUCCESS)
+  end do
+  call expect(torchfort_rl_off_policy_is_ready("td3_8", ready), TORCHFORT_RESULT_SUCCESS)
+  if (.not. ready) failures = failures + 1
+  call expect(torchfort_rl_off_policy_train_step("td3_8", p_loss, q_loss), TORCHFORT_RESULT_SUCCESS)
+  call expect(torchfort_rl_off_policy_update_replay_buffer("td3_8", state1(:, 1:4), act8(:, 1:4), state1(:, 1:4), &
+                                                           rewards(1:4), finals(1:4)), TORCHFORT_RESULT_INVALID_USAGE)
 
   ! What ktr has not built yet.
   call expect(torchfort_rl_off_policy_create_distributed_system("sys", "rl.yaml", comm, 0, 0), &
-              TORCHFORT_RESULT_NOT_SUPPORTED)
-  call expect(torchfort_rl_off_policy_update_replay_buffer("td3", state, act, state_new, rewards, finals), &
               TORCHFORT_RESULT_NOT_SUPPORTED)
   call expect(torchfort_rl_off_policy_save_checkpoint("td3", "ckpt"), TORCHFORT_RESULT_NOT_SUPPORTED)
   call expect(torchfort_rl_off_policy_load_checkpoint("td3", "ckpt"), TORCHFORT_RESULT_NOT_SUPPORTED)
