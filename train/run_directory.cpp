@@ -27,7 +27,9 @@ char const* const kManifest = "ktr-manifest";
 char const* const kManifestMagic1 = "ktr-run-directory 1";
 char const* const kManifestMagic2 = "ktr-run-directory 2";
 char const* const kGeneration = "ktr-gen-";
-char const* const kFiles[] = {"model.ckpt", "state.bin", "config.yaml"};
+// Every name a generation may hold: a run's three files (all a version-1 directory held), or an RL system's two.
+char const* const kFiles[] = {"model.ckpt", "state.bin", "config.yaml", "system.ckpt"};
+char const* const kRunFiles[] = {"model.ckpt", "state.bin", "config.yaml"};
 
 struct Listed {
   std::int64_t size;
@@ -75,8 +77,10 @@ Manifest parse_manifest(std::string const& path, std::string const& text) {
                 "has a malformed size or checksum");
     m.files[name] = Listed{sz, std::uint32_t(c)};
   }
-  KTR_REQUIRE(m.files.count("model.ckpt") && m.files.count("state.bin") && m.files.count("config.yaml"), path,
-              "does not list every file of a run");
+  bool const run = m.files.size() == 3 && m.files.count("model.ckpt") && m.files.count("state.bin") &&
+                   m.files.count("config.yaml");
+  bool const system = m.files.size() == 2 && m.files.count("system.ckpt") && m.files.count("config.yaml");
+  KTR_REQUIRE(run || (system && m.generation > 0), path, "does not list every file of a run or of an RL system");
   return m;
 }
 
@@ -225,9 +229,11 @@ RunDirectoryState parse_state(std::string const& path, Checkpoint const& c) {
 
 }  // namespace
 
-void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer const& trainer,
-                        ReplayBuffer const* buffer, RunDirectoryState const& state) {
+void save_generation(std::string const& dir, std::vector<GenerationFile> const& files) {
   KTR_REQUIRE(!dir.empty(), "checkpoint directory", "is empty");
+  for (auto const& f : files)
+    KTR_REQUIRE(std::count(std::begin(kFiles), std::end(kFiles), f.name) == 1, "save_generation",
+                "'" + f.name + "' is not a name a generation holds");
   bool made = false;
   std::optional<Manifest> const current = prepare(dir, made);
   std::int64_t const was = current ? current->generation : 0;
@@ -239,15 +245,11 @@ void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer 
     int const made_folder = impl::write_step_fails() ? (errno = ENOSPC, -1) : ::mkdir(folder.c_str(), 0777);
     KTR_REQUIRE(made_folder == 0, folder,
                 std::string("cannot create the checkpoint's folder: ") + std::strerror(errno));
-    ReplayBuffer::Rows const rows = buffer ? buffer->download(space) : ReplayBuffer::Rows{};
-    Checkpoint const st = state_checkpoint(buffer, rows, state);
-    trainer.save(space, folder + "/model.ckpt");  // refuses non-finite values
-    write_checkpoint(folder + "/state.bin", st);
-    write_atomically(folder + "/config.yaml", state.config_text);
+    for (auto const& f : files) f.write(folder + "/" + f.name);
     std::string text = std::string(kManifestMagic2) + "\ngeneration " + std::to_string(generation) + "\n";
-    for (char const* name : kFiles) {
-      std::string const bytes = read_regular_file(folder + "/" + name);
-      text += std::string(name) + " " + std::to_string(bytes.size()) + " " + std::to_string(crc_of(bytes)) + "\n";
+    for (auto const& f : files) {
+      std::string const bytes = read_regular_file(folder + "/" + f.name);
+      text += f.name + " " + std::to_string(bytes.size()) + " " + std::to_string(crc_of(bytes)) + "\n";
     }
     // Each write flushed its file and the generation's folder; the manifest's flushes `dir` (and so the new
     // folder's entry) after the one step that makes the new generation current.
@@ -259,9 +261,21 @@ void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer 
   }
   // Only now the previous generation goes (a kill before this leaves it to the next save's clean-up).
   if (current && was == 0)
-    for (char const* name : kFiles) ::unlink((dir + "/" + name).c_str());  // a version-1 save's files
+    for (char const* name : kRunFiles) ::unlink((dir + "/" + name).c_str());  // a version-1 save's files
   else if (current)
     remove_generation(files_of(dir, was));
+}
+
+void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer const& trainer,
+                        ReplayBuffer const* buffer, RunDirectoryState const& state) {
+  save_generation(dir,
+                  {{"model.ckpt", [&](std::string const& path) { trainer.save(space, path); }},
+                   {"state.bin",
+                    [&](std::string const& path) {
+                      ReplayBuffer::Rows const rows = buffer ? buffer->download(space) : ReplayBuffer::Rows{};
+                      write_checkpoint(path, state_checkpoint(buffer, rows, state));
+                    }},
+                   {"config.yaml", [&](std::string const& path) { write_atomically(path, state.config_text); }}});
 }
 
 RunConfig RunDirectory::restorable_into(std::string const& model, std::int64_t buffer_capacity,
@@ -282,28 +296,36 @@ RunConfig RunDirectory::restorable_into(std::string const& model, std::int64_t b
   return config;
 }
 
-RunDirectory read_run_directory(std::string const& dir) {
+Generation read_generation(std::string const& dir) {
   std::string const manifest = dir + "/" + kManifest;
   KTR_REQUIRE(exists(manifest), dir,
               "is not a ktr checkpoint directory (no ktr-manifest: not one, or its first save was cut short)");
   Manifest const m = parse_manifest(manifest, read_regular_file(manifest));
-  std::string const folder = files_of(dir, m.generation);
-  std::map<std::string, std::string> bytes;
+  Generation g;
+  g.folder = files_of(dir, m.generation);
   for (auto const& [name, entry] : m.files) {
-    std::string const path = folder + "/" + name;
+    std::string const path = g.folder + "/" + name;
     struct stat st {};
     KTR_REQUIRE(::lstat(path.c_str(), &st) == 0 && std::int64_t(st.st_size) == entry.size, path,
                 "is missing or not the size the manifest lists: refusing the directory");
-    bytes[name] = read_regular_file(path);  // at most the host memory available
-    KTR_REQUIRE(std::int64_t(bytes[name].size()) == entry.size && crc_of(bytes[name]) == entry.crc, path,
+    std::string& bytes = g.files[name] = read_regular_file(path);  // at most the host memory available
+    KTR_REQUIRE(std::int64_t(bytes.size()) == entry.size && crc_of(bytes) == entry.crc, path,
                 "does not match the manifest (the file changed after the save): refusing the directory");
   }
+  return g;
+}
+
+RunDirectory read_run_directory(std::string const& dir) {
+  Generation g = read_generation(dir);
+  KTR_REQUIRE(
+      g.files.count("model.ckpt") == 1, dir,
+      "holds a reinforcement-learning system, not a model's run (torchfort_rl_*_load_checkpoint reads it)");
   RunDirectory r;
-  r.checkpoint_path = folder + "/model.ckpt";
-  r.checkpoint = parse_checkpoint(r.checkpoint_path, bytes["model.ckpt"]);
-  r.state_path = folder + "/state.bin";
-  r.state = parse_state(r.state_path, parse_checkpoint(r.state_path, bytes["state.bin"]));
-  r.state.config_text = bytes["config.yaml"];
+  r.checkpoint_path = g.folder + "/model.ckpt";
+  r.checkpoint = parse_checkpoint(r.checkpoint_path, g.files["model.ckpt"]);
+  r.state_path = g.folder + "/state.bin";
+  r.state = parse_state(r.state_path, parse_checkpoint(r.state_path, g.files["state.bin"]));
+  r.state.config_text = g.files["config.yaml"];
   return r;
 }
 

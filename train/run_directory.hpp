@@ -23,8 +23,11 @@
 #include "trainer.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ktr {
 
@@ -60,5 +63,21 @@ struct RunDirectory {
                             std::string const& whose) const;
 };
 RunDirectory read_run_directory(std::string const& dir);
+
+/// One file of a generation: its name (a run's model.ckpt, state.bin, config.yaml; an RL system's system.ckpt and
+/// config.yaml) and what writes it, atomically, at the path it is handed.
+struct GenerationFile {
+  std::string name;
+  std::function<void(std::string const& path)> write;
+};
+/// Saves `files` as the directory's next generation, with every guarantee above (save_run_directory is this with
+/// a run's three files). Throws ktr::Error naming the directory or file and the reason.
+void save_generation(std::string const& dir, std::vector<GenerationFile> const& files);
+/// The current generation's files (name -> bytes), each checked against the manifest, and their folder.
+struct Generation {
+  std::string folder;
+  std::map<std::string, std::string> files;
+};
+Generation read_generation(std::string const& dir);
 
 }  // namespace ktr
