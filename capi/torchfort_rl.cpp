@@ -3,8 +3,7 @@
 // (one datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs under the
 // C API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort prints it and
 // returned as its result code. What ktr has not built yet (SAC, PPO and the on-policy calls, distributed systems,
-// checkpoints of a system, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED
-// with its reason and touches none of its arguments.
+// the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED with its reason and touches none of its arguments.
 #if defined(KTR_ENABLE_MPI)
 #include <mpi.h>  // first: the headers then declare the MPI_Comm forms
 #endif
@@ -44,6 +43,7 @@ struct RlEntry {
   ktr::StreamInstances instances;
   std::int64_t report_frequency = 0;
   std::int64_t refused_reported = 0;  // buffer refusals already returned as a failure
+  std::string config_text;            // the file it was created from, saved with its checkpoints
 };
 
 std::map<std::string, std::unique_ptr<RlEntry>>& systems() {
@@ -277,8 +277,10 @@ torchfort_result_t torchfort_rl_off_policy_create_system(char const* name, char 
     std::string const key = key_of(name);
     KTR_REQUIRE(config_fname != nullptr, "config_fname", "is a null pointer");
     KTR_REQUIRE(systems().count(key) == 0, "system '" + std::string(name) + "'", "exists already");
-    ktr::RlFileConfig const cfg = ktr::read_rl_config_file(config_fname);
+    std::string text = ktr::read_config_text(config_fname);
+    ktr::RlFileConfig const cfg = ktr::parse_rl_config(text, config_fname);
     auto e = std::make_unique<RlEntry>();
+    e->config_text = std::move(text);
     e->system = std::make_unique<ktr::rl::OffPolicySystem>(ktr::ExecSpace(), cfg.system);
     e->report_frequency = cfg.report_frequency;
     if (!g_rl_finalize_hook) {  // the systems' views go before Kokkos does
@@ -416,11 +418,34 @@ torchfort_result_t torchfort_rl_off_policy_update_replay_buffer_multi_F(
   return update_buffer(name, st, dtype, (void*)stream, true);
 }
 
+// A system's checkpoint directory (rl/system_io.cpp): every network, target, optimiser state, the buffer and the
+// counters, written as one generation; load_checkpoint restores all of it into a system of the same shape,
+// load_model the online networks only (targets copied from them, nothing else touched).
+torchfort_result_t torchfort_rl_off_policy_save_checkpoint(char const* name, char const* checkpoint_dir) {
+  return call("torchfort_rl_off_policy_save_checkpoint", [&] {
+    RlEntry& e = system_named(name);
+    KTR_REQUIRE(checkpoint_dir != nullptr, "checkpoint_dir", "is a null pointer");
+    e.system->save(e.instances.of(nullptr), checkpoint_dir, e.config_text);
+  });
+}
+torchfort_result_t torchfort_rl_off_policy_load_checkpoint(char const* name, char const* checkpoint_dir) {
+  return call("torchfort_rl_off_policy_load_checkpoint", [&] {
+    RlEntry& e = system_named(name);
+    KTR_REQUIRE(checkpoint_dir != nullptr, "checkpoint_dir", "is a null pointer");
+    e.system->load(e.instances.of(nullptr), checkpoint_dir);
+    e.refused_reported = e.system->refused(e.instances.of(nullptr));
+  });
+}
+torchfort_result_t torchfort_rl_off_policy_load_model(char const* name, char const* checkpoint_dir) {
+  return call("torchfort_rl_off_policy_load_model", [&] {
+    RlEntry& e = system_named(name);
+    KTR_REQUIRE(checkpoint_dir != nullptr, "checkpoint_dir", "is a null pointer");
+    e.system->load(e.instances.of(nullptr), checkpoint_dir, true);
+  });
+}
+
 // Not built yet: each answers NOT_SUPPORTED with its reason.
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_create_distributed_system_F, const char*, const char*, int, int, int)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_save_checkpoint, const char*, const char*)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_load_checkpoint, const char*, const char*)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_load_model, const char*, const char*)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_int, const char*, const char*, int64_t, int)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_float, const char*, const char*, int64_t, float)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_double, const char*, const char*, int64_t, double)

@@ -1,7 +1,8 @@
 ! TorchFort's reinforcement-learning interface (torchfort_rl_*, v0.4.0 and master's load_model calls), for the
 ! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
 ! that calls them builds and links. The off-policy systems ktr has (TD3 and DDPG: create_system,
-! update_replay_buffer for one or n_envs environments, is_ready, train_step, predict, predict_explore, evaluate)
+! update_replay_buffer for one or n_envs environments, is_ready, train_step, predict, predict_explore, evaluate,
+! save_checkpoint, load_checkpoint, load_model)
 ! run through TorchFort's C calls (torchfort_rl.cpp; the arrays' descriptors go through fortran.c), real32 or
 ! real64; every other call answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences
 ! it), and touches no argument.
@@ -77,6 +78,18 @@ module ktr_torchfort_rl
       import :: c_char, c_int
       character(kind=c_char), dimension(*), intent(in) :: name, fname
       integer(c_int), value :: model_dev, rb_dev
+    end function
+    integer(c_int) function c_rl_save_checkpoint(name, dir) bind(C, name="torchfort_rl_off_policy_save_checkpoint")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, dir
+    end function
+    integer(c_int) function c_rl_load_checkpoint(name, dir) bind(C, name="torchfort_rl_off_policy_load_checkpoint")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, dir
+    end function
+    integer(c_int) function c_rl_load_model(name, dir) bind(C, name="torchfort_rl_off_policy_load_model")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, dir
     end function
     integer(c_int) function c_rl_is_ready(name, ready) bind(C, name="torchfort_rl_off_policy_is_ready")
       import :: c_char, c_int, c_bool
@@ -289,17 +302,17 @@ contains
 
   integer(c_int) function torchfort_rl_off_policy_save_checkpoint(mname, checkpoint_dir) result(res)
     character(len=*), intent(in) :: mname, checkpoint_dir
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_save_checkpoint'))
+    res = c_rl_save_checkpoint(c_string(mname), c_string(checkpoint_dir))
   end function
 
   integer(c_int) function torchfort_rl_off_policy_load_checkpoint(mname, checkpoint_dir) result(res)
     character(len=*), intent(in) :: mname, checkpoint_dir
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_load_checkpoint'))
+    res = c_rl_load_checkpoint(c_string(mname), c_string(checkpoint_dir))
   end function
 
   integer(c_int) function torchfort_rl_off_policy_load_model(mname, checkpoint_dir) result(res)
     character(len=*), intent(in) :: mname, checkpoint_dir
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_load_model'))
+    res = c_rl_load_model(c_string(mname), c_string(checkpoint_dir))
   end function
 
   integer(c_int) function torchfort_rl_off_policy_is_ready(mname, ready) result(res)

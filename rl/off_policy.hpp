@@ -79,6 +79,15 @@ class OffPolicySystem {
   /// q (N) = critic_0(state, action).
   void evaluate(ExecSpace const& space, Tensor const& state, Tensor const& action, Tensor const& q);
 
+  /// Saves the whole system into the checkpoint directory `dir` as one generation (train/run_directory.hpp):
+  /// every network and target, the optimisers' moments and steps, the buffer, the update count and the draw
+  /// counters (so a restored system trains on bit for bit), and `config_text` as config.yaml. Waits for `space`.
+  void save(ExecSpace const& space, std::string const& dir, std::string const& config_text = "") const;
+  /// Restores a save of a system of the same algorithm, networks and buffer (checked first; ktr::Error naming the
+  /// file otherwise, the system unchanged). `networks_only` (TorchFort's load_model): the online networks only,
+  /// the targets copied from them, nothing else restored.
+  void load(ExecSpace const& space, std::string const& dir, bool networks_only = false);
+
   Model& policy() { return *policy_; }
   Model& critic(int i) { return *critics_[std::size_t(i)]; }
   Model& policy_target() { return *policy_target_; }

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <vector>
@@ -138,6 +140,79 @@ TEST(RL, TheSameSeedReplaysTheSameUpdatesBitForBit) {
     EXPECT_EQ(system.updates(), 4 * (600 - 511));
   }
   EXPECT_EQ(actions[0], actions[1]);
+}
+
+// A system trained for a while, saved, restored into a new one: the same actions, and the same ones again after
+// both take the same pushes and updates (the buffer, moments, steps and draw counters came back too).
+void drive(ktr::ExecSpace const& space, OffPolicySystem& system, int pushes, int first) {
+  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
+  for (int i = first; i < first + pushes; ++i) {
+    ktr::from_host(s, {float(i % 3) - 1});
+    system.predict(space, s, a, true);
+    ktr::from_host(r, {float(i % 2)});
+    ktr::from_host(d, {1});
+    system.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
+    if (system.ready(space)) system.train(space, 2);
+  }
+}
+std::vector<float> probe(ktr::ExecSpace const& space, OffPolicySystem& system) {
+  Tensor in("probe", Shape{3, 1}), act("act", Shape{3, 1}), q("q", Shape{3});
+  ktr::from_host(in, {-1, 0, 1});
+  system.predict(space, in, act);
+  system.evaluate(space, in, act, q);
+  std::vector<float> out = ktr::to_host(act), qs = ktr::to_host(q);
+  out.insert(out.end(), qs.begin(), qs.end());
+  return out;
+}
+
+TEST(RL, ARestoredSystemPredictsAndTrainsOnBitForBit) {
+  ktr::ExecSpace space;
+  std::string const dir = ::testing::TempDir() + "ktr_rl_ckpt";
+  OffPolicySystem a(space, torchfort_test_config(td3, 9));
+  drive(space, a, 700, 0);
+  a.save(space, dir, "config text");
+  OffPolicySystem b(space, torchfort_test_config(td3, 9));
+  b.load(space, dir);
+  EXPECT_EQ(probe(space, b), probe(space, a));
+  EXPECT_EQ(b.updates(), a.updates());
+  drive(space, a, 50, 700);
+  drive(space, b, 50, 700);
+  EXPECT_EQ(probe(space, b), probe(space, a)) << "the same updates after the restore";
+  // A second save replaces the first as one generation; a directory holding a foreign file of ktr's names is not
+  // written into.
+  a.save(space, dir);
+  std::string const foreign = ::testing::TempDir() + "ktr_rl_foreign";
+  std::filesystem::create_directories(foreign);
+  std::ofstream(foreign + "/system.ckpt") << "someone else's";
+  EXPECT_THROW(a.save(space, foreign), ktr::Error);
+  EXPECT_EQ(std::filesystem::file_size(foreign + "/system.ckpt"), 14u);
+}
+
+TEST(RL, LoadingTheNetworksOnlyLeavesTheBufferEmptyAndTheTargetsEqualToThem) {
+  ktr::ExecSpace space;
+  std::string const dir = ::testing::TempDir() + "ktr_rl_ckpt_model";
+  OffPolicySystem a(space, torchfort_test_config(ddpg, 3));
+  drive(space, a, 600, 0);
+  a.save(space, dir);
+  OffPolicyConfig other = torchfort_test_config(ddpg, 4);
+  other.policy_optimizer.kind = other.critic_optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
+  OffPolicySystem c(space, other);
+  c.load(space, dir, true);
+  EXPECT_EQ(probe(space, c), probe(space, a));
+  EXPECT_FALSE(c.ready(space)) << "load_model restores no transition";
+  EXPECT_EQ(ktr::to_host(Tensor(c.policy_target().arena().params(), Shape{c.policy().arena().size()})),
+            ktr::to_host(Tensor(c.policy().arena().params(), Shape{c.policy().arena().size()})));
+  EXPECT_THROW(c.load(space, dir), ktr::Error) << "a whole restore needs the same optimisers";
+  OffPolicyConfig wider = torchfort_test_config(ddpg, 4);
+  wider.policy = "in=1 dense:32:relu dense:1";
+  OffPolicySystem w(space, wider);
+  try {
+    w.load(space, dir, true);
+    ADD_FAILURE() << "a system of other networks loaded";
+  } catch (ktr::Error const& e) {
+    EXPECT_NE(std::string(e.what()).find("system.ckpt: holds a system whose policy is"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(RL, Td3LearnsAConstantReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::constant, td3); }

@@ -251,14 +251,14 @@ TEST(TorchFort, ReinforcementLearningCallsNotBuiltYetAnswerNotSupportedAndSayWhy
   bool ready = true;
   EXPECT_EQ(torchfort_rl_on_policy_is_ready("tf_rl", ready), TORCHFORT_RESULT_NOT_SUPPORTED);
   EXPECT_TRUE(ready);
-  EXPECT_EQ(torchfort_rl_off_policy_save_checkpoint("tf_rl", "dir"), TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_EQ(torchfort_rl_on_policy_save_checkpoint("tf_rl", "dir"), TORCHFORT_RESULT_NOT_SUPPORTED);
   EXPECT_EQ(torchfort_rl_on_policy_load_model("tf_rl", "dir"), TORCHFORT_RESULT_NOT_SUPPORTED);
   std::string const err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("TORCHFORT::ERROR: torchfort_rl_on_policy_create_system: not in ktr's reinforcement learning "
                      "yet"),
             std::string::npos)
       << err;
-  EXPECT_NE(err.find("TORCHFORT::ERROR: torchfort_rl_off_policy_save_checkpoint: "), std::string::npos) << err;
+  EXPECT_NE(err.find("TORCHFORT::ERROR: torchfort_rl_on_policy_save_checkpoint: "), std::string::npos) << err;
 }
 
 std::string read_text(std::string const& path) {

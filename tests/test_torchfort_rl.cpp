@@ -206,4 +206,47 @@ TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount)
   EXPECT_NE(err.find("one per call without _multi"), std::string::npos) << err;
 }
 
+// TorchFort's checkpoint calls: save_checkpoint, then load_checkpoint into another system of the same file (the
+// same actions and values), load_model (the networks only: its buffer stays empty).
+TEST(TorchFortRL, ASavedSystemLoadsWholeOrAsItsNetworksOnly) {
+  std::string const path = write_file("tf_ckpt.yaml", config("td3"));
+  for (char const* n : {"tf_ckpt_a", "tf_ckpt_b", "tf_ckpt_c"})
+    ASSERT_EQ(torchfort_rl_off_policy_create_system(n, path.c_str(), kDevice, kDevice), TORCHFORT_RESULT_SUCCESS);
+  float s = 0.5f, a = 0, r = 1;
+  int64_t one[1] = {1}, batch[2] = {1, 1};
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_ckpt_a", &s, &s, 1, one, &a, 1, one, &r, true,
+                                                           TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+    bool ready = false;
+    ASSERT_EQ(torchfort_rl_off_policy_is_ready("tf_ckpt_a", ready), TORCHFORT_RESULT_SUCCESS);
+    if (ready)
+      ASSERT_EQ(torchfort_rl_off_policy_train_step("tf_ckpt_a", nullptr, nullptr, 0), TORCHFORT_RESULT_SUCCESS);
+  }
+  std::string const dir = ::testing::TempDir() + "tf_rl_ckpt";
+  ASSERT_EQ(torchfort_rl_off_policy_save_checkpoint("tf_ckpt_a", dir.c_str()), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_rl_off_policy_load_checkpoint("tf_ckpt_b", dir.c_str()), TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_rl_off_policy_load_model("tf_ckpt_c", dir.c_str()), TORCHFORT_RESULT_SUCCESS);
+  float act[3] = {}, q[3] = {};
+  for (int k = 0; k < 3; ++k) {
+    char const* n = k == 0 ? "tf_ckpt_a" : (k == 1 ? "tf_ckpt_b" : "tf_ckpt_c");
+    ASSERT_EQ(torchfort_rl_off_policy_predict(n, &s, 2, batch, &act[k], 2, batch, TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+    ASSERT_EQ(
+        torchfort_rl_off_policy_evaluate(n, &s, 2, batch, &act[k], 2, batch, &q[k], 1, one, TORCHFORT_FLOAT, 0),
+        TORCHFORT_RESULT_SUCCESS);
+  }
+  EXPECT_NEAR(act[1], act[0], 1e-5f);
+  EXPECT_NEAR(act[2], act[0], 1e-5f);
+  EXPECT_NEAR(q[1], q[0], 1e-5f);
+  EXPECT_NEAR(q[2], q[0], 1e-5f);
+  bool ready = true;
+  EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_ckpt_b", ready), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_TRUE(ready) << "load_checkpoint restores the buffer";
+  EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_ckpt_c", ready), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_FALSE(ready) << "load_model leaves the buffer empty";
+  EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_ckpt_b", nullptr, nullptr, 0), TORCHFORT_RESULT_SUCCESS)
+      << "a restored system trains on";
+}
+
 }  // namespace
