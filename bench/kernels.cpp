@@ -73,11 +73,6 @@ ModelRate model_rate(ExecSpace const& space, std::string const& description, std
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 // A kernel and the limit it is compared with, measured back to back in every round.
 struct Row {
   std::string what;

@@ -112,4 +112,9 @@ std::string num(double v, int digits) {
   return buf;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
 }  // namespace ktr::bench

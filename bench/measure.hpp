@@ -43,6 +43,9 @@ struct LaunchCost {
 };
 LaunchCost launch_cost(ExecSpace const& space, int launches = 2000);
 
+/// The median of `v` (the mean of the middle two for an even count).
+double median(std::vector<double> v);
+
 /// Formats a number with `digits` decimals.
 std::string num(double v, int digits = 1);
 

@@ -39,7 +39,7 @@ OffPolicyConfig config_of(Size const& s, OffPolicyConfig::Algorithm a) {
 }
 
 // A system whose buffer holds 1,024 random transitions.
-void fill(ExecSpace const& space, OffPolicySystem& sys) {
+void fill_buffer(ExecSpace const& space, OffPolicySystem& sys) {
   std::int64_t const S = sys.state_dim(), A = sys.action_dim();
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -59,11 +59,6 @@ void fill(ExecSpace const& space, OffPolicySystem& sys) {
     sys.push(space, ts.data(), ta.data(), tr.data(), tn.data(), td.data());
   }
   sys.ready(space);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 int run_suite(ExecSpace const& space, int seeds) {
@@ -107,7 +102,7 @@ int run_rl(ExecSpace const& space, RlBenchOptions const& o) {
   for (auto const& size : kSizes)
     for (auto a : {OffPolicyConfig::Algorithm::td3, OffPolicyConfig::Algorithm::ddpg}) {
       OffPolicySystem sys(space, config_of(size, a));
-      fill(space, sys);
+      fill_buffer(space, sys);
       sys.train(space, 16);
       space.fence();
       std::vector<double> rate[2];
@@ -125,7 +120,7 @@ int run_rl(ExecSpace const& space, RlBenchOptions const& o) {
     }
   // The per-step calls of an environment loop, one environment, device arrays (on a host build: the caller's).
   OffPolicySystem sys(space, config_of(kSizes[0], OffPolicyConfig::Algorithm::td3));
-  fill(space, sys);
+  fill_buffer(space, sys);
   Tensor s(space, "ktr::bench::rl_s1", Shape{1, 1}), a(space, "ktr::bench::rl_a1", Shape{1, 1}),
       q(space, "ktr::bench::rl_q1", Shape{1}), r(space, "ktr::bench::rl_r1", Shape{1});
   std::printf("per call (us, median of %d; fenced; TorchFort's test sizes):\n", o.rounds);

@@ -93,6 +93,10 @@ class OffPolicySystem {
   Model& policy_target() { return *policy_target_; }
   Model& critic_target(int i) { return *critic_targets_[std::size_t(i)]; }
   TransitionBuffer& buffer() { return buffer_; }
+  /// The last update's batch, and its target critics' input (s', a' after smoothing): for checks against a
+  /// reference implementation.
+  TransitionBatch const& last_batch() const { return batch_; }
+  Tensor const& last_target_input() const { return next_state_action_; }
 
   /// One update (train's step; public because the CUDA compiler refuses device lambdas in private members), the
   /// policy's part and the targets' where `update_policy`.

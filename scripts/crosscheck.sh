@@ -10,5 +10,6 @@ pins=(jax==0.10.2 jaxlib==0.10.2 flax==0.12.8 optax==0.2.8 safetensors==0.8.0 nu
 source scripts/venv.sh
 venv=$(cached_venv flax "" "${pins[@]}")
 build=$(scripts/build.sh openmp | tail -n1)
-cmake --build "$build" --target ktr_crosscheck ktr_cli -j "${KTR_JOBS:-$(nproc)}" >&2
-OMP_PROC_BIND=false "$venv/bin/python" tests/flax/crosscheck.py --ktr "$build/apps/ktr" --tool "$build/tests/ktr_crosscheck"
+cmake --build "$build" --target ktr_crosscheck ktr_rl_crosscheck ktr_cli -j "${KTR_JOBS:-$(nproc)}" >&2
+OMP_PROC_BIND=false "$venv/bin/python" tests/flax/crosscheck.py --ktr "$build/apps/ktr" --tool "$build/tests/ktr_crosscheck" \
+  --rl-tool "$build/tests/ktr_rl_crosscheck"

@@ -28,9 +28,15 @@
    + 1e-6 (per tensor: Flax rounds every layer's output to bf16, ktr only the inputs of its products; the mean
    loss, whose bf16 errors may cancel by chance, may also take the logits' budget through |d loss| <= 2 max
    |d logits|), and ktr's bf16 must differ from its fp32 (the precision took effect).
+6. Reinforcement learning: one TD3 and one DDPG update of ktr's rl/ layer (ktr_rl_crosscheck: TorchFort's
+   semantics, plain SGD so that each step is its gradient) against the same update written here in JAX from the
+   same weights, batch and smoothed target actions: the target action within the smoothing clip of the target
+   policy's, the critics' and the policy's losses, every network's step (hence every gradient) and every target's
+   Polyak average.
 Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
 
-    crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck
+    crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck \
+                  --rl-tool build/openmp/tests/ktr_rl_crosscheck
 """
 import argparse
 import gzip
@@ -493,10 +499,70 @@ def flax_to_ktr(args, data, work, failures):
               f"ktr eval {100 * ktr_acc:.2f}% ({'ok' if ok else 'FAIL'}, within one sample)")
 
 
+def rl_one_update(args, work, failures):
+    """One update of ktr's TD3 and DDPG against the same update in JAX (see check 6 above)."""
+    gamma, rho, lr, clip, lo, hi = 0.9, 0.8, 0.1, 0.3, -1.0, 1.0
+
+    def mlp(params, prefix, x, hidden):
+        layers = sorted({k[len(prefix):].split(".")[0] for k in params if k.startswith(prefix)})
+        for i, name in enumerate(layers):
+            x = x @ params[f"{prefix}{name}.kernel"] + params[f"{prefix}{name}.bias"]
+            if i + 1 < len(layers):
+                x = hidden(x)
+        return x
+
+    for algo in ("td3", "ddpg"):
+        out = os.path.join(work, f"rl-{algo}.safetensors")
+        subprocess.run([args.rl_tool, algo, out], check=True)
+        k = {n: jnp.asarray(v) for n, v in load_file(out).items()}
+        critics = 2 if algo == "td3" else 1
+        before = {n[len("before."):]: v for n, v in k.items() if n.startswith("before.")}
+        after = {n[len("after."):]: v for n, v in k.items() if n.startswith("after.")}
+        s, s2, r, d = k["s"], k["s_next"], k["r"], k["d"]
+        a = k["a"][:, s.shape[1]:]
+        a_next = k["target_input"][:, s.shape[1]:]
+        print(f"rl {algo}: one update, batch {s.shape[0]}, {critics} critic(s)")
+        policy = lambda p, pre, x: mlp(p, pre, x, jnp.tanh)
+        critic = lambda p, pre, x, u: mlp(p, pre, jnp.concatenate([x, u], axis=1), nn.relu)[:, 0]
+        # The smoothed target action: the target policy's plus noise clipped to +-clip, clamped to [lo, hi].
+        pt = policy(before, "policy_target.", s2)
+        inside = (a_next > lo) & (a_next < hi)
+        smooth_ok = bool(jnp.all(jnp.where(inside, jnp.abs(a_next - pt) <= clip + 1e-5, True)))
+        print(f"  {'target smoothing':28s} {'ok' if smooth_ok else 'FAIL'}")
+        if not smooth_ok:
+            failures.append(f"rl {algo} target smoothing")
+        q_next = jnp.min(jnp.stack([critic(before, f"critic{i}_target.", s2, a_next) for i in range(critics)]), 0)
+        y = r + gamma * (1 - d) * q_next
+        q_loss = 0.0
+        new = {}
+        for i in range(critics):
+            names = [n for n in before if n.startswith(f"critic{i}.")]
+            loss = lambda p: jnp.mean((critic({**before, **p}, f"critic{i}.", s, a) - y) ** 2)
+            value, grads = jax.value_and_grad(loss)({n: before[n] for n in names})
+            q_loss += value
+            for n in names:
+                new[n] = before[n] - lr * grads[n]
+        close("critic loss (sum)", k["q_loss"][0], q_loss, failures)
+        # The policy's loss through the first critic as just updated.
+        names = [n for n in before if n.startswith("policy.")]
+        loss = lambda p: -jnp.mean(critic(new, "critic0.", s, policy(p, "policy.", s)))
+        value, grads = jax.value_and_grad(loss)({n: before[n] for n in names})
+        close("policy loss", k["p_loss"][0], value, failures)
+        for n in names:
+            new[n] = before[n] - lr * grads[n]
+        for n in sorted(new):
+            close(f"step {n}", after[n] - before[n], new[n] - before[n], failures)
+        for n in sorted(new):
+            net, param = n.split(".", 1)
+            t = f"{net}_target.{param}"
+            close(f"polyak {t}", after[t], rho * before[t] + (1 - rho) * new[n], failures)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ktr", required=True)
     p.add_argument("--tool", required=True)
+    p.add_argument("--rl-tool", required=True)
     p.add_argument("--fashion-mnist", default="/usr/share/datasets/fashion-mnist")
     args = p.parse_args()
     print(f"jax {jax.__version__}, optax {optax.__version__}, numpy {np.__version__}; tolerance {RTOL:g} relative")
@@ -509,6 +575,7 @@ def main():
         flax_to_ktr(args, data, work, failures)
         acceptance(args, data, work, failures)
         bf16_mixed_precision(args, work, failures)
+        rl_one_update(args, work, failures)
     print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
     return 1 if failures else 0
 
