@@ -31,6 +31,10 @@ Size const kSizes[] = {
      "in=5 dense:128:relu dense:64:relu dense:1"},
 };
 
+char const* algorithm_name(OffPolicyConfig::Algorithm a) {
+  return a == OffPolicyConfig::Algorithm::td3 ? "td3" : (a == OffPolicyConfig::Algorithm::ddpg ? "ddpg" : "sac");
+}
+
 OffPolicyConfig config_of(Size const& s, OffPolicyConfig::Algorithm a) {
   OffPolicyConfig c = rl::torchfort_check_config(a, 1);
   c.batch_size = s.batch, c.policy = s.policy, c.critic = s.critic;
@@ -76,8 +80,7 @@ int run_suite(ExecSpace const& space, int seeds) {
       double const s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
       iterations += c.explore + c.exploit + c.evaluate;
       failed += r.passed() ? 0 : 1;
-      std::printf("  %-4s %-12s seed %d: %s %.4g (want %g within %g)  %.1f s\n",
-                  c.algorithm == OffPolicyConfig::Algorithm::td3 ? "td3" : "ddpg",
+      std::printf("  %-4s %-12s seed %d: %s %.4g (want %g within %g)  %.1f s\n", algorithm_name(c.algorithm),
                   rl::check_environment_name(c.environment), seed, r.passed() ? "pass" : "FAIL", double(r.value),
                   double(r.target), double(r.tolerance), s);
     }
@@ -100,7 +103,8 @@ int run_rl(ExecSpace const& space, RlBenchOptions const& o) {
       o.rounds, static_cast<long long>(o.updates));
   std::printf("%-26s %-5s %12s %12s %8s\n", "size", "algo", "K=1", "K=16", "K=16/1");
   for (auto const& size : kSizes)
-    for (auto a : {OffPolicyConfig::Algorithm::td3, OffPolicyConfig::Algorithm::ddpg}) {
+    for (auto a :
+         {OffPolicyConfig::Algorithm::td3, OffPolicyConfig::Algorithm::ddpg, OffPolicyConfig::Algorithm::sac}) {
       OffPolicySystem sys(space, config_of(size, a));
       fill_buffer(space, sys);
       sys.train(space, 16);
@@ -115,8 +119,8 @@ int run_rl(ExecSpace const& space, RlBenchOptions const& o) {
           rate[k == 16].push_back(double(o.updates) / s);
         }
       double const r1 = median(rate[0]), r16 = median(rate[1]);
-      std::printf("%-26s %-5s %12s %12s %8.2f\n", size.name, a == OffPolicyConfig::Algorithm::td3 ? "td3" : "ddpg",
-                  num(r1, 0).c_str(), num(r16, 0).c_str(), r16 / r1);
+      std::printf("%-26s %-5s %12s %12s %8.2f\n", size.name, algorithm_name(a), num(r1, 0).c_str(),
+                  num(r16, 0).c_str(), r16 / r1);
     }
   // The per-step calls of an environment loop, one environment, device arrays (on a host build: the caller's).
   OffPolicySystem sys(space, config_of(kSizes[0], OffPolicyConfig::Algorithm::td3));

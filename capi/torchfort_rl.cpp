@@ -1,9 +1,10 @@
 // TorchFort's reinforcement-learning calls (torchfort/torchfort_rl.h) over ktr's rl/ layer: the off-policy systems
-// (TD3, DDPG) with a uniform replay buffer of n_envs environments per slot. Each call translates its arguments
-// (one datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs under the
-// C API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort prints it and
-// returned as its result code. What ktr has not built yet (SAC, PPO and the on-policy calls, distributed systems,
-// the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED with its reason and touches none of its arguments.
+// (TD3, DDPG, SAC) with a uniform replay buffer of n_envs environments per slot. Each call translates its
+// arguments (one datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs
+// under the C API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort
+// prints it and returned as its result code. What ktr has not built yet (SAC, PPO and the on-policy calls,
+// distributed systems, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED with its reason and touches none of
+// its arguments.
 #if defined(KTR_ENABLE_MPI)
 #include <mpi.h>  // first: the headers then declare the MPI_Comm forms
 #endif
@@ -33,7 +34,7 @@ using ktr::capi::Array;
 torchfort_result_t rl_refused(char const* call) {
   return torchfort_result_t(ktr::capi::torchfort_refused(
       call, KTR_RESULT_NOT_SUPPORTED,
-      "not in ktr's reinforcement learning yet (it has torchfort_rl_off_policy_* systems of TD3 and DDPG: "
+      "not in ktr's reinforcement learning yet (it has torchfort_rl_off_policy_* systems of TD3, DDPG and SAC: "
       "create_system, update_replay_buffer, is_ready, train_step, predict, predict_explore, evaluate)"));
 }
 

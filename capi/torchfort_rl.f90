@@ -1,6 +1,6 @@
 ! TorchFort's reinforcement-learning interface (torchfort_rl_*, v0.4.0 and master's load_model calls), for the
 ! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
-! that calls them builds and links. The off-policy systems ktr has (TD3 and DDPG: create_system,
+! that calls them builds and links. The off-policy systems ktr has (TD3, DDPG, SAC: create_system,
 ! update_replay_buffer for one or n_envs environments, is_ready, train_step, predict, predict_explore, evaluate,
 ! save_checkpoint, load_checkpoint, load_model)
 ! run through TorchFort's C calls (torchfort_rl.cpp; the arrays' descriptors go through fortran.c), real32 or

@@ -12,7 +12,7 @@ install(TARGETS ktr EXPORT ktrTargets
 # installed header includes one of them.
 set(ktr_INTERNAL_HEADERS tools_counter.hpp kernel_timer.hpp region.hpp pack.hpp conv_direct.hpp dense_narrow.hpp
     dpbf16.hpp conv_direct_dpbf16.hpp dense_narrow_dpbf16.hpp permutation.hpp ops.hpp checked.hpp file.hpp
-    activation_functors.hpp bias_act.hpp schedule_scale.hpp random.hpp)
+    activation_functors.hpp bias_act.hpp schedule_scale.hpp random.hpp sac.hpp)
 set(ktr_internal_patterns)
 foreach(h IN LISTS ktr_INTERNAL_HEADERS)
   list(APPEND ktr_internal_patterns PATTERN ${h} EXCLUDE)

@@ -7,22 +7,59 @@ namespace ktr {
 namespace config_impl {
 namespace {
 
+// TorchFort's SACMLP: a ReLU encoder over layer_sizes[0 .. n-2], then a mean head and a log sigma head of
+// layer_sizes[n-1] values each (one dense layer of 2A outputs: the means, then the log sigmas), or a free log
+// sigma (state_dependent_sigma: false) starting at log_sigma_init.
+std::string read_sacmlp(Reader const& r, YAML::Node const& n, std::string const& section, rl::OffPolicyConfig& c) {
+  std::vector<std::int64_t> sizes;
+  r.section(
+      n, section,
+      {{"type", r.ignored()},
+       {"parameters", [&](YAML::Node const& p, std::string const& pk) {
+          r.section(
+              p, pk,
+              {{"layer_sizes",
+                [&](YAML::Node const& v, std::string const& key) {
+                  if (!v.IsSequence() || v.size() < 2)
+                    r.fail(v, key, "must be a list of at least two sizes [state, ..., action]");
+                  for (std::size_t i = 0; i < v.size(); ++i)
+                    sizes.push_back(r.integer(v[i], key + "[" + std::to_string(i) + "]", 1, 1 << 24));
+                }},
+               {"state_dependent_sigma",
+                [&](YAML::Node const& v, std::string const& key) { c.state_dependent_sigma = r.boolean(v, key); }},
+               {"log_sigma_init",
+                [&](YAML::Node const& v, std::string const& key) {
+                  c.log_sigma_init = float(r.number(v, key, -20, 2));
+                }},
+               {"dropout", r.only_default(0)}});
+        }}});
+  if (sizes.empty()) r.fail(n, section + ".parameters.layer_sizes", "missing: a SACMLP needs its sizes");
+  std::string d = "in=" + std::to_string(sizes[0]);
+  for (std::size_t i = 1; i + 1 < sizes.size(); ++i) d += " dense:" + std::to_string(sizes[i]) + ":relu";
+  d += " dense:" + std::to_string(c.state_dependent_sigma ? 2 * sizes.back() : sizes.back());
+  return Model::plan(d, 1).description;
+}
+
 // A network section (policy_model, critic_model): TorchFort's MLP (CriticMLP for a critic: its layer_sizes[0] is
-// the state's and the action's values together) or a ktr description, through the supervised model's reader.
-std::string read_network(Reader const& r, YAML::Node const& root, char const* section, bool critic) {
+// the state's and the action's values together; SACMLP for a SAC policy) or a ktr description, through the
+// supervised model's reader.
+std::string read_network(Reader const& r, YAML::Node const& root, char const* section, bool critic,
+                         rl::OffPolicyConfig& c) {
   YAML::Node n = root[section];
   if (!n.IsDefined()) r.fail(root, section, "missing: the system needs its networks");
   if (!n.IsMap()) r.fail(n, section, "must be a mapping of keys to values");
   YAML::Node copy = YAML::Clone(n);
+  bool const sac = c.algorithm == rl::OffPolicyConfig::Algorithm::sac;
   if (copy["type"].IsDefined() && copy["type"].IsScalar()) {
     std::string const t = lower(copy["type"].as<std::string>());
-    if (t == (critic ? "criticmlp" : "mlp"))
+    std::string const wanted = critic ? "criticmlp" : (sac ? "sacmlp" : "mlp");
+    if (t == "sacmlp" && t == wanted) return read_sacmlp(r, n, section, c);
+    if (t == wanted)
       copy["type"] = "mlp";
     else if (t != "ktr")
       r.fail(n["type"], std::string(section) + ".type",
-             "'" + escaped(t) + "' must be " + (critic ? "CriticMLP" : "MLP") + " or ktr" +
-                 (t == "sacmlp" ? " (SAC is not in ktr yet)" : ""),
-             t == "sacmlp" || t == "torchscript");
+             "'" + escaped(t) + "' must be " + (critic ? "CriticMLP" : (sac ? "SACMLP" : "MLP")) + " or ktr",
+             t == "torchscript");
   }
   Draft d;
   read_model(r, copy, section, d);
@@ -50,7 +87,11 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
   RlFileConfig out;
   rl::OffPolicyConfig& c = out.system;
   Draft optimizer, policy_schedule, critic_schedule;
-  bool has_algorithm = false;
+  bool has_algorithm = false, has_alpha_optimizer = false;
+  std::vector<std::pair<YAML::Node, std::string>> sac_keys;  // SAC's own keys, refused for the others
+  std::string actor_type = "space_noise";
+  YAML::Node actor_type_node;
+  Draft alpha_optimizer, alpha_schedule;
   auto num = [&](float& field, double lo, double hi) {
     return [&, lo, hi](YAML::Node const& v, std::string const& key) { field = float(r.number(v, key, lo, hi)); };
   };
@@ -83,8 +124,9 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
                        {{"type",
                          [&](YAML::Node const& v, std::string const& key) {
                            std::string const t = lower(r.text(v, key));
-                           if (t == "sac" || t == "ppo")
-                             r.fail(v, key, "'" + t + "' is not in ktr yet (td3, ddpg)", true);
+                           if (t == "ppo")
+                             r.fail(v, key, "'ppo' is an on-policy algorithm, not in ktr yet (td3, ddpg, sac)",
+                                    true);
                            try {
                              c.algorithm = rl::OffPolicyConfig::parse_algorithm(t);
                            } catch (Error const& e) {
@@ -99,13 +141,29 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
                                       {"nstep", r.only_default(1)},
                                       {"nstep_reward_reduction", type_is("sum", "nstep 1 only")},
                                       {"gamma", num(c.gamma, 0, 1)},
-                                      {"rho", num(c.rho, 0, 1)}});
+                                      {"rho", num(c.rho, 0, 1)},
+                                      {"alpha",
+                                       [&](YAML::Node const& v, std::string const& key) {
+                                         c.alpha = float(r.number(v, key, 0, kBig));
+                                         sac_keys.push_back({v, key});
+                                       }},
+                                      {"target_entropy",
+                                       [&](YAML::Node const& v, std::string const& key) {
+                                         c.target_entropy = float(r.number(v, key, -kBig, kBig));
+                                         sac_keys.push_back({v, key});
+                                       }},
+                                      {"normalize_states", r.only_default(0)},
+                                      {"normalize_rewards", r.only_default(0)}});
                          }}});
            }},
           {"actor",
            [&](YAML::Node const& n, std::string const& k) {
              r.section(n, k,
-                       {{"type", type_is("space_noise", "space_noise only")},
+                       {{"type",
+                         [&](YAML::Node const& v, std::string const& key) {
+                           actor_type = lower(r.text(v, key));
+                           actor_type_node = v;
+                         }},
                         {"parameters", [&](YAML::Node const& p, std::string const& pk) {
                            r.section(p, pk,
                                      {{"a_low", num(c.a_low, -kBig, kBig)},
@@ -134,15 +192,30 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
            [&](YAML::Node const& n, std::string const& k) { read_lr_scheduler(r, n, k, policy_schedule); }},
           {"critic_lr_scheduler",
            [&](YAML::Node const& n, std::string const& k) { read_lr_scheduler(r, n, k, critic_schedule); }},
+          {"alpha_optimizer",
+           [&](YAML::Node const& n, std::string const& k) {
+             has_alpha_optimizer = true;
+             read_optimizer(r, n, k, alpha_optimizer);
+           }},
+          {"alpha_lr_scheduler",
+           [&](YAML::Node const& n, std::string const& k) { read_lr_scheduler(r, n, k, alpha_schedule); }},
       });
-  if (!has_algorithm) r.fail(root, "algorithm", "missing: the file must name td3 or ddpg");
+  if (!has_algorithm) r.fail(root, "algorithm", "missing: the file must name td3, ddpg or sac");
+  bool const sac = c.algorithm == rl::OffPolicyConfig::Algorithm::sac;
+  if (!sac && !sac_keys.empty()) r.fail(sac_keys[0].first, sac_keys[0].second, "belongs to SAC");
+  if (!sac && has_alpha_optimizer) r.fail(root["alpha_optimizer"], "alpha_optimizer", "belongs to SAC");
+  // SAC reads only the actor's range; TD3 and DDPG have the space-noise actor.
+  if (actor_type != "space_noise" && !(sac && (actor_type == "space_noise_ou" || actor_type == "parameter_noise" ||
+                                               actor_type == "parameter_noise_ou")))
+    r.fail(actor_type_node, "actor.type",
+           "'" + escaped(actor_type) + "' is not supported by ktr yet (space_noise)", true);
   if (c.min_size > c.max_size)
     r.fail(root["replay_buffer"], "replay_buffer.parameters.min_size", "is larger than max_size");
   if (!(c.a_low < c.a_high)) r.fail(root["actor"], "actor.parameters.a_low", "must be below a_high");
   if (optimizer.c.run.accumulate != 1)
     r.fail(root["optimizer"], "optimizer.general.grad_accumulation_steps", "above 1 is not in ktr's RL yet", true);
-  c.policy = read_network(r, root, "policy_model", false);
-  c.critic = read_network(r, root, "critic_model", true);
+  c.policy = read_network(r, root, "policy_model", false, c);
+  c.critic = read_network(r, root, "critic_model", true, c);
   // One optimizer section for every network, each with its own schedule.
   for (auto* s : {&policy_schedule, &critic_schedule}) {
     s->c.run.optimizer = optimizer.c.run.optimizer;
@@ -155,6 +228,17 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
   }
   c.policy_optimizer = policy_schedule.c.run.optimizer;
   c.critic_optimizer = critic_schedule.c.run.optimizer;
+  if (has_alpha_optimizer) {  // SAC's entropy coefficient, tuned by its own optimiser and schedule
+    alpha_schedule.c.run.optimizer = alpha_optimizer.c.run.optimizer;
+    finish_schedule(r, alpha_schedule);
+    OptimizerConfig& o = alpha_schedule.c.run.optimizer;
+    if (alpha_optimizer.weight_decay >= 0)
+      (o.kind == OptimizerConfig::Kind::adamw ? o.weight_decay : o.l2) = float(alpha_optimizer.weight_decay);
+    else if (o.kind != OptimizerConfig::Kind::adamw)
+      o.weight_decay = 0;
+    c.tune_alpha = true;
+    c.alpha_optimizer = o;
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "../core/error.hpp"
 #include "random.hpp"
+#include "sac.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -14,7 +15,8 @@ OffPolicyConfig::Algorithm OffPolicyConfig::parse_algorithm(std::string const& n
   for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (n == "td3") return Algorithm::td3;
   if (n == "ddpg") return Algorithm::ddpg;
-  throw Error("algorithm: '" + name + "' is not an off-policy algorithm ktr has (td3, ddpg)");
+  if (n == "sac") return Algorithm::sac;
+  throw Error("algorithm: '" + name + "' is not an off-policy algorithm ktr has (td3, ddpg, sac)");
 }
 
 // ---------------------------------------------------------------------------------------------- initialisation
@@ -87,7 +89,11 @@ Dims dims_of(OffPolicyConfig const& c) {
   ModelPlan const critic = Model::plan(c.critic, 1);
   KTR_REQUIRE(policy.input.rank == 2, "policy_model", "takes a vector of state values (in=S), not an image");
   KTR_REQUIRE(critic.input.rank == 2, "critic_model", "takes a vector (in=S+A), not an image");
-  std::int64_t const S = policy.input.inner(), A = policy.output_width;
+  bool const two_heads = c.algorithm == OffPolicyConfig::Algorithm::sac && c.state_dependent_sigma;
+  KTR_REQUIRE(!two_heads || policy.output_width % 2 == 0, "policy_model",
+              "outputs " + std::to_string(policy.output_width) +
+                  " values; a SAC policy with a state-dependent sigma outputs the means and the log sigmas (2A)");
+  std::int64_t const S = policy.input.inner(), A = two_heads ? policy.output_width / 2 : policy.output_width;
   KTR_REQUIRE(critic.input.inner() == S + A, "critic_model",
               "takes " + std::to_string(critic.input.inner()) + " values; the state and the action are " +
                   std::to_string(S) + " + " + std::to_string(A));
@@ -123,6 +129,7 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
       buffer_(space, config.max_size, state_dim_, action_dim_, config.n_envs) {
   OffPolicyConfig& c = config_;
   if (c.algorithm == OffPolicyConfig::Algorithm::ddpg) c.num_critics = 1, c.policy_lag = 1;
+  if (c.algorithm == OffPolicyConfig::Algorithm::sac) c.policy_lag = 1;  // SAC's policy steps every update
   KTR_REQUIRE(c.batch_size > 0, "batch_size", "must be positive, got " + std::to_string(c.batch_size));
   KTR_REQUIRE(c.num_critics >= 1 && c.num_critics <= 16, "num_critics",
               "must lie in [1, 16], got " + std::to_string(c.num_critics));
@@ -134,12 +141,15 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
               "clip, sigma_train and sigma_explore must not be negative");
   KTR_REQUIRE(c.min_size >= 1 && c.min_size <= c.max_size, "min_size",
               "must lie in [1, max_size = " + std::to_string(c.max_size) + "], got " + std::to_string(c.min_size));
+  KTR_REQUIRE(c.alpha >= 0 && std::isfinite(c.alpha), "alpha", "must be a finite value >= 0");
 
   std::int64_t const B = c.batch_size, rows = std::max(B, c.n_envs), S = state_dim_, A = action_dim_;
   policy_ = std::make_unique<Model>(space, c.policy, rows);
-  policy_target_ = std::make_unique<Model>(space, c.policy, B);
   init_torch_default(space, *policy_, c.seed);
-  copy_params(space, *policy_target_, *policy_);
+  if (!sac()) {  // SAC has no policy target
+    policy_target_ = std::make_unique<Model>(space, c.policy, B);
+    copy_params(space, *policy_target_, *policy_);
+  }
   policy_opt_ = std::make_unique<Optimizer>(c.policy_optimizer, policy_->arena().size(), space);
   policy_step_ = Kokkos::View<std::int64_t, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::policy_step"));
   for (int i = 0; i < c.num_critics; ++i) {
@@ -162,13 +172,38 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
   q_min_ = Tensor(space, "ktr::rl::q_min", Shape{B});
   y_ = Tensor(space, "ktr::rl::y", Shape{B});
   losses_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::losses"), std::size_t(c.num_critics + 1));
+  if (sac()) {
+    logp_ = Tensor(space, "ktr::rl::sac_logp", Shape{B});
+    argmin_ = Tensor(space, "ktr::rl::sac_argmin", Shape{B});
+    daction_ = Tensor(space, "ktr::rl::sac_daction", Shape{B, A});
+    if (!c.state_dependent_sigma) {  // a parameter of A values, with the policy's optimiser settings
+      log_sigma_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::log_sigma"), std::size_t(A));
+      log_sigma_grad_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::log_sigma_grad"), std::size_t(A));
+      Kokkos::deep_copy(space, log_sigma_, c.log_sigma_init);
+      log_sigma_opt_ = std::make_unique<Optimizer>(c.policy_optimizer, A, space);
+      log_sigma_step_ = Kokkos::View<std::int64_t, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::log_sigma_step"));
+    }
+    // TorchFort's: alpha 0 turns the entropy term off, unless alpha is tuned (it then starts at 0.01).
+    log_alpha_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::log_alpha"), 1);
+    log_alpha_grad_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::log_alpha_grad"), 1);
+    Kokkos::deep_copy(space, log_alpha_, float(std::log(c.alpha > 0 ? double(c.alpha) : 0.01)));
+    if (c.tune_alpha) {
+      alpha_opt_ = std::make_unique<Optimizer>(c.alpha_optimizer, 1, space);
+      alpha_step_ = Kokkos::View<std::int64_t, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::alpha_step"));
+    }
+  }
 }
 
 OffPolicySystem::~OffPolicySystem() = default;
 
 void OffPolicySystem::push(ExecSpace const& space, float const* s, float const* a, float const* r,
                            float const* s_next, float const* done) {
-  buffer_.push(space, s, a, r, s_next, done);
+  buffer_.push(space, s, a, r, s_next, done, action_scale(), action_shift());
+}
+
+float OffPolicySystem::action_scale() const { return sac() ? 2.0f / (config_.a_high - config_.a_low) : 1.0f; }
+float OffPolicySystem::action_shift() const {
+  return sac() ? -1.0f - 2.0f * config_.a_low / (config_.a_high - config_.a_low) : 0.0f;
 }
 
 bool OffPolicySystem::ready(ExecSpace const& space) {
@@ -191,8 +226,8 @@ void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float*
   KTR_REQUIRE(updates >= 1, "train", "asks for " + std::to_string(updates) + " updates");
   bool policy_updated = false;
   for (std::int64_t k = 0; k < updates; ++k) {
-    ++updates_;  // counted from 1: no policy update at the first
-    policy_updated = updates_ % config_.policy_lag == 0;
+    ++updates_;                                           // counted from 1: no policy update at the first
+    policy_updated = updates_ % config_.policy_lag == 0;  // SAC's lag is 1
     update(space, policy_updated);
   }
   if (!p_loss && !q_loss) return;
@@ -215,8 +250,11 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
   auto draws = draws_;
   buffer_.sample(space, stream_key(c.seed, 10), draws.data(), batch_);
 
-  // The target action: the target policy's, smoothed by clipped noise, clamped to the action range.
-  {
+  if (sac()) {
+    if (c.tune_alpha) sac_update_alpha(space);
+    sac_critic_target(space);  // a' ~ pi(s') into the target critics' input, log pi(a'|s') into logp_
+  } else {
+    // The target action: the target policy's, smoothed by clipped noise, clamped to the action range.
     Tensor const ap = policy_target_->forward(space, fp32, batch_.next_state);
     float const* a = ap.data();
     float const* sn = batch_.next_state.data();
@@ -235,7 +273,9 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
           }
         });
   }
-  // y = r + gamma (1 - d) min_i target_critic_i(s', a').
+  // y = r + gamma (1 - d) min_i target_critic_i(s', a') (SAC: minus alpha log pi(a'|s')).
+  float const* logp = sac() ? logp_.data() : nullptr;
+  float const* log_alpha = sac() ? log_alpha_or_null() : nullptr;
   for (int i = 0; i < nc; ++i) {
     Tensor const q = critic_targets_[std::size_t(i)]->forward(space, fp32, next_state_action_);
     float const* qv = q.data();
@@ -249,7 +289,8 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
         "ktr::rl::critic_target", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
           float const m = first ? qv[b] : (qv[b] < qmin[b] ? qv[b] : qmin[b]);
           qmin[b] = m;
-          if (last) y[b] = r[b] + gamma * (1.0f - d[b]) * m;
+          float const entropy = log_alpha ? float(compat::exp(log_alpha[0])) * logp[b] : 0.0f;
+          if (last) y[b] = r[b] + gamma * (1.0f - d[b]) * (m - entropy);
         });
   }
   // Each critic: loss_i = mean (q_i - y)^2, its gradient, its optimiser step.
@@ -272,7 +313,10 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
     critic_opts_[std::size_t(i)]->update(space, critic.arena().params(), critic.arena().grads(),
                                          critic_steps_[std::size_t(i)], losses_.data() + i, 1);
   }
-  if (update_policy) {
+  if (sac()) {
+    sac_update_policy(space);
+    for (int i = 0; i < nc; ++i) polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);
+  } else if (update_policy) {
     // The policy's loss: -mean critic_0(s, policy(s)); its gradient reaches the policy through the critic's input.
     Model& critic = *critics_[0];
     Tensor const a = policy_->forward(space, fp32, batch_.state);
@@ -325,6 +369,23 @@ void OffPolicySystem::predict(ExecSpace const& space, Tensor const& state, Tenso
     Tensor const a = policy_->forward(space, Precision{}, in);
     float const* av = a.data();
     float* out = action.data() + at * A;
+    if (sac()) {  // tanh(mean), or tanh of a draw, onto [a_low, a_high]
+      Squashed const g = squashed(a);
+      bool const draw = explore;
+      Kokkos::parallel_for(
+          "ktr::rl::sac_predict", Kokkos::RangePolicy<ExecSpace>(space, 0, n * A), KOKKOS_LAMBDA(std::int64_t k) {
+            std::int64_t const row = k / A, j = k % A;
+            float u = g.mean(row, j);
+            if (draw) {
+              float ls = g.log_sigma(row, j);
+              ls = ls < kLogSigmaMin ? kLogSigmaMin : (ls > kLogSigmaMax ? kLogSigmaMax : ls);
+              u += float(compat::exp(ls)) *
+                   standard_normal(key ^ mix64(std::uint64_t(draws(1))), std::uint64_t(at * A + k));
+            }
+            out[k] = lo + (float(compat::tanh(u)) + 1.0f) * 0.5f * (hi - lo);
+          });
+      continue;
+    }
     Kokkos::parallel_for(
         "ktr::rl::predict", Kokkos::RangePolicy<ExecSpace>(space, 0, n * A), KOKKOS_LAMBDA(std::int64_t j) {
           float v = av[j];
@@ -348,10 +409,11 @@ void OffPolicySystem::evaluate(ExecSpace const& space, Tensor const& state, Tens
     float const* st = state.data() + at * S;
     float const* av = action.data() + at * A;
     float* psa = policy_state_action_.data();
+    float const scale = action_scale(), shift = action_shift();  // SAC's critics take [-1, 1]
     Kokkos::parallel_for(
         "ktr::rl::evaluate_input", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(std::int64_t b) {
           for (std::int64_t j = 0; j < S; ++j) psa[b * (S + A) + j] = st[b * S + j];
-          for (std::int64_t j = 0; j < A; ++j) psa[b * (S + A) + S + j] = av[b * A + j];
+          for (std::int64_t j = 0; j < A; ++j) psa[b * (S + A) + S + j] = av[b * A + j] * scale + shift;
         });
     Tensor const out = critic.forward(space, Precision{}, policy_state_action_.reshaped(Shape{n, S + A}));
     Kokkos::deep_copy(space, Kokkos::subview(q.view(), std::make_pair(at, at + n)),

@@ -1,4 +1,4 @@
-// Off-policy actor-critic learning on the device: TD3 and DDPG with TorchFort's semantics
+// Off-policy actor-critic learning on the device: TD3, DDPG and SAC with TorchFort's semantics
 // (torchfort_rl_off_policy_*).
 //
 // One update, all on the caller's instance, nothing read back unless a loss is asked for:
@@ -7,8 +7,15 @@
 //   each critic i: loss_i = mean (critic_i(s, a) - y)^2 (the critic loss is their sum), its optimiser steps
 //   every policy_lag-th update (counted from 1): the policy's loss -mean critic_0(s, policy(s)), its optimiser
 //   steps, then every target moves by Polyak averaging: theta' <- rho theta' + (1 - rho) theta
-// DDPG is the same with one critic and policy_lag 1. train(K) runs K updates back to back with no host
-// synchronisation between them (the lax.scan of the supervised loop).
+// DDPG is the same with one critic and policy_lag 1. SAC (a squashed Gaussian policy, no policy target):
+//   with alpha tuned, first log alpha's step on -mean(log alpha (log pi(a|s) + target_entropy)), a ~ pi(s)
+//   y = r + gamma (1 - d) (min_i target_critic_i(s', a') - alpha log pi(a'|s')), a' ~ pi(s')
+//   the critics as above; the policy's loss mean(alpha log pi(a|s) - min_i critic_i(s, a)), a ~ pi(s)
+//   (reparameterised: its gradient reaches the mean and log sigma through the critics' input gradient and the
+//   log-probability's own), then the critics' targets move by Polyak averaging, every update.
+// SAC's actions are tanh-squashed in [-1, 1]: what it stores, trains on and evaluates is in that scale, and
+// predict maps it onto [a_low, a_high]. train(K) runs K updates back to back with no host synchronisation between
+// them (the lax.scan of the supervised loop).
 #pragma once
 
 #include "../models/model.hpp"
@@ -21,8 +28,10 @@
 
 namespace ktr::rl {
 
+struct Squashed;  // sac.hpp
+
 struct OffPolicyConfig {
-  enum class Algorithm { ddpg, td3 };
+  enum class Algorithm { ddpg, td3, sac };
   Algorithm algorithm = Algorithm::td3;
   std::int64_t batch_size = 128;
   int num_critics = 2;  ///< td3 (ddpg: 1)
@@ -37,8 +46,17 @@ struct OffPolicyConfig {
   std::string critic;                             ///< in=S+A ... dense:1 (state and action side by side)
   OptimizerConfig policy_optimizer, critic_optimizer;
   std::uint64_t seed = 0;
+  // SAC: the entropy coefficient (0: no entropy term, unless tuned: it then starts at 0.01), tuned by its own
+  // optimiser where `tune_alpha`; the target entropy (> 0: minus the action's values); the policy's log sigma
+  // state-dependent (the policy outputs 2A values: the means, then the log sigmas) or a free parameter of A values
+  // starting at log_sigma_init. Log sigma is clamped to [-20, 2].
+  float alpha = 0.0f, target_entropy = 1.0f;
+  bool tune_alpha = false;
+  OptimizerConfig alpha_optimizer;
+  bool state_dependent_sigma = true;
+  float log_sigma_init = 0.0f;
 
-  /// "td3" or "ddpg" (any case); throws ktr::Error naming the algorithm otherwise.
+  /// "td3", "ddpg" or "sac" (any case); throws ktr::Error naming the algorithm otherwise.
   static Algorithm parse_algorithm(std::string const& name);
 };
 
@@ -90,19 +108,40 @@ class OffPolicySystem {
 
   Model& policy() { return *policy_; }
   Model& critic(int i) { return *critics_[std::size_t(i)]; }
-  Model& policy_target() { return *policy_target_; }
+  Model& policy_target() { return *policy_target_; }  ///< TD3 and DDPG (SAC has none)
   Model& critic_target(int i) { return *critic_targets_[std::size_t(i)]; }
   TransitionBuffer& buffer() { return buffer_; }
   /// The last update's batch, and its target critics' input (s', a' after smoothing): for checks against a
   /// reference implementation.
   TransitionBatch const& last_batch() const { return batch_; }
+  /// SAC's free log sigma (A values; empty for a state-dependent one).
+  DeviceView<float*> const& log_sigma() const { return log_sigma_; }
   Tensor const& last_target_input() const { return next_state_action_; }
 
   /// One update (train's step; public because the CUDA compiler refuses device lambdas in private members), the
   /// policy's part and the targets' where `update_policy`.
   void update(ExecSpace const& space, bool update_policy);
+  /// SAC's parts of an update (public for the same reason).
+  void sac_update_alpha(ExecSpace const& space);
+  void sac_critic_target(ExecSpace const& space);
+  void sac_update_policy(ExecSpace const& space);
+
+  bool sac() const { return config_.algorithm == OffPolicyConfig::Algorithm::sac; }
+  /// SAC's entropy coefficient (device; read back).
+  float alpha(ExecSpace const& space) const;
 
  private:
+  // What a checkpoint holds, in its order: parameter-sized buffers and step counters (system_io.cpp).
+  std::vector<DeviceView<float*>> saved_buffers(bool networks_only) const;
+  std::vector<Kokkos::View<std::int64_t, MemSpace>> saved_steps() const;
+  // SAC: the Gaussian a policy output describes; log alpha where the entropy term is on, else null.
+  Squashed squashed(Tensor const& out) const;
+  float const* log_alpha_or_null() const;
+  // The map of an action onto what the buffer and critics hold: a * scale + shift (SAC: [a_low, a_high] onto
+  // [-1, 1]; the others: the identity).
+  float action_scale() const;
+  float action_shift() const;
+
   OffPolicyConfig config_;
   std::int64_t state_dim_ = 0, action_dim_ = 0;
   std::unique_ptr<Model> policy_, policy_target_;
@@ -117,6 +156,12 @@ class OffPolicySystem {
   Tensor next_state_action_, policy_state_action_, dstate_action_;
   Tensor q_min_, y_;
   DeviceView<float*> losses_;  // critic i's loss at i, the policy's at num_critics
+  // SAC: the free log sigma and log alpha (each a one-parameter "arena" with its gradient, optimiser and step),
+  // the sampled actions' log-probabilities, the minimum critic of each sample and the action gradient.
+  DeviceView<float*> log_sigma_, log_sigma_grad_, log_alpha_, log_alpha_grad_;
+  std::unique_ptr<Optimizer> log_sigma_opt_, alpha_opt_;
+  Kokkos::View<std::int64_t, MemSpace> log_sigma_step_, alpha_step_;
+  Tensor logp_, argmin_, daction_;
   std::int64_t updates_ = 0;
   bool ready_ = false;
 };

@@ -37,7 +37,15 @@ std::int64_t read_count(ExecSpace const& space, Kokkos::View<std::int64_t, MemSp
 }
 
 char const* algorithm_name(OffPolicyConfig::Algorithm a) {
-  return a == OffPolicyConfig::Algorithm::td3 ? "td3" : "ddpg";
+  switch (a) {
+    case OffPolicyConfig::Algorithm::td3:
+      return "td3";
+    case OffPolicyConfig::Algorithm::ddpg:
+      return "ddpg";
+    case OffPolicyConfig::Algorithm::sac:
+      return "sac";
+  }
+  return "?";
 }
 
 std::int64_t header_int(Checkpoint const& c, std::string const& path, std::string const& key) {
@@ -48,6 +56,34 @@ std::int64_t header_int(Checkpoint const& c, std::string const& path, std::strin
 }
 
 }  // namespace
+
+std::vector<DeviceView<float*>> OffPolicySystem::saved_buffers(bool networks_only) const {
+  std::vector<DeviceView<float*>> v = {policy_->arena().params()};
+  if (policy_target_) v.push_back(policy_target_->arena().params());
+  for (std::size_t i = 0; i < critics_.size(); ++i) {
+    v.push_back(critics_[i]->arena().params());
+    v.push_back(critic_targets_[i]->arena().params());
+  }
+  if (log_sigma_opt_) v.push_back(log_sigma_);  // SAC's free log sigma is part of its policy
+  if (networks_only) return v;
+  for (auto const& m : policy_opt_->state()) v.push_back(m);
+  for (auto const& opt : critic_opts_)
+    for (auto const& m : opt->state()) v.push_back(m);
+  if (log_sigma_opt_)
+    for (auto const& m : log_sigma_opt_->state()) v.push_back(m);
+  if (sac()) v.push_back(log_alpha_);
+  if (alpha_opt_)
+    for (auto const& m : alpha_opt_->state()) v.push_back(m);
+  return v;
+}
+
+std::vector<Kokkos::View<std::int64_t, MemSpace>> OffPolicySystem::saved_steps() const {
+  std::vector<Kokkos::View<std::int64_t, MemSpace>> v = {policy_step_};
+  for (auto const& s : critic_steps_) v.push_back(s);
+  if (log_sigma_opt_) v.push_back(log_sigma_step_);
+  if (alpha_opt_) v.push_back(alpha_step_);
+  return v;
+}
 
 void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::string const& config_text) const {
   OffPolicyConfig const& c = config_;
@@ -60,11 +96,10 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
                  {"n_envs", std::to_string(c.n_envs)},
                  {"max_size", std::to_string(c.max_size)},
                  {"updates", std::to_string(updates_)},
-                 {"pushed", std::to_string(buffer_.pushed())},
-                 {"policy_step", std::to_string(read_count(space, policy_step_))}};
-  for (int i = 0; i < c.num_critics; ++i)
-    ckpt.header["critic_step_" + std::to_string(i)] =
-        std::to_string(read_count(space, critic_steps_[std::size_t(i)]));
+                 {"pushed", std::to_string(buffer_.pushed())}};
+  auto const steps = saved_steps();
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    ckpt.header["step_" + std::to_string(i)] = std::to_string(read_count(space, steps[i]));
   auto draws = Kokkos::create_mirror_view(draws_);
   Kokkos::deep_copy(space, draws, draws_);
   space.fence();
@@ -72,15 +107,7 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
   ckpt.header["explore_draws"] = std::to_string(draws(1));
   TransitionBuffer::Contents const rows = buffer_.download(space);
   for (int k = 0; k < 3; ++k) ckpt.header["buffer_" + std::to_string(k)] = std::to_string(rows.counters[k]);
-  ckpt.buffers.push_back(host_copy(space, policy_->arena().params()));
-  ckpt.buffers.push_back(host_copy(space, policy_target_->arena().params()));
-  for (int i = 0; i < c.num_critics; ++i) {
-    ckpt.buffers.push_back(host_copy(space, critics_[std::size_t(i)]->arena().params()));
-    ckpt.buffers.push_back(host_copy(space, critic_targets_[std::size_t(i)]->arena().params()));
-  }
-  for (auto const& m : policy_opt_->state()) ckpt.buffers.push_back(host_copy(space, m));
-  for (auto const& opt : critic_opts_)
-    for (auto const& m : opt->state()) ckpt.buffers.push_back(host_copy(space, m));
+  for (auto const& v : saved_buffers(false)) ckpt.buffers.push_back(host_copy(space, v));
   ckpt.buffers.push_back(rows.rows);
   space.fence();
   save_generation(dir, {{"system.ckpt", [&](std::string const& path) { write_checkpoint(path, ckpt); }},
@@ -104,57 +131,47 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
   same("policy", policy_->description());
   same("critic", critics_[0]->description());
   same("num_critics", std::to_string(c.num_critics));
+  bool const same_kind = ckpt.has("algorithm") && (ckpt.get("algorithm") == "sac") == sac();
+  KTR_REQUIRE(same_kind, path, "holds a system of another algorithm family (SAC and TD3/DDPG networks differ)");
   if (!networks_only) {
     same("algorithm", algorithm_name(c.algorithm));
     same("n_envs", std::to_string(c.n_envs));
     same("max_size", std::to_string(c.max_size));
   }
-  std::size_t moments = policy_opt_->state().size();
-  for (auto const& opt : critic_opts_) moments += opt->state().size();
-  std::size_t const networks = 2 + 2 * std::size_t(c.num_critics);
-  std::size_t const full = networks + moments + 1;
-  KTR_REQUIRE(networks_only ? ckpt.buffers.size() >= networks : ckpt.buffers.size() == full, path,
+  std::vector<DeviceView<float*>> const all = saved_buffers(false);
+  std::vector<DeviceView<float*>> const networks = saved_buffers(true);
+  KTR_REQUIRE(ckpt.buffers.size() == all.size() + 1 || (networks_only && ckpt.buffers.size() > networks.size()),
+              path,
               "holds " + std::to_string(ckpt.buffers.size()) + " buffers; this system's save has " +
-                  std::to_string(full) + " (another optimiser?)");
-  std::vector<DeviceView<float*>> targets = {policy_->arena().params(), policy_target_->arena().params()};
-  for (int i = 0; i < c.num_critics; ++i) {
-    targets.push_back(critics_[std::size_t(i)]->arena().params());
-    targets.push_back(critic_targets_[std::size_t(i)]->arena().params());
-  }
-  if (!networks_only) {
-    for (auto const& m : policy_opt_->state()) targets.push_back(m);
-    for (auto const& opt : critic_opts_)
-      for (auto const& m : opt->state()) targets.push_back(m);
-  }
+                  std::to_string(all.size() + 1) + " (another optimiser?)");
+  std::vector<DeviceView<float*>> const& targets = networks_only ? networks : all;
   for (std::size_t i = 0; i < targets.size(); ++i)
     KTR_REQUIRE(ckpt.buffers[i].size() == targets[i].extent(0), path,
                 "buffer " + std::to_string(i) + " holds " + std::to_string(ckpt.buffers[i].size()) +
                     " values; this system's has " + std::to_string(targets[i].extent(0)));
-  TransitionBuffer::Contents rows;
-  std::int64_t updates = 0, policy_step = 0, draws = 0, explore_draws = 0;
-  std::vector<std::int64_t> critic_steps;
+  auto const steps = saved_steps();
+  std::vector<std::int64_t> step_values;
+  std::int64_t updates = 0, draws = 0, explore_draws = 0;
   if (!networks_only) {
+    TransitionBuffer::Contents rows;
     rows.rows = ckpt.buffers.back();
     for (int k = 0; k < 3; ++k) rows.counters[k] = header_int(ckpt, path, "buffer_" + std::to_string(k));
     rows.pushed = header_int(ckpt, path, "pushed");
     updates = header_int(ckpt, path, "updates");
-    policy_step = header_int(ckpt, path, "policy_step");
-    for (int i = 0; i < c.num_critics; ++i)
-      critic_steps.push_back(header_int(ckpt, path, "critic_step_" + std::to_string(i)));
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      step_values.push_back(header_int(ckpt, path, "step_" + std::to_string(i)));
     draws = header_int(ckpt, path, "draws");
     explore_draws = header_int(ckpt, path, "explore_draws");
     buffer_.restore(space, rows, path);  // checks its sizes and counters before it changes anything
   }
   for (std::size_t i = 0; i < targets.size(); ++i) device_copy(space, ckpt.buffers[i], targets[i]);
   if (networks_only) {  // TorchFort's load_model: the targets start as the online networks
-    Kokkos::deep_copy(space, policy_target_->arena().params(), policy_->arena().params());
+    if (policy_target_) Kokkos::deep_copy(space, policy_target_->arena().params(), policy_->arena().params());
     for (int i = 0; i < c.num_critics; ++i)
       Kokkos::deep_copy(space, critic_targets_[std::size_t(i)]->arena().params(),
                         critics_[std::size_t(i)]->arena().params());
   } else {
-    Kokkos::deep_copy(space, policy_step_, policy_step);
-    for (int i = 0; i < c.num_critics; ++i)
-      Kokkos::deep_copy(space, critic_steps_[std::size_t(i)], critic_steps[std::size_t(i)]);
+    for (std::size_t i = 0; i < steps.size(); ++i) Kokkos::deep_copy(space, steps[i], step_values[i]);
     auto h = Kokkos::create_mirror_view(draws_);
     h(0) = draws, h(1) = explore_draws;
     Kokkos::deep_copy(space, draws_, h);

@@ -26,7 +26,7 @@ TransitionBuffer::TransitionBuffer(ExecSpace const& space, std::int64_t capacity
 }
 
 void TransitionBuffer::push(ExecSpace const& space, float const* s, float const* a, float const* r,
-                            float const* s_next, float const* done) {
+                            float const* s_next, float const* done, float action_scale, float action_shift) {
   std::int64_t const S = state_dim_, A = action_dim_, E = n_envs_, cap = capacity_;
   auto rows = rows_;
   auto counters = counters_;
@@ -49,7 +49,7 @@ void TransitionBuffer::push(ExecSpace const& space, float const* s, float const*
         std::int64_t const row = counters(0) * E + e;
         std::int64_t c = 0;
         for (std::int64_t j = 0; j < S; ++j) rows(row, c++) = s[e * S + j];
-        for (std::int64_t j = 0; j < A; ++j) rows(row, c++) = a[e * A + j];
+        for (std::int64_t j = 0; j < A; ++j) rows(row, c++) = a[e * A + j] * action_scale + action_shift;
         rows(row, c++) = r[e];
         for (std::int64_t j = 0; j < S; ++j) rows(row, c++) = s_next[e * S + j];
         rows(row, c) = done[e] != 0.0f ? 1.0f : 0.0f;

@@ -31,10 +31,11 @@ class TransitionBuffer {
   TransitionBuffer(ExecSpace const& space, std::int64_t capacity, std::int64_t state_dim, std::int64_t action_dim,
                    std::int64_t n_envs = 1);
 
-  /// Appends one slot from device arrays: s and s' (n_envs, S), a (n_envs, A), r and done (n_envs). Does not wait;
-  /// the arrays may be reused once `space` has passed this point.
+  /// Appends one slot from device arrays: s and s' (n_envs, S), a (n_envs, A), r and done (n_envs); the actions
+  /// are stored as a * action_scale + action_shift. Does not wait; the arrays may be reused once `space` has
+  /// passed this point.
   void push(ExecSpace const& space, float const* s, float const* a, float const* r, float const* s_next,
-            float const* done);
+            float const* done, float action_scale = 1.0f, float action_shift = 0.0f);
 
   /// Draws `out.reward.size()` transitions uniformly (with replacement) from the stored ones, with draw number
   /// `draw` (a device counter) of the stream `key`. With nothing stored the batch is zeros.

@@ -61,6 +61,7 @@ void expect_torchfort_criterion(ktr::rl::CheckEnvironment env, OffPolicyConfig::
 
 constexpr auto td3 = OffPolicyConfig::Algorithm::td3;
 constexpr auto ddpg = OffPolicyConfig::Algorithm::ddpg;
+constexpr auto sac = OffPolicyConfig::Algorithm::sac;
 
 // The buffer: a slot with a non-finite value is refused and counted on the device, the rest stored; the oldest
 // slots are overwritten; every sampled transition is one that was stored, whole.
@@ -227,6 +228,13 @@ TEST(RL, DdpgLearnsAPredictableReward) {
   expect_torchfort_criterion(ktr::rl::CheckEnvironment::predictable, ddpg);
 }
 TEST(RL, DdpgDiscountsADelayedReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::delayed, ddpg); }
+TEST(RL, SacLearnsAConstantReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::constant, sac); }
+TEST(RL, SacLearnsAPredictableReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::predictable, sac); }
+TEST(RL, SacDiscountsADelayedReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::delayed, sac); }
+TEST(RL, SacMaximisesAnActionReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::action, sac); }
+TEST(RL, SacMaximisesAnActionStateReward) {
+  expect_torchfort_criterion(ktr::rl::CheckEnvironment::action_state, sac);
+}
 TEST(RL, DdpgMaximisesAnActionReward) { expect_torchfort_criterion(ktr::rl::CheckEnvironment::action, ddpg); }
 
 }  // namespace

@@ -118,6 +118,36 @@ TEST(TorchFortRL, EveryInterfaceShapeOfTorchFortsTestPredictsAndEvaluatesInCAndF
     }
 }
 
+// TorchFort's tests/rl/configs/sac.yaml.
+std::string const kSacConfig =
+    "general:\n  report_frequency: 0\n  enable_wandb_hook: 0\n  verbose: 1\n"
+    "algorithm:\n  type: sac\n  parameters:\n    batch_size: 128\n    num_critics: 2\n    nstep: 1\n"
+    "    nstep_reward_reduction: sum\n    gamma: 0.95\n    rho: 0.999\n    alpha: 0.1\n"
+    "actor:\n  type: parameter_noise\n  parameters:\n    a_low: -1.0\n    a_high: 1.0\n"
+    "replay_buffer:\n  type: uniform\n  parameters:\n    max_size: 4096\n    min_size: 512\n"
+    "policy_model:\n  type: SACMLP\n  parameters:\n    dropout: 0.0\n    layer_sizes: [1, 16, 8, 1]\n"
+    "    state_dependent_sigma: False\n    log_sigma_init: 0.\n"
+    "critic_model:\n  type: CriticMLP\n  parameters:\n    dropout: 0.0\n    layer_sizes: [2, 16, 1]\n"
+    "optimizer:\n  type: adam\n  parameters:\n    learning_rate: 1e-4\n    beta1: 0.9\n    beta2: 0.999\n"
+    "    weight_decay: 0\n    eps: 1e-6\n    amsgrad: 0\n"
+    "alpha_optimizer:\n  type: adam\n  parameters:\n    learning_rate: 1e-4\n    beta1: 0.9\n    beta2: 0.999\n"
+    "    weight_decay: 0\n    eps: 1e-6\n    amsgrad: 0\n"
+    "policy_lr_scheduler:\n  type: linear\n  parameters:\n    total_iters: 20000\n    start_factor: 1.0\n"
+    "    end_factor: 0.01\n"
+    "critic_lr_scheduler:\n  type: linear\n  parameters:\n    total_iters: 20000\n    start_factor: 1.0\n"
+    "    end_factor: 0.01\n"
+    "alpha_lr_scheduler:\n  type: linear\n  parameters:\n    total_iters: 20000\n    start_factor: 1.0\n"
+    "    end_factor: 0.01\n";
+
+TEST(TorchFortRL, SacFromTorchFortsOwnConfigurationLearnsAConstantRewardThroughItsCalls) {
+  if (!ktr::test::rl_suite_runs())
+    GTEST_SKIP() << "the RL convergence suite runs once, in the 1-thread pass of an unsanitised OpenMP build";
+  std::string const path = write_file("tf_sac.yaml", kSacConfig);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_sac", path.c_str(), kDevice, kDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_LT(run_torchfort_loop("tf_sac", false, 20000, 0, 100), 1e-2f);
+}
+
 // Every refusal names what is wrong, and none touches the caller's outputs.
 TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
   ::testing::internal::CaptureStderr();
@@ -145,11 +175,16 @@ TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
                                                          &reward, false, TORCHFORT_DOUBLE, 0),
             TORCHFORT_RESULT_SUCCESS)
       << "double arrays are read";
-  std::string sac = yaml;
-  sac.replace(sac.find("type: td3"), 9, "type: SAC");
+  std::string ppo = yaml;
+  ppo.replace(ppo.find("type: td3"), 9, "type: PPO");
   EXPECT_EQ(
-      torchfort_rl_off_policy_create_system("tf_sac", write_file("tf_sac.yaml", sac).c_str(), kDevice, kDevice),
+      torchfort_rl_off_policy_create_system("tf_ppo", write_file("tf_ppo.yaml", ppo).c_str(), kDevice, kDevice),
       TORCHFORT_RESULT_NOT_SUPPORTED);
+  std::string alpha = yaml;
+  alpha.replace(alpha.find("    rho: 0.999\n"), 15, "    rho: 0.999\n    alpha: 0.1\n");
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_alpha", write_file("tf_alpha.yaml", alpha).c_str(), kDevice,
+                                                  kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
   std::string typo = yaml;
   typo.replace(typo.find("rho:"), 4, "rh0:");
   EXPECT_EQ(
@@ -158,7 +193,8 @@ TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
   std::string const err = ::testing::internal::GetCapturedStderr();
   for (char const* said : {"system 'tf_nobody': does not exist", "exists already", "does not hold min_size (512)",
                            "state_old: holds 2 values per row; the system's are 1", "reward: is a null pointer",
-                           "algorithm.type: 'sac' is not in ktr yet", "algorithm.parameters.rh0: unknown key"})
+                           "algorithm.type: 'ppo' is an on-policy algorithm",
+                           "algorithm.parameters.rh0: unknown key", "algorithm.parameters.alpha: belongs to SAC"})
     EXPECT_NE(err.find(said), std::string::npos) << said << "\n" << err;
 }
 

@@ -1,7 +1,7 @@
 /* TorchFort's reinforcement-learning interface (NVIDIA/TorchFort v0.4.0 and master's load_model calls),
- * declared by ktr. The off-policy systems of TD3 and DDPG work from C and C++ (create_system,
+ * declared by ktr. The off-policy systems of TD3, DDPG and SAC work from C and C++ (create_system,
  * update_replay_buffer(_multi), is_ready, train_step, predict, predict_explore, evaluate and their _F forms,
- * save_checkpoint, load_checkpoint, load_model); every other torchfort_rl_* call (SAC, PPO, distributed systems,
+ * save_checkpoint, load_checkpoint, load_model); every other torchfort_rl_* call (PPO, distributed systems,
  * the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences it) and
  * touching none of its arguments. Written by ktr to TorchFort's published signatures; C99 and C++
  * (torchfort_rl_*_is_ready takes `bool&` in C++, as TorchFort's, and `bool*` in C: the same ABI). Included by

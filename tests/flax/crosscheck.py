@@ -28,11 +28,12 @@
    + 1e-6 (per tensor: Flax rounds every layer's output to bf16, ktr only the inputs of its products; the mean
    loss, whose bf16 errors may cancel by chance, may also take the logits' budget through |d loss| <= 2 max
    |d logits|), and ktr's bf16 must differ from its fp32 (the precision took effect).
-6. Reinforcement learning: one TD3 and one DDPG update of ktr's rl/ layer (ktr_rl_crosscheck: TorchFort's
+6. Reinforcement learning: one TD3, one DDPG and two SAC updates (state-dependent and free log sigma, alpha tuned)
+   of ktr's rl/ layer (ktr_rl_crosscheck: TorchFort's
    semantics, plain SGD so that each step is its gradient) against the same update written here in JAX from the
-   same weights, batch and smoothed target actions: the target action within the smoothing clip of the target
-   policy's, the critics' and the policy's losses, every network's step (hence every gradient) and every target's
-   Polyak average.
+   same weights, batch, smoothed target actions and (SAC) noise: the target action within the smoothing clip of the
+   target policy's (SAC: the same sample), log alpha's step, the critics' and the policy's losses, every network's
+   step (hence every gradient, SAC's reparameterised one included) and every target's Polyak average.
 Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
 
     crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck \
@@ -558,6 +559,81 @@ def rl_one_update(args, work, failures):
             close(f"polyak {t}", after[t], rho * before[t] + (1 - rho) * new[n], failures)
 
 
+def rl_sac_update(args, work, failures):
+    """One SAC update of ktr's (state-dependent and free log sigma, alpha tuned, SGD everywhere) against the same
+    update in JAX, from the same weights, batch and noise: log alpha's step, the target actions, the critics' and the
+    policy's losses, every network's step (the reparameterised policy gradient included) and the critics' Polyak
+    averages."""
+    gamma, rho, lr = 0.9, 0.8, 0.1
+
+    def mlp(params, prefix, x, hidden):
+        layers = sorted({k[len(prefix):].split(".")[0] for k in params if k.startswith(prefix)})
+        for i, name in enumerate(layers):
+            x = x @ params[f"{prefix}{name}.kernel"] + params[f"{prefix}{name}.bias"]
+            if i + 1 < len(layers):
+                x = hidden(x)
+        return x
+
+    def log1m_tanh2(u):
+        return 2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u))
+
+    for variant in ("sac", "sac_free"):
+        out = os.path.join(work, f"rl-{variant}.safetensors")
+        subprocess.run([args.rl_tool, variant, out], check=True)
+        k = {n: jnp.asarray(v) for n, v in load_file(out).items()}
+        before = {n[len("before."):]: v for n, v in k.items() if n.startswith("before.")}
+        after = {n[len("after."):]: v for n, v in k.items() if n.startswith("after.")}
+        s, s2, r, d = k["s"], k["s_next"], k["r"], k["d"]
+        S, A = s.shape[1], k["eps_policy"].shape[1]
+        a_old = k["a"][:, S:]
+        print(f"rl {variant}: one update, batch {s.shape[0]}, alpha tuned")
+        critic = lambda p, pre, x, u: mlp(p, pre, jnp.concatenate([x, u], axis=1), nn.relu)[:, 0]
+
+        def sample(p, x, eps):
+            out_ = mlp(p, "policy.", x, jnp.tanh)
+            mu = out_[:, :A]
+            ls = p["log_sigma"][None, :] if variant == "sac_free" else out_[:, A:]
+            ls = jnp.clip(ls, -20.0, 2.0)
+            u = mu + jnp.exp(ls) * eps
+            logp = jnp.sum(-0.5 * eps ** 2 - ls - 0.5 * jnp.log(2 * jnp.pi) - log1m_tanh2(u), axis=1)
+            return jnp.tanh(u), logp
+
+        # log alpha: -mean(log alpha (log pi + target entropy)), target entropy -A, its SGD step.
+        _, logp = sample(before, s, k["eps_alpha"])
+        log_alpha = before["log_alpha"][0] - lr * (-jnp.mean(logp - A))
+        close("log alpha step", after["log_alpha"][0] - before["log_alpha"][0], log_alpha - before["log_alpha"][0],
+              failures)
+        alpha = jnp.exp(log_alpha)
+        a_next, logp_next = sample(before, s2, k["eps_target"])
+        close("target action", k["target_input"][:, S:], a_next, failures)
+        q_next = jnp.minimum(critic(before, "critic0_target.", s2, a_next), critic(before, "critic1_target.", s2, a_next))
+        y = r + gamma * (1 - d) * (q_next - alpha * logp_next)
+        q_loss, new = 0.0, {}
+        for i in range(2):
+            names = [n for n in before if n.startswith(f"critic{i}.")]
+            loss = lambda p: jnp.mean((critic({**before, **p}, f"critic{i}.", s, a_old) - y) ** 2)
+            value, grads = jax.value_and_grad(loss)({n: before[n] for n in names})
+            q_loss += value
+            new.update({n: before[n] - lr * grads[n] for n in names})
+        close("critic loss (sum)", k["q_loss"][0], q_loss, failures)
+        names = [n for n in before if n.startswith("policy.")] + (["log_sigma"] if variant == "sac_free" else [])
+
+        def policy_loss(p):
+            act, lp = sample({**before, **p}, s, k["eps_policy"])
+            q = jnp.minimum(critic(new, "critic0.", s, act), critic(new, "critic1.", s, act))
+            return jnp.mean(alpha * lp - q)
+
+        value, grads = jax.value_and_grad(policy_loss)({n: before[n] for n in names})
+        close("policy loss", k["p_loss"][0], value, failures)
+        new.update({n: before[n] - lr * grads[n] for n in names})
+        for n in sorted(new):
+            close(f"step {n}", after[n] - before[n], new[n] - before[n], failures)
+        for n in sorted(x for x in new if x.startswith("critic")):
+            net, param = n.split(".", 1)
+            t = f"{net}_target.{param}"
+            close(f"polyak {t}", after[t], rho * before[t] + (1 - rho) * new[n], failures)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ktr", required=True)
@@ -576,6 +652,7 @@ def main():
         acceptance(args, data, work, failures)
         bf16_mixed_precision(args, work, failures)
         rl_one_update(args, work, failures)
+        rl_sac_update(args, work, failures)
     print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
     return 1 if failures else 0
 

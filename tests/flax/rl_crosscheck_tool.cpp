@@ -3,32 +3,40 @@
 // so that one update moves every network) takes one update on 32 known transitions. Writes, as safetensors, every
 // network before and after (Flax names, prefixed "before.<net>." and "after.<net>." for policy, policy_target,
 // critic<i>, critic<i>_target), the batch the update drew (s, a, r, s_next, d), the target critics' input
-// (target_input: s' and the smoothed target action) and the losses (p_loss, q_loss).
-//   ktr_rl_crosscheck td3|ddpg OUT.safetensors
+// (target_input: s' and the smoothed target action) and the losses (p_loss, q_loss). SAC (sac: a state-dependent
+// log sigma, the policy's 2A outputs; sac_free: a free one) tunes alpha (SGD too) and adds the noise each of its
+// three draws used (eps_alpha, eps_target, eps_policy), log_alpha and (sac_free) log_sigma before and after.
+//   ktr_rl_crosscheck td3|ddpg|sac|sac_free OUT.safetensors
 #include <ktr/ktr.hpp>
 #include <ktr/rl/off_policy.hpp>
+#include <ktr/rl/random.hpp>
 #include <ktr/train/interop.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
 
 int main(int argc, char* argv[]) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: ktr_rl_crosscheck td3|ddpg OUT.safetensors\n");
+    std::fprintf(stderr, "usage: ktr_rl_crosscheck td3|ddpg|sac|sac_free OUT.safetensors\n");
     return 2;
   }
   ktr::Runtime runtime;
   try {
     ktr::ExecSpace space;
     ktr::rl::OffPolicyConfig c;
-    c.algorithm = ktr::rl::OffPolicyConfig::parse_algorithm(argv[1]);
+    std::string const algo = argv[1];
+    bool const free_sigma = algo == "sac_free";
+    c.algorithm = ktr::rl::OffPolicyConfig::parse_algorithm(free_sigma ? "sac" : algo);
+    bool const sac = c.algorithm == ktr::rl::OffPolicyConfig::Algorithm::sac;
     c.batch_size = 16, c.num_critics = 2, c.policy_lag = 1, c.gamma = 0.9f, c.rho = 0.8f;
     c.a_low = -1, c.a_high = 1, c.clip = 0.3f, c.sigma_train = 0.2f, c.sigma_explore = 0.5f;
     c.max_size = 32, c.min_size = 32, c.seed = 7;
-    c.policy = "in=3 dense:8:tanh dense:2";
+    c.policy = sac && !free_sigma ? "in=3 dense:8:tanh dense:4" : "in=3 dense:8:tanh dense:2";
     c.critic = "in=5 dense:8:relu dense:1";
-    for (auto* o : {&c.policy_optimizer, &c.critic_optimizer}) {
+    c.alpha = 0.1f, c.tune_alpha = sac, c.state_dependent_sigma = !free_sigma, c.log_sigma_init = -0.5f;
+    for (auto* o : {&c.policy_optimizer, &c.critic_optimizer, &c.alpha_optimizer}) {
       o->kind = ktr::OptimizerConfig::Kind::sgd;
       o->lr = 0.1f, o->momentum = 0, o->l2 = 0;
     }
@@ -48,8 +56,8 @@ int main(int argc, char* argv[]) {
     if (!sys.ready(space)) throw ktr::Error("the buffer is not ready after 32 pushes");
     ktr::SafeTensors out;
     auto networks = [&](std::string const& when) {
-      std::vector<std::pair<std::string, ktr::Model*>> nets = {{"policy", &sys.policy()},
-                                                               {"policy_target", &sys.policy_target()}};
+      std::vector<std::pair<std::string, ktr::Model*>> nets = {{"policy", &sys.policy()}};
+      if (!sac) nets.emplace_back("policy_target", &sys.policy_target());
       for (int i = 0; i < sys.config().num_critics; ++i) {
         nets.emplace_back("critic" + std::to_string(i), &sys.critic(i));
         nets.emplace_back("critic" + std::to_string(i) + "_target", &sys.critic_target(i));
@@ -61,10 +69,32 @@ int main(int argc, char* argv[]) {
           out.tensors[when + "." + name + "." + param] = t;
       }
     };
+    // SAC's own parameters: log alpha, and the free log sigma (A values).
+    auto sac_state = [&](std::string const& when) {
+      if (!sac) return;
+      out.tensors[when + ".log_alpha"] = ktr::SafeTensor{"F32", {1}, {std::log(sys.alpha(space))}};
+      if (free_sigma) {
+        std::vector<float> ls = ktr::download(sys.log_sigma());
+        out.tensors[when + ".log_sigma"] = ktr::SafeTensor{"F32", {std::int64_t(ls.size())}, ls};
+      }
+    };
     networks("before");
+    sac_state("before");
     float p_loss = 0, q_loss = 0;
     sys.train(space, 1, &p_loss, &q_loss);
     networks("after");
+    sac_state("after");
+    if (sac) {  // the three draws of the first update: (draw 0 * B + b) * A + j of streams 13, 14 and 15
+      std::int64_t const B = c.batch_size, A = sys.action_dim();
+      char const* names[] = {"eps_alpha", "eps_target", "eps_policy"};
+      for (int k = 0; k < 3; ++k) {
+        std::vector<float> eps(std::size_t(B * A));
+        std::uint64_t const key = ktr::rl::stream_key(c.seed, 13 + std::uint64_t(k));
+        for (std::int64_t i = 0; i < B * A; ++i)
+          eps[std::size_t(i)] = ktr::rl::standard_normal(key, std::uint64_t(i));
+        out.tensors[names[k]] = ktr::SafeTensor{"F32", {B, A}, eps};
+      }
+    }
     auto tensor = [&](char const* name, ktr::Tensor const& t) {
       std::vector<std::int64_t> shape(t.shape().dims.begin(), t.shape().dims.begin() + t.shape().rank);
       out.tensors[name] = ktr::SafeTensor{"F32", shape, ktr::to_host(t)};
