@@ -500,17 +500,20 @@ def flax_to_ktr(args, data, work, failures):
               f"ktr eval {100 * ktr_acc:.2f}% ({'ok' if ok else 'FAIL'}, within one sample)")
 
 
+def rl_mlp(params, prefix, x, hidden):
+    """The dense network whose Flax-named parameters start with `prefix` (Dense_0, Dense_1, ...), `hidden` after
+    every layer but the last."""
+    layers = sorted({k[len(prefix):].split(".")[0] for k in params if k.startswith(prefix)})
+    for i, name in enumerate(layers):
+        x = x @ params[f"{prefix}{name}.kernel"] + params[f"{prefix}{name}.bias"]
+        if i + 1 < len(layers):
+            x = hidden(x)
+    return x
+
+
 def rl_one_update(args, work, failures):
     """One update of ktr's TD3 and DDPG against the same update in JAX (see check 6 above)."""
     gamma, rho, lr, clip, lo, hi = 0.9, 0.8, 0.1, 0.3, -1.0, 1.0
-
-    def mlp(params, prefix, x, hidden):
-        layers = sorted({k[len(prefix):].split(".")[0] for k in params if k.startswith(prefix)})
-        for i, name in enumerate(layers):
-            x = x @ params[f"{prefix}{name}.kernel"] + params[f"{prefix}{name}.bias"]
-            if i + 1 < len(layers):
-                x = hidden(x)
-        return x
 
     for algo in ("td3", "ddpg"):
         out = os.path.join(work, f"rl-{algo}.safetensors")
@@ -523,8 +526,8 @@ def rl_one_update(args, work, failures):
         a = k["a"][:, s.shape[1]:]
         a_next = k["target_input"][:, s.shape[1]:]
         print(f"rl {algo}: one update, batch {s.shape[0]}, {critics} critic(s)")
-        policy = lambda p, pre, x: mlp(p, pre, x, jnp.tanh)
-        critic = lambda p, pre, x, u: mlp(p, pre, jnp.concatenate([x, u], axis=1), nn.relu)[:, 0]
+        policy = lambda p, pre, x: rl_mlp(p, pre, x, jnp.tanh)
+        critic = lambda p, pre, x, u: rl_mlp(p, pre, jnp.concatenate([x, u], axis=1), nn.relu)[:, 0]
         # The smoothed target action: the target policy's plus noise clipped to +-clip, clamped to [lo, hi].
         pt = policy(before, "policy_target.", s2)
         inside = (a_next > lo) & (a_next < hi)
@@ -566,14 +569,6 @@ def rl_sac_update(args, work, failures):
     averages."""
     gamma, rho, lr = 0.9, 0.8, 0.1
 
-    def mlp(params, prefix, x, hidden):
-        layers = sorted({k[len(prefix):].split(".")[0] for k in params if k.startswith(prefix)})
-        for i, name in enumerate(layers):
-            x = x @ params[f"{prefix}{name}.kernel"] + params[f"{prefix}{name}.bias"]
-            if i + 1 < len(layers):
-                x = hidden(x)
-        return x
-
     def log1m_tanh2(u):
         return 2.0 * (jnp.log(2.0) - u - jax.nn.softplus(-2.0 * u))
 
@@ -587,10 +582,10 @@ def rl_sac_update(args, work, failures):
         S, A = s.shape[1], k["eps_policy"].shape[1]
         a_old = k["a"][:, S:]
         print(f"rl {variant}: one update, batch {s.shape[0]}, alpha tuned")
-        critic = lambda p, pre, x, u: mlp(p, pre, jnp.concatenate([x, u], axis=1), nn.relu)[:, 0]
+        critic = lambda p, pre, x, u: rl_mlp(p, pre, jnp.concatenate([x, u], axis=1), nn.relu)[:, 0]
 
         def sample(p, x, eps):
-            out_ = mlp(p, "policy.", x, jnp.tanh)
+            out_ = rl_mlp(p, "policy.", x, jnp.tanh)
             mu = out_[:, :A]
             ls = p["log_sigma"][None, :] if variant == "sac_free" else out_[:, A:]
             ls = jnp.clip(ls, -20.0, 2.0)
