@@ -45,7 +45,17 @@ struct RlEntry {
   std::int64_t report_frequency = 0;
   std::int64_t refused_reported = 0;  // buffer refusals already returned as a failure
   std::string config_text;            // the file it was created from, saved with its checkpoints
+  ktr::DeviceView<float*> scratch;    // the calls' outputs and host scalars on the device, grown, never shrunk
 };
+
+// `n` floats of the system's scratch: allocated only when a call needs more than any before it. The calls that use
+// it wait for their results before they return, so the next call may reuse it.
+ktr::DeviceView<float*> scratch_of(RlEntry& e, ktr::ExecSpace const& space, std::int64_t n) {
+  if (std::int64_t(e.scratch.extent(0)) < n)
+    e.scratch = ktr::DeviceView<float*>(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::rl::scratch"),
+                                        std::size_t(n));
+  return ktr::DeviceView<float*>(e.scratch.data(), std::size_t(n));
+}
 
 std::map<std::string, std::unique_ptr<RlEntry>>& systems() {
   // Never destroyed (as the models' registry): the finalize hook empties it at exit, after the function-local
@@ -125,7 +135,7 @@ torchfort_result_t predict(char const* fn, char const* name, void* state, std::s
     ktr::ExecSpace const space = e.instances.of(stream);
     std::int64_t const n = s.extent[0];
     ktr::Tensor const in(device_floats(space, s), ktr::Shape{n, sys.state_dim()});
-    ktr::Tensor const out(space, "ktr::rl::actions", ktr::Shape{n, sys.action_dim()});
+    ktr::Tensor const out(scratch_of(e, space, n * sys.action_dim()), ktr::Shape{n, sys.action_dim()});
     sys.predict(space, in, out, explore);
     store(space, out, a);
   });
@@ -155,7 +165,7 @@ torchfort_result_t evaluate(char const* name, void* state, std::size_t state_dim
     ktr::ExecSpace const space = e.instances.of(stream);
     ktr::Tensor const sv(device_floats(space, s), ktr::Shape{n, sys.state_dim()});
     ktr::Tensor const av(device_floats(space, a), ktr::Shape{n, sys.action_dim()});
-    ktr::Tensor const out(space, "ktr::rl::values", ktr::Shape{n});
+    ktr::Tensor const out(scratch_of(e, space, n), ktr::Shape{n});
     sys.evaluate(space, sv, av, out);
     store(space, out, q);
   });
@@ -215,7 +225,7 @@ torchfort_result_t update_buffer(char const* name, Step const& st, torchfort_dat
           t == KTR_DOUBLE ? float(*static_cast<double const*>(st.reward)) : *static_cast<float const*>(st.reward),
           st.final_state ? 1.0f : 0.0f};
       Kokkos::View<float const*, ktr::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(host, 2);
-      ktr::DeviceView<float*> rd(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::rl::reward"), 2);
+      ktr::DeviceView<float*> const rd = scratch_of(e, space, 2);
       Kokkos::deep_copy(space, rd, h);
       r = Kokkos::subview(rd, std::make_pair(0, 1));
       d = Kokkos::subview(rd, std::make_pair(1, 2));
