@@ -113,6 +113,45 @@ ktr_result_t ktr_save_checkpoint(const char* name, const char* directory);
 ktr_result_t ktr_load_checkpoint(const char* name, const char* directory, int64_t* step_train,
                                  int64_t* step_inference);
 
+/* Input derivatives (jets) of a model of dense layers (docs/derivatives.md). `spec`: space-separated tokens, each
+ * one column of `derivs`: d<i> (du/dx_i), d<i>,<j> (a second derivative; d1,0 is d0,1), lap (the Laplacian over
+ * every input) or lap<i>,<j>,... (over the listed inputs); 0-based indices (C and Fortran alike: it is a string).
+ * input (N, d); output u (N, m); derivs (N, m, T), T the number of tokens (T = 0: derivs NULL, dimension 0).
+ * Derivatives are with respect to the raw inputs: the model's input transform is carried exactly. Second
+ * derivatives and Laplacians are refused through relu, leaky_relu and elu; layers other than dense and flatten are
+ * refused by name. The arithmetic is fp32 (KTR_DOUBLE arrays are converted). */
+ktr_result_t ktr_derivatives(const char* name, const char* spec, void* input, int64_t input_dim,
+                             const int64_t* input_shape, ktr_datatype_t input_dtype, void* output,
+                             int64_t output_dim, const int64_t* output_shape, ktr_datatype_t output_dtype,
+                             void* derivs, int64_t derivs_dim, const int64_t* derivs_shape,
+                             ktr_datatype_t derivs_dtype, void* stream);
+
+/* The input gradient of sum(cotangent * u): cotangent (N, m) in, input_grad (N, d) out. */
+ktr_result_t ktr_vjp(const char* name, void* input, int64_t input_dim, const int64_t* input_shape,
+                     ktr_datatype_t input_dtype, void* cotangent, int64_t cot_dim, const int64_t* cot_shape,
+                     ktr_datatype_t cot_dtype, void* input_grad, int64_t ig_dim, const int64_t* ig_shape,
+                     ktr_datatype_t ig_dtype, void* stream);
+
+/* The split training step on a loss of the derivatives. ktr_jet_forward: as ktr_derivatives, keeping what its
+ * backward needs (one pending forward per model: a new forward replaces it). A model that has seen no batch is
+ * made by it, and a `normalize: standard` transform is fitted on its input then fixed. The caller computes its
+ * loss and its gradient with respect to u and to each derivative column (the seeds, shaped as output and derivs;
+ * NULL is zero). ktr_jet_backward consumes the forward and adds sum over points of seed . d/dtheta (no 1/N) to the
+ * model's pending gradient; several point sets may each go forward then backward before one update.
+ * ktr_apply_gradients: one optimiser update (schedule and clipping as configured; ranks' gradients averaged) from
+ * the gradients added since the last, which it then clears; loss_for_log feeds report lines only. A backward
+ * without its forward, seeds of other shapes, an update with no gradient, grad_accumulation_steps > 1 and bf16
+ * runs are refused. */
+ktr_result_t ktr_jet_forward(const char* name, const char* spec, void* input, int64_t input_dim,
+                             const int64_t* input_shape, ktr_datatype_t input_dtype, void* output,
+                             int64_t output_dim, const int64_t* output_shape, ktr_datatype_t output_dtype,
+                             void* derivs, int64_t derivs_dim, const int64_t* derivs_shape,
+                             ktr_datatype_t derivs_dtype, void* stream);
+ktr_result_t ktr_jet_backward(const char* name, void* output_seed, int64_t os_dim, const int64_t* os_shape,
+                              ktr_datatype_t os_dtype, void* derivs_seed, int64_t ds_dim, const int64_t* ds_shape,
+                              ktr_datatype_t ds_dtype, void* stream);
+ktr_result_t ktr_apply_gradients(const char* name, float loss_for_log, void* stream);
+
 ktr_result_t ktr_destroy_model(const char* name);
 /* Destroys every model and, if ktr initialised Kokkos, finalises it. */
 ktr_result_t ktr_finalize(void);

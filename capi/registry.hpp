@@ -29,6 +29,7 @@ struct Entry {
   StreamInstances instances;       // one per caller stream, for the model's life (captured programs refer to them)
   bool metric_log_warned = false;  // a metric line that could not be written has been reported once
   Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> outputs;  // ktr_inference's, kept between calls
+  std::shared_ptr<void> jets;  // the input derivatives' state (derivatives.cpp), made by the first such call
 };
 
 /// Every model by name.
