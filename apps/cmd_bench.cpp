@@ -1,4 +1,4 @@
-// `ktr bench kernels|pipeline|profile|rl`: the benchmarks of bench/, from the command line.
+// `ktr bench kernels|pipeline|profile|rl|derivatives`: the benchmarks of bench/, from the command line.
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "bench/bench.hpp"
@@ -76,16 +76,37 @@ int bench(int argc, char* argv[]) {
   rl->add_flag("--suite", ro.suite, "TorchFort's off-policy convergence suite at its full counts, timed");
   rl->add_option("--seeds", ro.seeds, "seeds of the suite")->check(integer_in(1, 100))->capture_default_str();
   rl->add_option("--threads", threads, "host threads")->check(thread_count());
+  auto* derivatives = app.add_subcommand(
+      "derivatives", "a physics-informed step (jet, residual, reverse pass) beside a plain step, same batch");
+  bench::DerivativesBenchOptions dopt;
+  derivatives->add_option("--widths", dopt.widths, "hidden widths, one case each")
+      ->delimiter(',')
+      ->check(integer_in(1, 1 << 14))
+      ->capture_default_str();
+  derivatives->add_option("--depth", dopt.depth, "hidden tanh layers")
+      ->check(integer_in(1, 64))
+      ->capture_default_str();
+  derivatives->add_option("--points", dopt.points, "collocation points")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  derivatives->add_option("--rounds", dopt.rounds, "interleaved rounds (medians are reported)")
+      ->check(integer_in(1, 1000))
+      ->capture_default_str();
+  derivatives->add_option("--steps", dopt.steps, "timed steps per round")
+      ->check(integer_in(1, 1 << 20))
+      ->capture_default_str();
+  derivatives->add_option("--threads", threads, "host threads")->check(thread_count());
   std::string const which = argc > 2 ? argv[2] : "";
   if (!which.empty() && which[0] != '-' && which != "kernels" && which != "pipeline" && which != "profile" &&
-      which != "rl")
-    throw FlagError("unknown benchmark '" + which + "' (kernels, pipeline, profile or rl)");
+      which != "rl" && which != "derivatives")
+    throw FlagError("unknown benchmark '" + which + "' (kernels, pipeline, profile, rl or derivatives)");
   if (!parse(app, argc, argv, 2)) return 0;
   if (profile->parsed() && po.steps % po.k != 0)
     throw FlagError("--steps: must be a multiple of --k (" + std::to_string(po.k) + ")");
   if (rl->parsed() && ro.updates % 16 != 0) throw FlagError("--updates: must be a multiple of 16");
   Runtime runtime(threads);
   if (rl->parsed()) return bench::run_rl(ExecSpace(), ro);
+  if (derivatives->parsed()) return bench::run_derivatives(ExecSpace(), dopt);
   if (pipeline->parsed()) return bench::run_pipeline(ExecSpace(), o);
   if (profile->parsed()) return bench::run_profile(ExecSpace(), po);
   return bench::run_kernels(ExecSpace(), quick);

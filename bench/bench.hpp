@@ -5,6 +5,7 @@
 #include <ktr/data/dataset.hpp>
 
 #include <string>
+#include <vector>
 
 namespace ktr::bench {
 
@@ -58,5 +59,15 @@ struct RlBenchOptions {
 /// Off-policy updates per second (TD3, DDPG; TorchFort's test and cart-pole sizes; K = 1 and 16 per call), the
 /// per-step calls' latency, or (suite) TorchFort's convergence suite with its time; non-zero if a case failed.
 int run_rl(ExecSpace const& space, RlBenchOptions const& options);
+
+struct DerivativesBenchOptions {
+  std::vector<std::int64_t> widths{20, 64, 256};  // hidden widths, one case each
+  int depth = 4;                                  // hidden tanh layers
+  std::int64_t points = 2048;                     // collocation points (the batch of both steps)
+  int rounds = 5;                                 // interleaved rounds; medians are reported
+  int steps = 20;                                 // timed steps per round
+};
+/// A physics-informed step (Burgers' jet, residual, reverse pass, Adam) beside a plain step at the same batch.
+int run_derivatives(ExecSpace const& space, DerivativesBenchOptions const& options);
 
 }  // namespace ktr::bench

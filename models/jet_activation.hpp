@@ -1,6 +1,8 @@
 // An activation's value and first three derivatives at z, in float or double, for the jets (models/jet.hpp):
 //   JetAct<A>::eval(z, d)   d.f = f(z), d.f1 = f'(z), d.f2 = f''(z), d.f3 = f'''(z)
-// relu, leaky_relu and elu carry f' only (f'' and f''' are 0: jets refuse second derivatives through them).
+// relu and leaky_relu have f'' = f''' = 0 away from their kink; elu's are e^z below zero and 0 above. Jets refuse
+// second derivatives through all three (f' is not continuous, or f'' is not), but a first derivative's parameter
+// gradient takes f'' (elu's included).
 // Definitions as models/activation_functors.hpp's (flax.linen's). Internal.
 #pragma once
 
@@ -54,10 +56,11 @@ struct JetAct<Activation::leaky_relu> {
 };
 
 template <>
-struct JetAct<Activation::elu> {
+struct JetAct<Activation::elu> {  // below zero every derivative is e^z: the parameter gradient of u' needs f''
   template <class T>
   KOKKOS_INLINE_FUNCTION static void eval(T z, JetDerivs<T>& d) {
-    d = {z > T(0) ? z : compat::expm1(z), z > T(0) ? T(1) : compat::exp(z), T(0), T(0)};
+    T const e = compat::exp(z < T(0) ? z : T(0));
+    d = z > T(0) ? JetDerivs<T>{z, T(1), T(0), T(0)} : JetDerivs<T>{compat::expm1(z), e, e, e};
   }
 };
 

@@ -629,6 +629,68 @@ def rl_sac_update(args, work, failures):
             close(f"polyak {t}", after[t], rho * before[t] + (1 - rho) * new[n], failures)
 
 
+
+# Input derivatives (models/jet.hpp) against JAX on the same weights: u, the spec's columns from jax.jacfwd and
+# jax.hessian of the Flax model at each point, and the parameter gradient of sum(su * u) + sum(sd * derivs) from
+# jax.grad of the same columns.
+JET_MODELS = {
+    "jet_tanh_silu": ("in=3 dense:16:tanh dense:16:silu dense:2", "d0 d2 d0,1 d1,1 lap lap0,2"),
+    "jet_gelu_sine": ("in=2 dense:12:gelu dense:12:sine dense:12:gelu_tanh dense:1", "d1 d0 d0,0 lap"),
+    "jet_sigmoid_softplus": ("in=2 dense:10:sigmoid dense:10:softplus dense:3", "d0 d1 d0,1"),
+    "jet_relu_first": ("in=4 dense:16:relu dense:16:elu dense:16:leaky_relu dense:2", "d0 d3"),
+}
+
+
+def spec_columns(spec, d, jac, hess):
+    """The spec's columns (m, T) from one point's Jacobian (m, d) and Hessian (m, d, d)."""
+    cols = []
+    for tok in spec.split():
+        if tok.startswith("lap"):
+            idx = range(d) if tok == "lap" else [int(i) for i in tok[3:].split(",")]
+            cols.append(sum(hess[:, i, i] for i in idx))
+        else:
+            ij = [int(i) for i in tok[1:].split(",")]
+            cols.append(jac[:, ij[0]] if len(ij) == 1 else hess[:, ij[0], ij[1]])
+    return jnp.stack(cols, axis=-1)
+
+
+def jet_derivatives(args, work, failures):
+    rng = np.random.default_rng(3)
+    for name, (desc, spec) in JET_MODELS.items():
+        model = FromDescription(desc)
+        d = input_shape(desc)[0]
+        x = rng.uniform(-1.5, 1.5, (6, d)).astype(np.float32)
+        params = model.init(jax.random.PRNGKey(2), x)
+        tokens = len(spec.split())
+        m = model.apply(params, x).shape[1]
+        su = rng.normal(0, 1, (6, m)).astype(np.float32)
+        sd = rng.normal(0, 1, (6, m, tokens)).astype(np.float32)
+        weights = os.path.join(work, f"{name}.safetensors")
+        save_file(flat(params), weights)
+        paths = {k: os.path.join(work, f"{name}-{k}.npy") for k in ("x", "su", "sd")}
+        for k, v in (("x", x), ("su", su), ("sd", sd)):
+            np.save(paths[k], v)
+        out = os.path.join(work, f"{name}-jet.safetensors")
+        subprocess.run([args.tool, "--jet", desc, weights, paths["x"], spec, paths["su"], paths["sd"], out],
+                       check=True)
+        ktr = load_file(out)
+
+        def columns(p):
+            f = lambda point: model.apply(p, point[None])[0]
+            u = jax.vmap(f)(x)
+            jac = jax.vmap(jax.jacfwd(f))(x)
+            hess = jax.vmap(jax.hessian(f))(x)
+            return u, jax.vmap(lambda j, h: spec_columns(spec, d, j, h))(jac, hess)
+
+        u, derivs = columns(params)
+        grads = jax.grad(lambda p: jnp.sum(su * columns(p)[0]) + jnp.sum(sd * columns(p)[1]))(params)
+        print(f"{name}: {desc} | {spec}")
+        close("u", ktr["u"], u, failures)
+        close("derivs", ktr["derivs"], derivs, failures)
+        for k, v in flat(grads).items():
+            close(f"grad {k}", ktr[f"grad.{k}"], v, failures)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ktr", required=True)
@@ -648,6 +710,7 @@ def main():
         bf16_mixed_precision(args, work, failures)
         rl_one_update(args, work, failures)
         rl_sac_update(args, work, failures)
+        jet_derivatives(args, work, failures)
     print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
     return 1 if failures else 0
 
