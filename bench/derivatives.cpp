@@ -7,6 +7,7 @@
 #include "measure.hpp"
 
 #include <ktr/backends/device_info.hpp>
+#include <ktr/backends/kernel_timer.hpp>
 #include <ktr/backends/kokkos_compat.hpp>
 #include <ktr/models/jet.hpp>
 #include <ktr/models/model.hpp>
@@ -132,6 +133,21 @@ int run_derivatives(ExecSpace const& space, DerivativesBenchOptions const& o) {
   }
   std::printf(
       "PINN steps per second = 1e6 / (jet us/step); a ratio jet/(1.25 C) at most 1 meets issue 45's target\n");
+  // Where the narrowest case's jet step goes: every kernel and gemm fenced and timed by label.
+  {
+    Case c(space, o.widths.front(), o.depth, o.points);
+    c.jet_step(space);
+    space.fence();
+    KernelTimer timer;
+    for (int s = 0; s < o.steps; ++s) c.jet_step(space);
+    space.fence();
+    auto const entries = timer.entries();
+    std::printf("one jet step at width %lld, kernel by kernel (fenced): %.1f us in %zu labels\n",
+                static_cast<long long>(o.widths.front()), 1e6 * timer.total_seconds() / o.steps, entries.size());
+    for (std::size_t i = 0; i < entries.size() && i < 10; ++i)
+      std::printf("  %-44s %8.1f us %5.1f calls\n", entries[i].label.c_str(), 1e6 * entries[i].seconds / o.steps,
+                  double(entries[i].calls) / o.steps);
+  }
   return 0;
 }
 

@@ -3,7 +3,7 @@
 
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
-#include "jet_activation.hpp"
+#include "jet_kernels.hpp"
 #include "layers.hpp"
 #include "model.hpp"
 
@@ -49,107 +49,6 @@ std::string joined(std::vector<int> const& v) {
   std::string s;
   for (std::size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
   return s;
-}
-
-// C = op(A) op(B) + beta C, row-major; op(A) (M, K), op(B) (K, N).
-template <class T>
-void jet_gemm(ExecSpace const& space, bool ta, bool tb, T const* a, T const* b, T beta, T* c, std::int64_t M,
-              std::int64_t N, std::int64_t K) {
-  if (M == 0 || N == 0) return;
-  if constexpr (std::is_same_v<T, float>) {
-    ConstMatrix const A(a, std::size_t(ta ? K : M), std::size_t(ta ? M : K));
-    ConstMatrix const B(b, std::size_t(tb ? N : K), std::size_t(tb ? K : N));
-    gemm(space, Precision{}, ta, tb, 1.0f, A, B, beta, Matrix(c, std::size_t(M), std::size_t(N)));
-  } else {
-    // A plain product: fp64 jets are references and checks, not the fast path.
-    Kokkos::parallel_for(
-        "ktr::jet::gemm_fp64", MDRange<2>(space, {0, 0}, {M, N}), KOKKOS_LAMBDA(std::int64_t i, std::int64_t j) {
-          T s = 0;
-          for (std::int64_t k = 0; k < K; ++k)
-            s += (ta ? a[k * M + i] : a[i * K + k]) * (tb ? b[j * K + k] : b[k * N + j]);
-          c[i * N + j] = beta == T(0) ? s : s + beta * c[i * N + j];
-        });
-  }
-}
-
-// The channel tables a kernel reads: first channels 1..F, second channels with their two first channels, Laplacian
-// channels with theirs (CSR).
-struct Tables {
-  int F, S, L;
-  Kokkos::View<int*, MemSpace> pairs, lap_start, lap_channels;
-};
-
-// a = f(z) on every channel: the value, a_i = f' z_i, a_ij = f'' z_i z_j + f' z_ij, lap a = f'' sum z_k^2 + f' lap
-// z. z's value channel gets the bias first (z is kept with it).
-template <class T, class Act>
-void activation_forward(ExecSpace const& space, Tables const& t, std::int64_t N, std::int64_t w, T const* bias,
-                        T* z, T* a) {
-  std::int64_t const P = N * w;
-  int const F = t.F, S = t.S, L = t.L;
-  auto pairs = t.pairs, lap_start = t.lap_start, lap_channels = t.lap_channels;
-  Kokkos::parallel_for(
-      "ktr::jet::activation_forward", Range(space, 0, P), KOKKOS_LAMBDA(std::int64_t e) {
-        T const z0 = z[e] + bias[e % w];
-        z[e] = z0;
-        JetDerivs<T> d;
-        Act::eval(z0, d);
-        a[e] = d.f;
-        for (int i = 1; i <= F; ++i) a[i * P + e] = d.f1 * z[i * P + e];
-        for (int s = 0; s < S; ++s) {
-          int const c = 1 + F + s;
-          a[c * P + e] = d.f2 * z[pairs(2 * s) * P + e] * z[pairs(2 * s + 1) * P + e] + d.f1 * z[c * P + e];
-        }
-        for (int l = 0; l < L; ++l) {
-          int const c = 1 + F + S + l;
-          T sum = 0;
-          for (int k = lap_start(l); k < lap_start(l + 1); ++k) {
-            T const zk = z[lap_channels(k) * P + e];
-            sum += zk * zk;
-          }
-          a[c * P + e] = d.f2 * sum + d.f1 * z[c * P + e];
-        }
-      });
-}
-
-// The reverse of activation_forward: gz from ga and z (with the bias).
-template <class T, class Act>
-void activation_backward(ExecSpace const& space, Tables const& t, std::int64_t N, std::int64_t w, T const* z,
-                         T const* ga, T* gz) {
-  std::int64_t const P = N * w;
-  int const F = t.F, S = t.S, L = t.L;
-  auto pairs = t.pairs, lap_start = t.lap_start, lap_channels = t.lap_channels;
-  Kokkos::parallel_for(
-      "ktr::jet::activation_backward", Range(space, 0, P), KOKKOS_LAMBDA(std::int64_t e) {
-        JetDerivs<T> d;
-        Act::eval(z[e], d);
-        T g0 = ga[e] * d.f1;
-        for (int i = 1; i <= F; ++i) {
-          T const g = ga[i * P + e];
-          g0 += g * d.f2 * z[i * P + e];
-          gz[i * P + e] = g * d.f1;
-        }
-        for (int s = 0; s < S; ++s) {
-          int const c = 1 + F + s, p = pairs(2 * s), q = pairs(2 * s + 1);
-          T const g = ga[c * P + e], zp = z[p * P + e], zq = z[q * P + e];
-          g0 += g * (d.f3 * zp * zq + d.f2 * z[c * P + e]);
-          gz[p * P + e] += g * d.f2 * zq;
-          gz[q * P + e] += g * d.f2 * zp;
-          gz[c * P + e] = g * d.f1;
-        }
-        for (int l = 0; l < L; ++l) {
-          int const c = 1 + F + S + l;
-          T const g = ga[c * P + e];
-          T sum = 0;
-          for (int k = lap_start(l); k < lap_start(l + 1); ++k) {
-            std::int64_t const ck = lap_channels(k) * P + e;
-            sum += z[ck] * z[ck];
-            gz[ck] += T(2) * g * d.f2 * z[ck];
-          }
-          g0 += g * (d.f3 * sum + d.f2 * z[c * P + e]);
-          gz[c * P + e] = g * d.f1;
-        }
-        gz[e] = g0;
-      });
 }
 
 }  // namespace
@@ -278,6 +177,8 @@ Jet<T>::Jet(Model const& model, JetSpec spec, std::int64_t max_points) : spec_(s
     acts += channels_ * widths_[k];
     if (k + 1 < widths_.size()) z_offset_.push_back(zs), zs += channels_ * widths_[k + 1];
   }
+  if constexpr (jet::kHost)
+    products_ = Kokkos::View<T*, MemSpace>("ktr::jet::products", std::size_t(jet::kScratch));
   reserve(max_points);
 }
 
@@ -339,16 +240,17 @@ void Jet<T>::forward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> co
           for (int c = 1; c < C; ++c) a0[c * P + e] = c <= F && first_inputs(c - 1) == f ? sc : T(0);
         });
   }
-  Tables const tables{F, second_, laps_, pairs_, lap_start_, lap_channels_};
+  jet::Tables const tables{F, second_, laps_, pairs_, lap_start_, lap_channels_};
   for (std::size_t l = 0; l < acts_.size(); ++l) {
     std::int64_t const in = widths_[l], out = widths_[l + 1];
     T* a = acts + act_offset_[l] * capacity_;
     T* z = zs + z_offset_[l] * capacity_;
     T* next = acts + act_offset_[l + 1] * capacity_;
-    jet_gemm<T>(space, false, false, a, p + kernel_offset_[l], T(0), z, C * N, out, in);
+    jet::product<T>(space, false, false, a, p + kernel_offset_[l], T(0), z, C * N, out, in, products_.data());
     T const* bias = p + bias_offset_[l];
-    with_jet_activation(
-        acts_[l], [&](auto act) { activation_forward<T, decltype(act)>(space, tables, N, out, bias, z, next); });
+    with_jet_activation(acts_[l], [&](auto act) {
+      jet::activation_forward<T, decltype(act)>(space, tables, N, out, bias, z, next);
+    });
   }
   T const* last = acts + act_offset_.back() * capacity_;
   auto channel = token_channel_d_;
@@ -388,7 +290,7 @@ void Jet<T>::backward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> c
                   ") as the forward's points");
   if (N == 0) return;
   int const C = channels_;
-  Tables const tables{first_, second_, laps_, pairs_, lap_start_, lap_channels_};
+  jet::Tables const tables{first_, second_, laps_, pairs_, lap_start_, lap_channels_};
   T* const ga = grad_a_.data();
   T* const gz = grad_z_.data();
   {
@@ -411,9 +313,9 @@ void Jet<T>::backward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> c
     T const* a = acts_buf_.data() + act_offset_[l] * capacity_;
     T const* z = zs_buf_.data() + z_offset_[l] * capacity_;
     with_jet_activation(
-        acts_[l], [&](auto act) { activation_backward<T, decltype(act)>(space, tables, N, out, z, ga, gz); });
+        acts_[l], [&](auto act) { jet::activation_backward<T, decltype(act)>(space, tables, N, out, z, ga, gz); });
     if (want_params) {
-      jet_gemm<T>(space, true, false, a, gz, T(1), g + kernel_offset_[l], in, out, C * N);
+      jet::product<T>(space, true, false, a, gz, T(1), g + kernel_offset_[l], in, out, C * N, products_.data());
       T* gb = g + bias_offset_[l];
       Kokkos::parallel_for(
           "ktr::jet::bias_gradient", Range(space, 0, out), KOKKOS_LAMBDA(std::int64_t o) {
@@ -422,7 +324,8 @@ void Jet<T>::backward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> c
             gb[o] += s;
           });
     }
-    if (l > 0 || want_input) jet_gemm<T>(space, false, true, gz, p + kernel_offset_[l], T(0), ga, C * N, in, out);
+    if (l > 0 || want_input)
+      jet::product<T>(space, false, true, gz, p + kernel_offset_[l], T(0), ga, C * N, in, out, products_.data());
   }
   if (want_input) {
     // Only the value channel depends on x: the first channels' scale_i are constants.

@@ -110,6 +110,7 @@ class Jet {
   std::vector<int> token_channel_;                         // the channel of each token
   Kokkos::View<int*, MemSpace> token_channel_d_;
   Kokkos::View<T*, MemSpace> acts_buf_, zs_buf_, grad_a_, grad_z_;
+  Kokkos::View<T*, MemSpace> products_;  // host builds: the small products' partial sums and transposes
   std::vector<std::int64_t> act_offset_, z_offset_;  // per layer, in units of points (C x width per point)
   Kokkos::View<T const*, MemSpace> scale_;           // the last forward's
   std::int64_t capacity_ = 0, points_ = 0;

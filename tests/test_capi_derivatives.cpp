@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
@@ -174,7 +175,7 @@ TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine
   std::vector<float> u(n), du(n), seed(n);
   float zero = 0.0f, u0 = 0.0f;
   float first_loss = 0, loss = 0;
-  for (int step = 0; step < 800; ++step) {
+  for (int step = 0; step < 1500; ++step) {
     ASSERT_EQ(ktr_jet_forward("jet_pinn", "d0", x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, du.data(), 3,
                               s3, KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
@@ -207,6 +208,7 @@ TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine
     worst = std::max(worst, std::abs(double(u[std::size_t(i)]) - std::sin(double(x[std::size_t(i)]))));
   EXPECT_LT(loss, 1e-2 * first_loss);
   EXPECT_LT(worst, 2e-2) << "largest error against sin x";
+  std::printf("1-D physics-informed problem: largest error against sin x %.2e after 1500 steps\n", worst);
   ASSERT_EQ(ktr_destroy_model("jet_pinn"), KTR_RESULT_SUCCESS);
 }
 

@@ -247,27 +247,47 @@ TEST(Jet, BackwardAddsToTheGradientsItIsGiven) {
   EXPECT_GT(largest, 0.0);
 }
 
-TEST(Jet, Fp32ChannelsEqualFp64OnTheSameWeights) {
-  Model model("in=3 dense:32:tanh dense:32:silu dense:2", 1);
-  model.init(ktr::ExecSpace(), 4);
-  JetSpec const spec = JetSpec::parse("d0 d1 d1,1 lap", 3);
-  Jet<double> ref(model, spec);
-  Jet<float> jet(model, spec, 64);
-  std::int64_t const N = 64;
-  std::vector<double> const x = random_points(N * 3, 8);
-  Values const want = forward(ref, weights(model), x);
-  ktr::JetMatrix<float> xf("x", N, 3), u("u", N, 2);
-  ktr::JetCube<float> derivs("derivs", N, 2, 4);
-  auto xh = Kokkos::create_mirror_view(xf);
-  for (std::size_t k = 0; k < x.size(); ++k) xh.data()[k] = float(x[k]);
-  Kokkos::deep_copy(xf, xh);
-  jet.forward(ktr::ExecSpace(), model.arena().params(), {}, {}, xf, u, derivs);
-  auto uh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), u);
-  auto dh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), derivs);
-  for (std::size_t k = 0; k < want.u.size(); ++k) expect_close(uh.data()[k], want.u[k], 1e-5, "u");
-  for (std::size_t k = 0; k < want.derivs.size(); ++k)
-    expect_close(dh.data()[k], want.derivs[k], 1e-4, "derivative " + std::to_string(k));
-  EXPECT_EQ(jet.channels(), 1 + 3 + 1 + 1);
+// Widths 32 (the host's row kernels) and 48 (BLAS in float, the plain product in double): channels and the
+// parameter gradient of a loss of them in fp32 against fp64 on the same weights.
+TEST(Jet, Fp32ChannelsAndParameterGradientsEqualFp64OnTheSameWeights) {
+  for (char const* width : {"32", "48"}) {
+    std::string const w = width;
+    Model model("in=3 dense:" + w + ":tanh dense:" + w + ":silu dense:2", 1);
+    model.init(ktr::ExecSpace(), 4);
+    JetSpec const spec = JetSpec::parse("d0 d1 d1,1 lap", 3);
+    Jet<double> ref(model, spec);
+    Jet<float> jet(model, spec, 64);
+    std::int64_t const N = 64;
+    std::vector<double> const x = random_points(N * 3, 8), p = weights(model);
+    Values const want = forward(ref, p, x);
+    DView seed_d = to_device(random_points(N * 2 * 4, 9)), ref_grads("ref_grads", p.size());
+    ref.backward(ktr::ExecSpace(), to_device(p), Mat(), Cube(seed_d.data(), N, 2, 4), ref_grads, Mat());
+    ktr::JetMatrix<float> xf("x", N, 3), u("u", N, 2);
+    ktr::JetCube<float> derivs("derivs", N, 2, 4), seed_f("seed", N, 2, 4);
+    auto xh = Kokkos::create_mirror_view(xf);
+    for (std::size_t k = 0; k < x.size(); ++k) xh.data()[k] = float(x[k]);
+    Kokkos::deep_copy(xf, xh);
+    auto sh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), seed_d);
+    auto sfh = Kokkos::create_mirror_view(seed_f);
+    for (std::size_t k = 0; k < sfh.size(); ++k) sfh.data()[k] = float(sh(k));
+    Kokkos::deep_copy(seed_f, sfh);
+    jet.forward(ktr::ExecSpace(), model.arena().params(), {}, {}, xf, u, derivs);
+    Kokkos::View<float*, ktr::MemSpace> grads("grads", p.size());
+    jet.backward(ktr::ExecSpace(), model.arena().params(), {}, seed_f, grads, {});
+    auto uh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), u);
+    auto dh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), derivs);
+    auto gh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), grads);
+    auto rh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ref_grads);
+    for (std::size_t k = 0; k < want.u.size(); ++k) expect_close(uh.data()[k], want.u[k], 1e-5, w + " u");
+    for (std::size_t k = 0; k < want.derivs.size(); ++k)
+      expect_close(dh.data()[k], want.derivs[k], 1e-4, w + " derivative " + std::to_string(k));
+    double largest = 0;
+    for (std::size_t k = 0; k < p.size(); ++k) largest = std::max(largest, std::abs(rh(k)));
+    for (std::size_t k = 0; k < p.size(); ++k)
+      EXPECT_LE(std::abs(gh(k) - rh(k)), 1e-4 * largest) << w << " parameter " << k;
+    EXPECT_GT(largest, 0.0);
+    EXPECT_EQ(jet.channels(), 1 + 3 + 1 + 1);
+  }
 }
 
 TEST(Jet, RefusesOtherLayersSecondDerivativesThroughReluAndABackwardWithoutItsForward) {
