@@ -3,6 +3,7 @@
 // code sits between the forward and the backward, the gradients of several point sets add up, one optimiser update
 // applies them.
 #include "guard.hpp"
+#include "ktr_array.h"
 #include "registry.hpp"
 
 #include "../backends/region.hpp"
@@ -262,6 +263,19 @@ ktr_result_t derivatives_c(char const* name, char const* spec, void* input, std:
   return r != KTR_RESULT_SUCCESS ? r : derivatives(name, spec, x, out, has_d ? &d : nullptr, stream, training);
 }
 
+// The same from a binding's descriptions (the Fortran module's): derivs NULL is none.
+ktr_result_t described_derivatives(char const* name, char const* spec, ktr_array_t const* input,
+                                   ktr_array_t const* output, ktr_array_t const* derivs, void* stream,
+                                   bool training) {
+  Array x, out, d;
+  ktr_result_t const r = guarded([&] {
+    x = described_array(input, "input");
+    out = described_array(output, "output");
+    if (derivs) d = described_array(derivs, "derivs");
+  });
+  return r != KTR_RESULT_SUCCESS ? r : derivatives(name, spec, x, out, derivs ? &d : nullptr, stream, training);
+}
+
 }  // namespace
 
 }  // namespace ktr::capi
@@ -317,6 +331,39 @@ ktr_result_t ktr_jet_backward(char const* name, void* output_seed, std::int64_t 
 
 ktr_result_t ktr_apply_gradients(char const* name, float loss_for_log, void* stream) {
   return apply_gradients(name, loss_for_log, stream);
+}
+
+ktr_result_t ktr_derivatives_array(char const* name, char const* spec, ktr_array_t const* input,
+                                   ktr_array_t const* output, ktr_array_t const* derivs, void* stream) {
+  return described_derivatives(name, spec, input, output, derivs, stream, false);
+}
+
+ktr_result_t ktr_jet_forward_array(char const* name, char const* spec, ktr_array_t const* input,
+                                   ktr_array_t const* output, ktr_array_t const* derivs, void* stream) {
+  return described_derivatives(name, spec, input, output, derivs, stream, true);
+}
+
+ktr_result_t ktr_vjp_array(char const* name, ktr_array_t const* input, ktr_array_t const* cotangent,
+                           ktr_array_t const* input_grad, void* stream) {
+  Array x, cot, grad;
+  ktr_result_t const r = guarded([&] {
+    x = described_array(input, "input");
+    cot = described_array(cotangent, "cotangent");
+    grad = described_array(input_grad, "input_grad");
+  });
+  return r != KTR_RESULT_SUCCESS ? r : vjp(name, x, cot, grad, stream);
+}
+
+ktr_result_t ktr_jet_backward_array(char const* name, ktr_array_t const* output_seed,
+                                    ktr_array_t const* derivs_seed, void* stream) {
+  Array us, ds;
+  ktr_result_t const r = guarded([&] {
+    if (output_seed) us = described_array(output_seed, "output_seed");
+    if (derivs_seed) ds = described_array(derivs_seed, "derivs_seed");
+  });
+  return r != KTR_RESULT_SUCCESS
+             ? r
+             : jet_backward(name, output_seed ? &us : nullptr, derivs_seed ? &ds : nullptr, stream);
 }
 
 }  // extern "C"

@@ -103,7 +103,8 @@ static int rl_describe(const CFI_cdesc_t* d, const char* call, const char* what,
     return ktr_torchfort_rl_failed_F(call, message);
   }
   if (d->type != CFI_type_float && d->type != CFI_type_double) {
-    snprintf(message, sizeof message, "%s: must be real(real32) or real(real64) (CFI type %d)", what, (int)d->type);
+    snprintf(message, sizeof message, "%s: must be real(real32) or real(real64) (CFI type %d)", what,
+             (int)d->type);
     return ktr_torchfort_rl_failed_F(call, message);
   }
   if (d->rank > KTR_MAX_RANK || !CFI_is_contiguous(d)) {
@@ -188,6 +189,56 @@ int ktr_tf_rl_update_replay_multi_F(const char* name, const CFI_cdesc_t* state_o
   if (s.rank != s2.rank || s.shape[0] != s2.shape[0] || (s.rank == 2 && s.shape[1] != s2.shape[1]))
     return ktr_torchfort_rl_failed_F(call, "state_new: must have state_old's shape");
   return torchfort_rl_off_policy_update_replay_buffer_multi_F(
-      name, s.data, s2.data, s.rank, s.shape, a.data, a.rank, a.shape, rw.data, rw.rank, rw.shape, fs.data, fs.rank,
-      fs.shape, s.dtype, (torchfort_stream_t)(intptr_t)stream);
+      name, s.data, s2.data, s.rank, s.shape, a.data, a.rank, a.shape, rw.data, rw.rank, rw.shape, fs.data,
+      fs.rank, fs.shape, s.dtype, (torchfort_stream_t)(intptr_t)stream);
+}
+
+/* An optional argument: absent (NULL) is no array. */
+static ktr_result_t describe_optional(const CFI_cdesc_t* d, const char* what, ktr_array_t* a,
+                                      const ktr_array_t** out) {
+  *out = NULL;
+  if (d == NULL) return KTR_RESULT_SUCCESS;
+  ktr_result_t const r = describe(d, what, a);
+  if (r == KTR_RESULT_SUCCESS) *out = a;
+  return r;
+}
+
+static int derivatives_F(const char* name, const char* spec, const CFI_cdesc_t* input, const CFI_cdesc_t* output,
+                         const CFI_cdesc_t* derivs, int64_t stream, int training) {
+  ktr_array_t x, out, d;
+  const ktr_array_t* dp;
+  ktr_result_t r = describe(input, "input", &x);
+  if (r == KTR_RESULT_SUCCESS) r = describe(output, "output", &out);
+  if (r == KTR_RESULT_SUCCESS) r = describe_optional(derivs, "derivs", &d, &dp);
+  if (r != KTR_RESULT_SUCCESS) return r;
+  return training ? ktr_jet_forward_array(name, spec, &x, &out, dp, (void*)(intptr_t)stream)
+                  : ktr_derivatives_array(name, spec, &x, &out, dp, (void*)(intptr_t)stream);
+}
+
+int ktr_derivatives_F(const char* name, const char* spec, const CFI_cdesc_t* input, const CFI_cdesc_t* output,
+                      const CFI_cdesc_t* derivs, int64_t stream) {
+  return derivatives_F(name, spec, input, output, derivs, stream, 0);
+}
+
+int ktr_jet_forward_F(const char* name, const char* spec, const CFI_cdesc_t* input, const CFI_cdesc_t* output,
+                      const CFI_cdesc_t* derivs, int64_t stream) {
+  return derivatives_F(name, spec, input, output, derivs, stream, 1);
+}
+
+int ktr_vjp_F(const char* name, const CFI_cdesc_t* input, const CFI_cdesc_t* cotangent,
+              const CFI_cdesc_t* input_grad, int64_t stream) {
+  ktr_array_t x, c, g;
+  ktr_result_t r = describe(input, "input", &x);
+  if (r == KTR_RESULT_SUCCESS) r = describe(cotangent, "cotangent", &c);
+  if (r == KTR_RESULT_SUCCESS) r = describe(input_grad, "input_grad", &g);
+  return r != KTR_RESULT_SUCCESS ? r : ktr_vjp_array(name, &x, &c, &g, (void*)(intptr_t)stream);
+}
+
+int ktr_jet_backward_F(const char* name, const CFI_cdesc_t* output_seed, const CFI_cdesc_t* derivs_seed,
+                       int64_t stream) {
+  ktr_array_t u, d;
+  const ktr_array_t *up, *dp;
+  ktr_result_t r = describe_optional(output_seed, "output_seed", &u, &up);
+  if (r == KTR_RESULT_SUCCESS) r = describe_optional(derivs_seed, "derivs_seed", &d, &dp);
+  return r != KTR_RESULT_SUCCESS ? r : ktr_jet_backward_array(name, up, dp, (void*)(intptr_t)stream);
 }

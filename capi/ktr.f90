@@ -28,7 +28,8 @@ module ktr
 
   public :: ktr_create_model, ktr_create_distributed_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
             ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &
-            ktr_last_error, ktr_version
+            ktr_last_error, ktr_version, ktr_derivatives, ktr_vjp, ktr_jet_forward, ktr_jet_backward, &
+            ktr_apply_gradients
 
   interface
     integer(c_int) function c_create_model(name, config, device) bind(C, name="ktr_create_model")
@@ -91,6 +92,41 @@ module ktr
     end function
     type(c_ptr) function c_version() bind(C, name="ktr_version")
       import :: c_ptr
+    end function
+    integer(c_int) function c_derivatives(name, spec, input, output, derivs, stream) bind(C, name="ktr_derivatives_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, spec
+      type(*), dimension(..), intent(in) :: input
+      type(*), dimension(..), intent(inout) :: output
+      type(*), dimension(..), intent(inout), optional :: derivs
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_jet_forward(name, spec, input, output, derivs, stream) bind(C, name="ktr_jet_forward_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, spec
+      type(*), dimension(..), intent(in) :: input
+      type(*), dimension(..), intent(inout) :: output
+      type(*), dimension(..), intent(inout), optional :: derivs
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_vjp(name, input, cotangent, input_grad, stream) bind(C, name="ktr_vjp_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: input, cotangent
+      type(*), dimension(..), intent(inout) :: input_grad
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_jet_backward(name, output_seed, derivs_seed, stream) bind(C, name="ktr_jet_backward_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in), optional :: output_seed, derivs_seed
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_apply_gradients(name, loss_for_log, stream) bind(C, name="ktr_apply_gradients")
+      import :: c_char, c_int, c_float, c_ptr
+      character(kind=c_char), dimension(*), intent(in) :: name
+      real(c_float), value :: loss_for_log
+      type(c_ptr), value :: stream
     end function
     integer(c_size_t) function c_strlen(s) bind(C, name="strlen")
       import :: c_ptr, c_size_t
@@ -201,6 +237,52 @@ contains
     istat = c_load_checkpoint(c_string(name), c_string(directory), st, si)
     step_train = st
     step_inference = si
+  end function
+
+  !> u and the spec's derivatives at the points input(d, N): output(m, N), derivs(T, m, N) (absent when the spec is
+  !> empty). Spec indices are 0-based: it is a string ("d0 d1,1 lap"); see docs/derivatives.md.
+  integer function ktr_derivatives(name, spec, input, output, derivs, stream) result(istat)
+    character(len=*), intent(in) :: name, spec
+    type(*), dimension(..), intent(in) :: input
+    type(*), dimension(..), intent(inout) :: output
+    type(*), dimension(..), intent(inout), optional :: derivs
+    integer(int64), intent(in), optional :: stream
+    istat = c_derivatives(c_string(name), c_string(spec), input, output, derivs, stream_of(stream))
+  end function
+
+  !> The split step's forward: as ktr_derivatives, keeping what ktr_jet_backward needs.
+  integer function ktr_jet_forward(name, spec, input, output, derivs, stream) result(istat)
+    character(len=*), intent(in) :: name, spec
+    type(*), dimension(..), intent(in) :: input
+    type(*), dimension(..), intent(inout) :: output
+    type(*), dimension(..), intent(inout), optional :: derivs
+    integer(int64), intent(in), optional :: stream
+    istat = c_jet_forward(c_string(name), c_string(spec), input, output, derivs, stream_of(stream))
+  end function
+
+  !> The input gradient of sum(cotangent * u): cotangent(m, N), input_grad(d, N).
+  integer function ktr_vjp(name, input, cotangent, input_grad, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: input, cotangent
+    type(*), dimension(..), intent(inout) :: input_grad
+    integer(int64), intent(in), optional :: stream
+    istat = c_vjp(c_string(name), input, cotangent, input_grad, stream_of(stream))
+  end function
+
+  !> Adds the parameter gradient of sum(output_seed * u) + sum(derivs_seed * derivs) (an absent seed is zero).
+  integer function ktr_jet_backward(name, output_seed, derivs_seed, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in), optional :: output_seed, derivs_seed
+    integer(int64), intent(in), optional :: stream
+    istat = c_jet_backward(c_string(name), output_seed, derivs_seed, stream_of(stream))
+  end function
+
+  !> One optimiser update from the gradients the backwards added since the last.
+  integer function ktr_apply_gradients(name, loss_for_log, stream) result(istat)
+    character(len=*), intent(in) :: name
+    real(c_float), intent(in) :: loss_for_log
+    integer(int64), intent(in), optional :: stream
+    istat = c_apply_gradients(c_string(name), loss_for_log, transfer(stream_of(stream), c_null_ptr))
   end function
 
   integer function ktr_destroy_model(name) result(istat)

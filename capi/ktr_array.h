@@ -26,6 +26,15 @@ ktr_result_t ktr_train_array(const char* name, const ktr_array_t* input, const k
 ktr_result_t ktr_inference_array(const char* name, const ktr_array_t* input, const ktr_array_t* output,
                                  void* stream);
 ktr_result_t ktr_push_array(const char* name, const ktr_array_t* input, const ktr_array_t* label, void* stream);
+/* Input derivatives (ktr_c.h's calls); a NULL description is an absent array (no derivs, a zero seed). */
+ktr_result_t ktr_derivatives_array(const char* name, const char* spec, const ktr_array_t* input,
+                                   const ktr_array_t* output, const ktr_array_t* derivs, void* stream);
+ktr_result_t ktr_jet_forward_array(const char* name, const char* spec, const ktr_array_t* input,
+                                   const ktr_array_t* output, const ktr_array_t* derivs, void* stream);
+ktr_result_t ktr_vjp_array(const char* name, const ktr_array_t* input, const ktr_array_t* cotangent,
+                           const ktr_array_t* input_grad, void* stream);
+ktr_result_t ktr_jet_backward_array(const char* name, const ktr_array_t* output_seed,
+                                    const ktr_array_t* derivs_seed, void* stream);
 /* A failure found by the binding itself (an unsupported Fortran type or rank): recorded as ktr_last_error(). */
 ktr_result_t ktr_binding_error(const char* message);
 /* TorchFort's tensor lists (torchfort_tensor_list_t) take a described array too (the Fortran module's). */
