@@ -18,13 +18,22 @@ namespace {
 
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
-// One jet of a model: made for a spec and an architecture, with its outputs kept between calls of one size.
+// One jet of a model: made for a spec and an architecture, with the buffers its calls pack the caller's arrays
+// into and write their outputs to, grown when a call needs more (point sets of several sizes take turns without
+// allocating).
 struct JetCall {
   std::string spec, description;
   std::unique_ptr<Jet<float>> jet;
-  JetMatrix<float> u;
-  JetCube<float> derivs;
+  Kokkos::View<float*, MemSpace> input, u, derivs, u_seed, derivs_seed;
 };
+
+// The first n entries of `buffer`, grown if it holds fewer.
+float* room(Kokkos::View<float*, MemSpace>& buffer, std::int64_t n, char const* label) {
+  if (std::int64_t(buffer.extent(0)) < n)
+    buffer = Kokkos::View<float*, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+                                            std::size_t(n));
+  return buffer.data();
+}
 
 // A model's jets: ktr_derivatives' and ktr_vjp's (inference never disturbs a pending training forward), the split
 // step's, and the gradient its backwards add up until ktr_apply_gradients.
@@ -117,18 +126,14 @@ void jet_forward(ExecSpace const& space, Entry& e, JetCall& c, Trainer& t, char 
     require_real(*derivs, "derivs");
     require_extents(*derivs, n, m * T, "(N, m, T)", "derivs");
   }
-  auto const points = pack_strided<float>(space, x.strided());
+  auto const points = pack_strided<float>(space, x.strided(), c.input);
   JetState& s = state_of(e);
   transform_of(space, s, t.config().input_transform, d);
-  if (std::int64_t(c.u.extent(0)) != n || std::int64_t(c.u.extent(1)) != m)
-    c.u = JetMatrix<float>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::capi::jet_u"), n, m);
-  if (std::int64_t(c.derivs.extent(0)) != n || std::int64_t(c.derivs.extent(1)) != m ||
-      std::int64_t(c.derivs.extent(2)) != T)
-    c.derivs = JetCube<float>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::capi::jet_derivs"), n, m, T);
-  jet.forward(space, model.arena().params(), s.scale, s.shift, JetMatrix<float const>(points.data(), n, d), c.u,
-              c.derivs);
-  scatter_strided(space, c.u.data(), out.strided());
-  if (derivs) scatter_strided(space, c.derivs.data(), derivs->strided());
+  JetMatrix<float> const u(room(c.u, n * m, "ktr::capi::jet_u"), n, m);
+  JetCube<float> const dv(room(c.derivs, n * m * T, "ktr::capi::jet_derivs"), n, m, T);
+  jet.forward(space, model.arena().params(), s.scale, s.shift, JetMatrix<float const>(points.data(), n, d), u, dv);
+  scatter_strided(space, u.data(), out.strided());
+  if (derivs) scatter_strided(space, dv.data(), derivs->strided());
 }
 
 ktr_result_t derivatives(char const* name, char const* spec, Array const& x, Array const& out, Array const* derivs,
@@ -166,11 +171,12 @@ ktr_result_t vjp(char const* name, Array const& x, Array const& cot, Array const
       require_real(*a, what);
       require_extents(*a, n, w, shape, what);
     }
-    auto const points = pack_strided<float>(space, x.strided());
-    auto const seed = pack_strided<float>(space, cot.strided());
+    JetCall& c = s.vjp;
+    auto const points = pack_strided<float>(space, x.strided(), c.input);
+    auto const seed = pack_strided<float>(space, cot.strided(), c.u_seed);
     transform_of(space, s, t.config().input_transform, d);
-    JetMatrix<float> u(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::capi::vjp_u"), n, m),
-        grad(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ktr::capi::vjp_grad"), n, d);
+    JetMatrix<float> const u(room(c.u, n * m, "ktr::capi::vjp_u"), n, m),
+        grad(room(c.derivs, n * d, "ktr::capi::vjp_grad"), n, d);
     jet.forward(space, model.arena().params(), s.scale, s.shift, JetMatrix<float const>(points.data(), n, d), u,
                 {});
     jet.backward(space, model.arena().params(), JetMatrix<float const>(seed.data(), n, m), {}, {}, grad);
@@ -195,13 +201,13 @@ ktr_result_t jet_backward(char const* name, Array const* u_seed, Array const* d_
     if (u_seed) {
       require_real(*u_seed, "output_seed");
       require_extents(*u_seed, n, m, "(N, m) as the forward's output", "output_seed");
-      us = pack_strided<float>(space, u_seed->strided());
+      us = pack_strided<float>(space, u_seed->strided(), c.u_seed);
     }
     if (d_seed) {
       KTR_REQUIRE(T > 0, "derivs_seed", "must be NULL: the forward's spec asks for no derivatives");
       require_real(*d_seed, "derivs_seed");
       require_extents(*d_seed, n, m * T, "(N, m, T) as the forward's derivs", "derivs_seed");
-      ds = pack_strided<float>(space, d_seed->strided());
+      ds = pack_strided<float>(space, d_seed->strided(), c.derivs_seed);
     }
     Model& model = e.trainer->model();
     std::size_t const size = std::size_t(model.arena().size());

@@ -22,10 +22,19 @@ KOKKOS_INLINE_FUNCTION T& element(StridedArray const& a, T* p, std::int64_t e) {
 }
 
 template <class Out, class T>
-Kokkos::View<Out*, MemSpace> pack_as(ExecSpace const& space, StridedArray const& a) {
+Kokkos::View<Out*, MemSpace> pack_as(ExecSpace const& space, StridedArray const& a,
+                                     Kokkos::View<Out*, MemSpace>* buffer) {
   std::int64_t const total = a.elements();
-  Kokkos::View<Out*, MemSpace> out(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::pack"),
-                                   std::size_t(total));
+  Kokkos::View<Out*, MemSpace> out;
+  if (buffer == nullptr) {
+    out = Kokkos::View<Out*, MemSpace>(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::pack"),
+                                       std::size_t(total));
+  } else {
+    if (std::int64_t(buffer->extent(0)) < total)
+      *buffer = Kokkos::View<Out*, MemSpace>(
+          Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::data::pack"), std::size_t(total));
+    out = Kokkos::subview(*buffer, std::make_pair(std::size_t(0), std::size_t(total)));
+  }
   T const* const src = static_cast<T const*>(a.data);
   if (device_can_read(a.data)) {
     Out* const dst = out.data();
@@ -42,6 +51,22 @@ Kokkos::View<Out*, MemSpace> pack_as(ExecSpace const& space, StridedArray const&
   return out;
 }
 
+template <class Out>
+Kokkos::View<Out*, MemSpace> pack_into(ExecSpace const& space, StridedArray const& a,
+                                       Kokkos::View<Out*, MemSpace>* buffer) {
+  switch (a.type) {
+    case ElementType::float32:
+      return pack_as<Out, float>(space, a, buffer);
+    case ElementType::float64:
+      return pack_as<Out, double>(space, a, buffer);
+    case ElementType::int32:
+      return pack_as<Out, std::int32_t>(space, a, buffer);
+    case ElementType::int64:
+      return pack_as<Out, std::int64_t>(space, a, buffer);
+  }
+  throw UsageError("ktr::pack_strided: unknown element type");
+}
+
 }  // namespace
 
 std::int64_t StridedArray::elements() const {
@@ -52,19 +77,17 @@ std::int64_t StridedArray::elements() const {
 
 template <class Out>
 Kokkos::View<Out*, MemSpace> pack_strided(ExecSpace const& space, StridedArray const& a) {
-  switch (a.type) {
-    case ElementType::float32:
-      return pack_as<Out, float>(space, a);
-    case ElementType::float64:
-      return pack_as<Out, double>(space, a);
-    case ElementType::int32:
-      return pack_as<Out, std::int32_t>(space, a);
-    case ElementType::int64:
-      return pack_as<Out, std::int64_t>(space, a);
-  }
-  throw UsageError("ktr::pack_strided: unknown element type");
+  return pack_into<Out>(space, a, nullptr);
+}
+
+template <class Out>
+Kokkos::View<Out*, MemSpace> pack_strided(ExecSpace const& space, StridedArray const& a,
+                                          Kokkos::View<Out*, MemSpace>& buffer) {
+  return pack_into<Out>(space, a, &buffer);
 }
 template Kokkos::View<float*, MemSpace> pack_strided<float>(ExecSpace const&, StridedArray const&);
+template Kokkos::View<float*, MemSpace> pack_strided<float>(ExecSpace const&, StridedArray const&,
+                                                            Kokkos::View<float*, MemSpace>&);
 template Kokkos::View<std::int32_t*, MemSpace> pack_strided<std::int32_t>(ExecSpace const&, StridedArray const&);
 
 std::int64_t count_outside_int32(ExecSpace const& space, std::int64_t const* data, std::int64_t n,

@@ -25,6 +25,11 @@ struct StridedArray {
 /// memory on a GPU build is packed on the host and copied once.
 template <class Out>
 Kokkos::View<Out*, MemSpace> pack_strided(ExecSpace const& space, StridedArray const& a);
+/// The same into `buffer`, grown (never shrunk) when it is too small: a caller that packs on every call allocates
+/// only when its arrays grow. Returns the first a.elements() entries of `buffer`.
+template <class Out>
+Kokkos::View<Out*, MemSpace> pack_strided(ExecSpace const& space, StridedArray const& a,
+                                          Kokkos::View<Out*, MemSpace>& buffer);
 
 /// How many of the `n` int64 values at `data` (every `stride`-th, host or device memory) lie outside int32's
 /// range.
