@@ -93,15 +93,8 @@ module ktr
     type(c_ptr) function c_version() bind(C, name="ktr_version")
       import :: c_ptr
     end function
-    integer(c_int) function c_derivatives(name, spec, input, output, derivs, stream) bind(C, name="ktr_derivatives_F")
-      import :: c_char, c_int, c_int64_t
-      character(kind=c_char), dimension(*), intent(in) :: name, spec
-      type(*), dimension(..), intent(in) :: input
-      type(*), dimension(..), intent(inout) :: output
-      type(*), dimension(..), intent(inout), optional :: derivs
-      integer(c_int64_t), value :: stream
-    end function
-    integer(c_int) function c_jet_forward(name, spec, input, output, derivs, stream) bind(C, name="ktr_jet_forward_F")
+    ! ktr_derivatives_F and ktr_jet_forward_F (bound below)
+    integer(c_int) function c_jet_call(name, spec, input, output, derivs, stream) bind(C)
       import :: c_char, c_int, c_int64_t
       character(kind=c_char), dimension(*), intent(in) :: name, spec
       type(*), dimension(..), intent(in) :: input
@@ -138,6 +131,8 @@ module ktr
   procedure(c_name_file), bind(C, name="ktr_save_model") :: c_save_model
   procedure(c_name_file), bind(C, name="ktr_load_model") :: c_load_model
   procedure(c_name_file), bind(C, name="ktr_save_checkpoint") :: c_save_checkpoint
+  procedure(c_jet_call), bind(C, name="ktr_derivatives_F") :: c_derivatives
+  procedure(c_jet_call), bind(C, name="ktr_jet_forward_F") :: c_jet_forward
 
 contains
 

@@ -8,10 +8,9 @@ program fortran_derivatives
   integer, parameter :: n = 64
   real(real32) :: x(1, n), u(1, n), du(1, 1, n), seed(1, 1, n), x0(1, 1), u0(1, 1), g0(1, 1), loss, worst
   real(real64) :: xd(1, n), ud(1, n), dd(2, 1, n), cot(1, n), grad(1, n)
-  character(len=:), allocatable :: cfg
+  character(len=*), parameter :: cfg = "fortran_derivatives.yaml"
   integer :: i, step, unit
 
-  cfg = "fortran_derivatives.yaml"
   open(newunit=unit, file=cfg, status="replace", action="write")
   write(unit, '(a)') "general:", "  seed: 7", "  normalize: none", "model:", "  type: ktr", "  parameters:", &
     '    description: "in=1 dense:24:tanh dense:24:tanh dense:1"', "optimizer:", "  type: adam", "  parameters:", &
