@@ -6,6 +6,7 @@
 #include "../core/bf16.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
+#include "lbfgs.hpp"
 #include "schedule_scale.hpp"
 
 namespace ktr {
@@ -35,7 +36,8 @@ OptimizerConfig::Kind OptimizerConfig::parse_kind(std::string const& name) {
   if (name == "sgd") return Kind::sgd;
   if (name == "adam") return Kind::adam;
   if (name == "adamw") return Kind::adamw;
-  throw Error("optimizer: unknown optimiser '" + name + "' (sgd, adam, adamw)");
+  if (name == "lbfgs") return Kind::lbfgs;
+  throw Error("optimizer: unknown optimiser '" + name + "' (sgd, adam, adamw, lbfgs)");
 }
 
 char const* OptimizerConfig::kind_name(Kind kind) {
@@ -46,6 +48,8 @@ char const* OptimizerConfig::kind_name(Kind kind) {
       return "adam";
     case Kind::adamw:
       return "adamw";
+    case Kind::lbfgs:
+      return "lbfgs";
   }
   return "?";
 }
@@ -67,13 +71,38 @@ Optimizer::Optimizer(OptimizerConfig const& config, std::int64_t size, ExecSpace
   KTR_REQUIRE(in(config.l2, 0, R::decay_max), "ktr::Optimizer", "l2 must be in [0, 1e6]");
   KTR_REQUIRE(in(config.weight_decay, 0, R::decay_max) && in(config.clip_norm, 0, R::clip_max), "ktr::Optimizer",
               "weight_decay must be in [0, 1e6] and clip_norm in [0, 3.4e38]");
+  if (config.kind == OptimizerConfig::Kind::lbfgs) {
+    KTR_REQUIRE(config.history >= 1 && config.history <= R::history_max, "ktr::Optimizer",
+                "history must be in [1, 1000]");
+    KTR_REQUIRE(config.linesearch >= 1 && config.linesearch <= R::linesearch_max, "ktr::Optimizer",
+                "linesearch must be in [1, 1000]");
+    KTR_REQUIRE(in(config.tolerance_grad, 0, R::clip_max) && in(config.tolerance_change, 0, R::clip_max),
+                "ktr::Optimizer", "tolerance_grad and tolerance_change must be in [0, 3.4e38]");
+    KTR_REQUIRE(config.clip_norm == 0 && config.l2 == 0 && config.schedule.kind == Schedule::Kind::constant,
+                "ktr::Optimizer",
+                "lbfgs takes no clip_norm, l2 penalty or schedule: its line search chooses each step");
+    lbfgs_ = std::make_shared<Lbfgs const>(config, size, space);
+    return;
+  }
   bool const adam = config.kind != OptimizerConfig::Kind::sgd;
   if (adam || config.momentum > 0)
     m_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::optim::m"), std::size_t(size));
   if (adam) v_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::optim::v"), std::size_t(size));
 }
 
+std::int64_t Optimizer::floats_per_parameter(OptimizerConfig const& c) {
+  switch (c.kind) {
+    case OptimizerConfig::Kind::lbfgs:
+      return Lbfgs::floats_per_parameter(c.history);
+    case OptimizerConfig::Kind::sgd:
+      return c.momentum > 0 ? 1 : 0;
+    default:
+      return 2;
+  }
+}
+
 std::vector<DeviceView<float*>> Optimizer::state() const {
+  if (lbfgs_) return lbfgs_->state();
   std::vector<DeviceView<float*>> s;
   if (m_.extent(0)) s.push_back(m_);
   if (v_.extent(0)) s.push_back(v_);
@@ -86,6 +115,17 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
   KTR_REQUIRE(params16.extent(0) == 0 || params16.extent(0) == params.extent(0), "ktr::Optimizer::update",
               "the parameters' bf16 copy holds " + std::to_string(params16.extent(0)) + " values, not " +
                   std::to_string(params.extent(0)));
+  if (lbfgs_) {
+    KTR_REQUIRE(losses != nullptr && loss_count == 1 && params16.extent(0) == 0, "ktr::Optimizer::update",
+                "lbfgs needs the loss of each evaluation (one rank, one micro-batch) and fp32 or tf32 parameters");
+    lbfgs_->evaluate(space, params, grads, losses, step, refused_);
+    auto scalars = scalars_;
+    float const* const ls = lbfgs_->scalars().data();
+    Kokkos::parallel_for(
+        "ktr::optim::lbfgs_report", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+        KOKKOS_LAMBDA(int) { scalars(0) = ls[Lbfgs::kAlpha], scalars(4) = 1.0f; });
+    return;
+  }
   OptimizerConfig const c = config_;
   auto scalars = scalars_;
   auto norm_sq = grad_norm_sq_;
@@ -162,6 +202,8 @@ void Optimizer::update(ExecSpace const& space, DeviceView<float*> const& params,
           });
       break;
     }
+    case OptimizerConfig::Kind::lbfgs:
+      break;  // above
   }
 }
 
