@@ -63,7 +63,7 @@ case $case_name in
     expect 2 "--epochs: '4x' is not an integer" -- "$ktr" train --epochs 4x
     expect 2 "--batch: '1e9' is not an integer in" -- "$ktr" train --batch 1e9
     expect 2 "--batch: ' 64' is not an integer in" -- "$ktr" train --batch ' 64'
-    expect 2 "--optimizer: must be one of sgd, adam, adamw, got 'rmsprop'" -- "$ktr" train --optimizer rmsprop
+    expect 2 "--optimizer: must be one of sgd, adam, adamw, lbfgs, got 'rmsprop'" -- "$ktr" train --optimizer rmsprop
     expect 2 "--schedule: unknown schedule" -- "$ktr" train --schedule linear
     expect 2 "--model: unknown model 'resnet'" -- "$ktr" train --model resnet
     expect 2 "--batch: 1 required .* missing" -- "$ktr" train --batch

@@ -69,7 +69,7 @@ std::vector<RunSetting> make_table() {
   constexpr double below_one = R::below_one;
   std::vector<RunSetting> t;
   t.push_back(word(
-      "optimizer", {"sgd", "adam", "adamw"}, "sgd, adam or adamw",
+      "optimizer", {"sgd", "adam", "adamw", "lbfgs"}, "sgd, adam, adamw or lbfgs (a fixed batch)",
       [](RunConfig const& c) { return std::string(OptimizerConfig::kind_name(c.optimizer.kind)); },
       [](RunConfig& c, std::string const& v) { c.optimizer.kind = OptimizerConfig::parse_kind(v); }));
   t.push_back(number(
@@ -107,6 +107,23 @@ std::vector<RunSetting> make_table() {
       "poly:T[:power] | linear:T[:start[:end]]",
       [](RunConfig const& c) { return c.optimizer.schedule.str(); },
       [](RunConfig& c, std::string const& v) { c.optimizer.schedule = Schedule::parse(v); }));
+  // lbfgs's: absent from files and checkpoints that do not change them
+  RunSetting history = integer(
+      "history", 1, R::history_max, "lbfgs: the (s, y) pairs kept",
+      [](auto& c) -> auto& { return c.optimizer.history; });
+  RunSetting linesearch = integer(
+      "linesearch", 1, R::linesearch_max, "lbfgs: evaluations per line search at most",
+      [](auto& c) -> auto& { return c.optimizer.linesearch; });
+  RunSetting tolerance_grad = number(
+      "tolerance_grad", 0, R::clip_max, "lbfgs: converged once max |gradient| is at most this",
+      [](auto& c) -> auto& { return c.optimizer.tolerance_grad; });
+  RunSetting tolerance_change = number(
+      "tolerance_change", 0, R::clip_max, "lbfgs: ... or a step changes the loss or a parameter by less",
+      [](auto& c) -> auto& { return c.optimizer.tolerance_change; });
+  for (RunSetting* s : {&history, &linesearch, &tolerance_grad, &tolerance_change}) {
+    s->omit_default = true, s->required = false;
+    t.push_back(*s);
+  }
   t.push_back(integer(
       "batch", 1, double(1 << 24), "samples per optimiser update, over all ranks",
       [](auto& c) -> auto& { return c.batch; }));

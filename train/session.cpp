@@ -123,6 +123,11 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
       state_(space, model_, config.optimizer, config.batch, config.seed, config.input_transform, max_k,
              config.task, Parallelism{comm, config.accumulate, DataLayout::replicated}) {
   KTR_REQUIRE(matmul_unavailable(config.precision).empty(), "ktr::Session", matmul_unavailable(config.precision));
+  KTR_REQUIRE(config.optimizer.kind != OptimizerConfig::Kind::lbfgs ||
+                  (comm.size() == 1 && config.accumulate == 1 && config.precision != MatmulPrecision::bf16),
+              "optimizer",
+              "lbfgs runs on one rank, with one micro-batch per update (accumulate 1), in fp32 or tf32: its line "
+              "search compares the losses of whole evaluations");
   state_.precision = config.precision;
   state_.normalize = config.normalize;
   state_.regression = config.loss;
@@ -167,7 +172,7 @@ Checkpoint Session::snapshot(ExecSpace const& space, std::string const& what) co
 
 std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, int ranks) {
   auto const& o = config.optimizer;
-  std::int64_t const moments = o.kind != OptimizerConfig::Kind::sgd ? 2 : (o.momentum > 0 ? 1 : 0);
+  std::int64_t const moments = Optimizer::floats_per_parameter(o);
   std::int64_t const sample = plan.input.size();
   char const* what = "run size";
   std::int64_t const sums = config.accumulate > 1 ? 1 : 0;  // the micro-batches' gradient sum

@@ -50,6 +50,11 @@ Trainer::Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDa
   // Data smaller than a batch still serves online steps (step(), predict()); fit() refuses it.
   if (train_.count >= samples_per_update_here())
     steps_per_epoch_ = ktr::steps_per_epoch(train_, samples_per_update_here());
+  KTR_REQUIRE(config().optimizer.kind != OptimizerConfig::Kind::lbfgs || train_.count == 0 ||
+                  train_.count == config().batch,
+              "batch",
+              "lbfgs evaluates one fixed batch: the batch must be the whole training set (" +
+                  std::to_string(train_.count) + " samples), not " + std::to_string(config().batch));
 }
 
 std::int64_t Trainer::samples_per_update_here() const {
