@@ -42,6 +42,7 @@ struct JetState {
   Kokkos::View<float*, MemSpace> scale, shift;  // the model's input transform, per input
   bool own_transform = false;                   // scale and shift are this state's (else the transform's views)
   Kokkos::View<float*, MemSpace> grads;         // arena layout
+  Kokkos::View<float*, MemSpace> loss;          // lbfgs: the loss of the gradients applied
   bool has_grads = false;
 };
 
@@ -239,7 +240,13 @@ ktr_result_t apply_gradients(char const* name, float loss_for_log, void* stream)
           KOKKOS_LAMBDA(std::int64_t i) { g(i) *= share; });
       e.comm.allreduce_sum(space, s.grads);
     }
-    state.optimizer.update(space, t.model().arena().params(), s.grads, state.step);
+    if (state.optimizer.lbfgs()) {  // its line search reads the loss these gradients belong to
+      if (s.loss.extent(0) == 0) s.loss = Kokkos::View<float*, MemSpace>("ktr::capi::jet_loss", 1);
+      Kokkos::deep_copy(space, s.loss, loss_for_log);
+      state.optimizer.update(space, t.model().arena().params(), s.grads, state.step, s.loss.data(), 1);
+    } else {
+      state.optimizer.update(space, t.model().arena().params(), s.grads, state.step);
+    }
     state.count_steps(1);
     s.has_grads = false;
     report(e, name, loss_for_log);

@@ -16,11 +16,12 @@
 namespace {
 
 std::string write_config(std::string const& name, std::string const& description, std::string const& optimizer,
-                         std::string const& normalize) {
+                         std::string const& normalize, char const* lr = "0.01") {
   std::string const path = ::testing::TempDir() + name;
   std::ofstream(path) << "general:\n  seed: 7\n  normalize: " << normalize
                       << "\nmodel:\n  type: ktr\n  parameters:\n    description: \"" << description
-                      << "\"\noptimizer:\n  type: " << optimizer << "\n  parameters:\n    learning_rate: 0.01\n";
+                      << "\"\noptimizer:\n  type: " << optimizer << "\n  parameters:\n    learning_rate: " << lr
+                      << "\n";
   return path;
 }
 
@@ -163,11 +164,12 @@ TEST(CApiDerivatives, SplitStepOnTheValueEqualsKtrTrainsStep) {
   ASSERT_EQ(ktr_destroy_model("jet_b"), KTR_RESULT_SUCCESS);
 }
 
-// u' = cos x on [-2, 2] with u(0) = 0: interior and boundary point sets each go forward and back, one update.
-TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine) {
+// u' = cos x on [-2, 2] with u(0) = 0: interior and boundary point sets each go forward and back, one update a
+// step. Returns the largest error against sin x on the interior points after `steps` updates.
+double train_sine(char const* name, char const* optimizer, char const* lr, int steps) {
   std::string const cfg =
-      write_config("jet_pinn.yaml", "in=1 dense:24:tanh dense:24:tanh dense:1", "adam", "none");
-  ASSERT_EQ(ktr_create_model("jet_pinn", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
+      write_config(std::string(name) + ".yaml", "in=1 dense:24:tanh dense:24:tanh dense:1", optimizer, "none", lr);
+  EXPECT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
   std::int64_t const n = 64;
   std::vector<float> x(n);
   for (std::int64_t i = 0; i < n; ++i) x[std::size_t(i)] = -2.0f + 4.0f * (float(i) + 0.5f) / float(n);
@@ -175,9 +177,9 @@ TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine
   std::vector<float> u(n), du(n), seed(n);
   float zero = 0.0f, u0 = 0.0f;
   float first_loss = 0, loss = 0;
-  for (int step = 0; step < 1500; ++step) {
-    ASSERT_EQ(ktr_jet_forward("jet_pinn", "d0", x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, du.data(), 3,
-                              s3, KTR_FLOAT, nullptr),
+  for (int step = 0; step < steps; ++step) {
+    EXPECT_EQ(ktr_jet_forward(name, "d0", x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, du.data(), 3, s3,
+                              KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
         << last_error();
     loss = 0;
@@ -186,30 +188,43 @@ TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine
       loss += r * r / float(n);
       seed[std::size_t(i)] = 2.0f * r / float(n);
     }
-    ASSERT_EQ(ktr_jet_backward("jet_pinn", nullptr, 0, nullptr, KTR_FLOAT, seed.data(), 3, s3, KTR_FLOAT, nullptr),
+    EXPECT_EQ(ktr_jet_backward(name, nullptr, 0, nullptr, KTR_FLOAT, seed.data(), 3, s3, KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
         << last_error();
-    ASSERT_EQ(ktr_jet_forward("jet_pinn", "", &zero, 2, b, KTR_FLOAT, &u0, 2, b, KTR_FLOAT, nullptr, 0, nullptr,
+    EXPECT_EQ(ktr_jet_forward(name, "", &zero, 2, b, KTR_FLOAT, &u0, 2, b, KTR_FLOAT, nullptr, 0, nullptr,
                               KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
         << last_error();
     loss += u0 * u0;
     float g = 2.0f * u0;
-    ASSERT_EQ(ktr_jet_backward("jet_pinn", &g, 2, b, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
+    EXPECT_EQ(ktr_jet_backward(name, &g, 2, b, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
         << last_error();
-    ASSERT_EQ(ktr_apply_gradients("jet_pinn", loss, nullptr), KTR_RESULT_SUCCESS) << last_error();
+    EXPECT_EQ(ktr_apply_gradients(name, loss, nullptr), KTR_RESULT_SUCCESS) << last_error();
     if (step == 0) first_loss = loss;
   }
-  ASSERT_EQ(ktr_inference("jet_pinn", x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, nullptr),
+  EXPECT_EQ(ktr_inference(name, x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, nullptr),
             KTR_RESULT_SUCCESS);
   double worst = 0;
   for (std::int64_t i = 0; i < n; ++i)
     worst = std::max(worst, std::abs(double(u[std::size_t(i)]) - std::sin(double(x[std::size_t(i)]))));
   EXPECT_LT(loss, 1e-2 * first_loss);
-  EXPECT_LT(worst, 2e-2) << "largest error against sin x";
-  std::printf("1-D physics-informed problem: largest error against sin x %.2e after 1500 steps\n", worst);
-  ASSERT_EQ(ktr_destroy_model("jet_pinn"), KTR_RESULT_SUCCESS);
+  EXPECT_EQ(ktr_destroy_model(name), KTR_RESULT_SUCCESS);
+  std::printf("1-D physics-informed problem, %s: largest error against sin x %.2e after %d steps\n", optimizer,
+              worst, steps);
+  return worst;
+}
+
+TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine) {
+  EXPECT_LT(train_sine("jet_pinn", "adam", "0.01", 1500), 2e-2) << "largest error against sin x";
+}
+
+// L-BFGS through ktr_apply_gradients (the loss passed is the one its line search compares): in the same 300
+// evaluations it lands closer than Adam (measured 1.3e-3 against 4.5e-3).
+TEST(CApiDerivatives, SplitStepWithLbfgsLandsCloserToSineThanAdamInTheSameEvaluations) {
+  double const adam = train_sine("jet_pinn_adam", "adam", "0.01", 300);
+  double const lbfgs = train_sine("jet_pinn_lbfgs", "lbfgs", "1", 300);
+  EXPECT_LT(lbfgs, 0.5 * adam);
 }
 
 TEST(CApiDerivatives, RefusesBadSpecsShapesOrderAndMissingModelsNamingWhat) {
