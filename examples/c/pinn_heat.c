@@ -47,35 +47,35 @@ static int64_t const bs[2] = {NB, 2}, bus[2] = {NB, 1}, zs[2] = {N0, 2}, zus[2] 
 
 /* One update of model `name`: each point set forward, its residual and seeds here, back; returns the loss. */
 static float step(const char* name) {
-  float loss = 0.0f;
+  double loss = 0.0;
   check(ktr_jet_forward(name, "d1 d0,0", xi, 2, is, KTR_FLOAT, ui, 2, ius, KTR_FLOAT, di, 3, ids, KTR_FLOAT, NULL),
         "ktr_jet_forward (interior)");
   for (int i = 0; i < NI; ++i) {
     float const r = di[i][0] - 0.4f * di[i][1];
-    loss += r * r / NI;
+    loss += (double)r * r / NI;
     si[i][0] = 2.0f * r / NI, si[i][1] = -0.8f * r / NI;
   }
   check(ktr_jet_backward(name, NULL, 0, NULL, KTR_FLOAT, si, 3, ids, KTR_FLOAT, NULL), "ktr_jet_backward");
   check(ktr_jet_forward(name, "", xb, 2, bs, KTR_FLOAT, ub, 2, bus, KTR_FLOAT, NULL, 0, NULL, KTR_FLOAT, NULL),
         "ktr_jet_forward (boundary)");
-  for (int i = 0; i < NB; ++i) loss += ub[i] * ub[i] / NB, sb[i] = 2.0f * ub[i] / NB;
+  for (int i = 0; i < NB; ++i) loss += (double)ub[i] * ub[i] / NB, sb[i] = 2.0f * ub[i] / NB;
   check(ktr_jet_backward(name, sb, 2, bus, KTR_FLOAT, NULL, 0, NULL, KTR_FLOAT, NULL), "ktr_jet_backward");
   check(ktr_jet_forward(name, "", x0, 2, zs, KTR_FLOAT, u0, 2, zus, KTR_FLOAT, NULL, 0, NULL, KTR_FLOAT, NULL),
         "ktr_jet_forward (initial)");
   for (int i = 0; i < N0; ++i) {
     float const e = u0[i] - (float)sin(pi * x0[i][0]);
-    loss += e * e / N0, s0[i] = 2.0f * e / N0;
+    loss += (double)e * e / N0, s0[i] = 2.0f * e / N0;
   }
   check(ktr_jet_backward(name, s0, 2, zus, KTR_FLOAT, NULL, 0, NULL, KTR_FLOAT, NULL), "ktr_jet_backward");
-  check(ktr_apply_gradients(name, loss, NULL), "ktr_apply_gradients");
-  return loss;
+  check(ktr_apply_gradients(name, (float)loss, NULL), "ktr_apply_gradients");
+  return (float)loss;
 }
 
 /* `steps` updates, the loss printed four times. */
 static void train(const char* name, int steps) {
   for (int i = 1; i <= steps; ++i) {
     float const loss = step(name);
-    if (i % (steps / 4 > 0 ? steps / 4 : 1) == 0) printf("%s: step %d loss %.3e\n", name, i, loss);
+    if (i % (steps / 4 > 0 ? steps / 4 : 1) == 0 || i == steps) printf("%s: step %d loss %.3e\n", name, i, loss);
   }
 }
 
