@@ -65,6 +65,7 @@ case $case_name in
     expect 2 "--batch: ' 64' is not an integer in" -- "$ktr" train --batch ' 64'
     expect 2 "--optimizer: must be one of sgd, adam, adamw, lbfgs, got 'rmsprop'" -- "$ktr" train --optimizer rmsprop
     expect 2 "--schedule: unknown schedule" -- "$ktr" train --schedule linear
+    expect 2 "--history: '0' is not an integer in \\[1, 1000\\]" -- "$ktr" train --history 0
     expect 2 "--model: unknown model 'resnet'" -- "$ktr" train --model resnet
     expect 2 "--batch: 1 required .* missing" -- "$ktr" train --batch
     expect 2 "--checkpoint is required" -- "$ktr" eval
