@@ -63,6 +63,22 @@ void masked_for(char const* label, ExecSpace const& space, std::int64_t n, float
       });
 }
 
+// out = sum over i of a[oa + i] * b[ob + i] for offsets into the ring that `offsets(oa, ob)` reads from the
+// device's scalars; 0 where the device flag `on` is 0 or `offsets` returns false.
+template <class Offsets>
+void ring_dot(char const* label, ExecSpace const& space, std::int64_t n, float const* a, float const* b,
+              float const* on, Offsets const& offsets, Accumulator const& out) {
+  Kokkos::parallel_reduce(
+      label, Range(space, 0, chunks(n)),
+      KOKKOS_LAMBDA(std::int64_t c, double& sum) {
+        std::int64_t oa = 0, ob = 0;
+        if (*on == 0.0f || !offsets(oa, ob)) return;
+        std::int64_t const end = c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
+        for (std::int64_t i = c * kChunk; i < end; ++i) sum += double(a[oa + i]) * double(b[ob + i]);
+      },
+      out);
+}
+
 // The minimiser of the cubic through (x1, f1, g1) and (x2, f2, g2), within [lo, hi] (PyTorch's
 // _cubic_interpolate); the middle of [lo, hi] where the cubic has none.
 KOKKOS_INLINE_FUNCTION double cubic_minimum(double x1, double f1, double g1, double x2, double f2, double g2,
@@ -223,27 +239,13 @@ void Lbfgs::evaluate(ExecSpace const& space, DeviceView<float*> const& params,
         std::int64_t const slot = std::int64_t(s[kHead]) * n;
         for (std::int64_t i = begin; i < end; ++i) ps[slot + i] = x[i] - x0[i], py[slot + i] = g[i] - g0[i];
       });
-  {
-    // The views of the ring's head slot cannot be taken on the host (the head is on the device): reduce in place.
-    Kokkos::parallel_reduce(
-        "ktr::optim::lbfgs_curvature", Range(space, 0, chunks(n)),
-        KOKKOS_LAMBDA(std::int64_t c, double& sum) {
-          if (*record == 0.0f) return;
-          std::int64_t const slot = std::int64_t(s[kHead]) * n;
-          std::int64_t const end = c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
-          for (std::int64_t i = c * kChunk; i < end; ++i) sum += double(ps[slot + i]) * double(py[slot + i]);
-        },
-        at(4));
-    Kokkos::parallel_reduce(
-        "ktr::optim::lbfgs_y_sq", Range(space, 0, chunks(n)),
-        KOKKOS_LAMBDA(std::int64_t c, double& sum) {
-          if (*record == 0.0f) return;
-          std::int64_t const slot = std::int64_t(s[kHead]) * n;
-          std::int64_t const end = c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
-          for (std::int64_t i = c * kChunk; i < end; ++i) sum += double(py[slot + i]) * double(py[slot + i]);
-        },
-        at(5));
-  }
+  // The ring's head slot is known on the device only: its offset is read there.
+  auto head = KOKKOS_LAMBDA(std::int64_t & oa, std::int64_t & ob) {
+    oa = ob = std::int64_t(s[kHead]) * n;
+    return true;
+  };
+  ring_dot("ktr::optim::lbfgs_curvature", space, n, ps, py, record, head, at(4));
+  ring_dot("ktr::optim::lbfgs_y_sq", space, n, py, py, record, head, at(5));
   Kokkos::parallel_for(
       "ktr::optim::lbfgs_keep", Range(space, 0, 1), KOKKOS_LAMBDA(std::int64_t) {
         double const ys = dots(4), yy = dots(5);
@@ -261,15 +263,11 @@ void Lbfgs::evaluate(ExecSpace const& space, DeviceView<float*> const& params,
         for (std::int64_t i = begin; i < end; ++i) d[i] = g[i];
       });
   for (int j = 0; j < m; ++j) {
-    Kokkos::parallel_reduce(
-        "ktr::optim::lbfgs_loop_dot", Range(space, 0, chunks(n)),
-        KOKKOS_LAMBDA(std::int64_t c, double& sum) {
-          if (*accept == 0.0f || j >= int(s[kCount])) return;
-          std::int64_t const slot = std::int64_t(ring_slot(s, j, m)) * n;
-          std::int64_t const end = c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
-          for (std::int64_t i = c * kChunk; i < end; ++i) sum += double(ps[slot + i]) * double(d[i]);
-        },
-        at(6 + j));
+    auto pair_j = KOKKOS_LAMBDA(std::int64_t & oa, std::int64_t & ob) {
+      oa = std::int64_t(ring_slot(s, j, m)) * n, ob = 0;
+      return j < int(s[kCount]);
+    };
+    ring_dot("ktr::optim::lbfgs_loop_dot", space, n, ps, d, accept, pair_j, at(6 + j));
     masked_for(
         "ktr::optim::lbfgs_loop_axpy", space, n, accept, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
           if (j >= int(s[kCount])) return;
@@ -285,15 +283,11 @@ void Lbfgs::evaluate(ExecSpace const& space, DeviceView<float*> const& params,
         for (std::int64_t i = begin; i < end; ++i) d[i] *= gamma;
       });
   for (int j = m - 1; j >= 0; --j) {
-    Kokkos::parallel_reduce(
-        "ktr::optim::lbfgs_loop_dot", Range(space, 0, chunks(n)),
-        KOKKOS_LAMBDA(std::int64_t c, double& sum) {
-          if (*accept == 0.0f || j >= int(s[kCount])) return;
-          std::int64_t const slot = std::int64_t(ring_slot(s, j, m)) * n;
-          std::int64_t const end = c * kChunk + kChunk < n ? c * kChunk + kChunk : n;
-          for (std::int64_t i = c * kChunk; i < end; ++i) sum += double(py[slot + i]) * double(d[i]);
-        },
-        at(6 + m + j));
+    auto pair_j = KOKKOS_LAMBDA(std::int64_t & oa, std::int64_t & ob) {
+      oa = std::int64_t(ring_slot(s, j, m)) * n, ob = 0;
+      return j < int(s[kCount]);
+    };
+    ring_dot("ktr::optim::lbfgs_loop_dot", space, n, py, d, accept, pair_j, at(6 + m + j));
     masked_for(
         "ktr::optim::lbfgs_loop_axpy", space, n, accept, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
           if (j >= int(s[kCount])) return;
