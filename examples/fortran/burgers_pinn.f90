@@ -22,8 +22,8 @@ program burgers_pinn
   real(real64), parameter :: pi = 3.14159265358979323846_real64, nu = 0.01_real64 / pi
   real(real32) :: xf(2, nf), uf(1, nf), df(3, 1, nf), uf_seed(1, nf), df_seed(3, 1, nf)
   real(real32) :: xb(2, nb), ub(1, nb), ub_target(nb), ub_seed(1, nb)
-  real(real32), allocatable :: xg(:, :), ug(:, :)
-  real(real64), allocatable :: exact(:)
+  real(real32) :: xg(2, gx * gt), ug(1, gx * gt)  ! the test grid: fixed arrays (an allocatable in the main program
+  real(real64) :: exact(gx * gt)                  ! is never freed, which LeakSanitizer reports)
   character(len=512) :: adam_cfg, lbfgs_cfg, arg
   integer :: adam_steps, lbfgs_steps, i
   real(real64) :: bound, error
@@ -56,7 +56,6 @@ program burgers_pinn
     xb(2, i) = real(i - nb / 2 - 1) / real(nb / 2 - 1)
     ub_target(i) = 0.0
   end do
-  allocate (xg(2, gx * gt), ug(1, gx * gt), exact(gx * gt))
   call reference_grid()
 
   call check(ktr_create_model("burgers", trim(adam_cfg), KTR_DEVICE_DEFAULT), "create (adam)")
