@@ -321,7 +321,8 @@ torchfort_result_t torchfort_rl_off_policy_train_step(char const* name, float* p
     ktr::ExecSpace const space = e.instances.of((void*)stream);
     ktr::rl::OffPolicySystem& sys = *e.system;
     KTR_REQUIRE(sys.ready(space), "system '" + std::string(name) + "'",
-                "its replay buffer does not hold min_size (" + std::to_string(sys.config().min_size) +
+                "its replay buffer does not hold min_size (" +
+                    std::to_string(sys.config().min_size * sys.config().n_envs) +
                     ") transitions yet (torchfort_rl_off_policy_is_ready says when)");
     bool const report = e.report_frequency > 0 && (sys.updates() + 1) % e.report_frequency == 0;
     float p = 0, q = 0;

@@ -88,7 +88,8 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
   rl::OffPolicyConfig& c = out.system;
   Draft optimizer, policy_schedule, critic_schedule;
   bool has_algorithm = false, has_alpha_optimizer = false;
-  std::vector<std::pair<YAML::Node, std::string>> sac_keys;  // SAC's own keys, refused for the others
+  std::vector<std::pair<YAML::Node, std::string>> sac_keys;          // SAC's own keys, refused for the others
+  std::vector<std::pair<YAML::Node, std::string>> prioritized_keys;  // refused for a uniform buffer
   std::string actor_type = "space_noise";
   YAML::Node actor_type_node;
   Draft alpha_optimizer, alpha_schedule;
@@ -100,12 +101,6 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
   };
   auto small = [&](int& field, int lo, int hi) {
     return [&, lo, hi](YAML::Node const& v, std::string const& key) { field = int(r.integer(v, key, lo, hi)); };
-  };
-  auto type_is = [&](char const* wanted, char const* others) {
-    return [&, wanted, others](YAML::Node const& v, std::string const& key) {
-      std::string const t = lower(r.text(v, key));
-      if (t != wanted) r.fail(v, key, "'" + escaped(t) + "' is not supported by ktr yet (" + others + ")", true);
-    };
   };
   r.section(
       root, "",
@@ -138,8 +133,15 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
                                      {{"batch_size", count(c.batch_size, 1, 1 << 24)},
                                       {"num_critics", small(c.num_critics, 1, 16)},
                                       {"policy_lag", small(c.policy_lag, 1, 1 << 24)},
-                                      {"nstep", r.only_default(1)},
-                                      {"nstep_reward_reduction", type_is("sum", "nstep 1 only")},
+                                      {"nstep", small(c.sampling.nstep, 1, 1 << 20)},
+                                      {"nstep_reward_reduction",
+                                       [&](YAML::Node const& v, std::string const& key) {
+                                         try {
+                                           c.sampling.set_reduction(r.text(v, key));
+                                         } catch (Error const& e) {
+                                           r.fail(v, key, e.what());
+                                         }
+                                       }},
                                       {"gamma", num(c.gamma, 0, 1)},
                                       {"rho", num(c.rho, 0, 1)},
                                       {"alpha",
@@ -177,12 +179,28 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
           {"replay_buffer",
            [&](YAML::Node const& n, std::string const& k) {
              r.section(n, k,
-                       {{"type", type_is("uniform", "uniform only")},
+                       {{"type",
+                         [&](YAML::Node const& v, std::string const& key) {
+                           std::string const t = lower(r.text(v, key));
+                           if (t != "uniform" && t != "prioritized")
+                             r.fail(v, key, "'" + escaped(t) + "' is not a replay buffer (uniform, prioritized)");
+                           c.sampling.prioritized = t == "prioritized";
+                         }},
                         {"parameters", [&](YAML::Node const& p, std::string const& pk) {
+                           auto prioritized = [&](auto read) {
+                             return [&, read](YAML::Node const& v, std::string const& key) {
+                               read(v, key);
+                               prioritized_keys.push_back({v, key});
+                             };
+                           };
                            r.section(p, pk,
                                      {{"max_size", count(c.max_size, 1, kMaxCount)},
                                       {"min_size", count(c.min_size, 1, kMaxCount)},
-                                      {"n_envs", count(c.n_envs, 1, 1 << 24)}});
+                                      {"n_envs", count(c.n_envs, 1, 1 << 24)},
+                                      {"alpha", prioritized(num(c.sampling.alpha, 0, 1e3))},
+                                      {"beta0", prioritized(num(c.sampling.beta0, 0, 1e3))},
+                                      {"beta_max", prioritized(num(c.sampling.beta_max, 0, 1e3))},
+                                      {"beta_steps", prioritized(count(c.sampling.beta_steps, 0, kMaxCount))}});
                          }}});
            }},
           {"policy_model", r.ignored()},
@@ -209,8 +227,19 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
                                                actor_type == "parameter_noise_ou")))
     r.fail(actor_type_node, "actor.type",
            "'" + escaped(actor_type) + "' is not supported by ktr yet (space_noise)", true);
+  if (!c.sampling.prioritized && !prioritized_keys.empty())
+    r.fail(prioritized_keys[0].first, prioritized_keys[0].second, "belongs to the prioritized replay buffer");
   if (c.min_size > c.max_size)
     r.fail(root["replay_buffer"], "replay_buffer.parameters.min_size", "is larger than max_size");
+  // TorchFort's sizes count transitions: each environment keeps max_size / n_envs of them (one slot per step).
+  if (c.max_size < c.n_envs || c.min_size < c.n_envs)
+    r.fail(root["replay_buffer"], "replay_buffer.parameters.max_size",
+           "and min_size count transitions and must be at least n_envs (" + std::to_string(c.n_envs) + ")");
+  c.max_size /= c.n_envs;
+  c.min_size /= c.n_envs;
+  if (c.sampling.nstep > c.max_size)
+    r.fail(root["algorithm"], "algorithm.parameters.nstep",
+           "is longer than the buffer keeps (max_size / n_envs = " + std::to_string(c.max_size) + " steps)");
   if (!(c.a_low < c.a_high)) r.fail(root["actor"], "actor.parameters.a_low", "must be below a_high");
   if (optimizer.c.run.accumulate != 1)
     r.fail(root["optimizer"], "optimizer.general.grad_accumulation_steps", "above 1 is not in ktr's RL yet", true);

@@ -120,13 +120,19 @@ void bump(ExecSpace const& space, Kokkos::View<std::int64_t[2], MemSpace> const&
       "ktr::rl::next_draw", Kokkos::RangePolicy<ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { counters(i) += 1; });
 }
 
+Sampling sampling_of(OffPolicyConfig const& c) {
+  Sampling s = c.sampling;
+  s.gamma = c.gamma;
+  return s;
+}
+
 }  // namespace
 
 OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config)
     : config_(config),
       state_dim_(dims_of(config).state),
       action_dim_(dims_of(config).action),
-      buffer_(space, config.max_size, state_dim_, action_dim_, config.n_envs) {
+      buffer_(space, config.max_size, state_dim_, action_dim_, config.n_envs, sampling_of(config)) {
   OffPolicyConfig& c = config_;
   if (c.algorithm == OffPolicyConfig::Algorithm::ddpg) c.num_critics = 1, c.policy_lag = 1;
   if (c.algorithm == OffPolicyConfig::Algorithm::sac) c.policy_lag = 1;  // SAC's policy steps every update
@@ -162,15 +168,24 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
     critic_steps_.emplace_back(Kokkos::view_alloc(space, "ktr::rl::critic_step"));
   }
   draws_ = decltype(draws_)(Kokkos::view_alloc(space, "ktr::rl::draws"));
-  batch_ = TransitionBatch{
-      Tensor(space, "ktr::rl::batch_sa", Shape{B, S + A}), Tensor(space, "ktr::rl::batch_s", Shape{B, S}),
-      Tensor(space, "ktr::rl::batch_s_next", Shape{B, S}), Tensor(space, "ktr::rl::batch_r", Shape{B}),
-      Tensor(space, "ktr::rl::batch_d", Shape{B})};
+  batch_ = TransitionBatch{Tensor(space, "ktr::rl::batch_sa", Shape{B, S + A}),
+                           Tensor(space, "ktr::rl::batch_s", Shape{B, S}),
+                           Tensor(space, "ktr::rl::batch_s_next", Shape{B, S}),
+                           Tensor(space, "ktr::rl::batch_r", Shape{B}),
+                           Tensor(space, "ktr::rl::batch_d", Shape{B}),
+                           Tensor(),
+                           {}};
+  if (c.sampling.prioritized) {
+    batch_.weight = Tensor(space, "ktr::rl::batch_weight", Shape{B});
+    batch_.leaf =
+        Kokkos::View<std::int64_t*, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::batch_leaf"), std::size_t(B));
+  }
   next_state_action_ = Tensor(space, "ktr::rl::next_sa", Shape{B, S + A});
   policy_state_action_ = Tensor(space, "ktr::rl::policy_sa", Shape{rows, S + A});
   dstate_action_ = Tensor(space, "ktr::rl::dsa", Shape{B, S + A});
   q_min_ = Tensor(space, "ktr::rl::q_min", Shape{B});
   y_ = Tensor(space, "ktr::rl::y", Shape{B});
+  td_ = Tensor(space, "ktr::rl::td", Shape{B});
   losses_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::losses"), std::size_t(c.num_critics + 1));
   if (sac()) {
     logp_ = Tensor(space, "ktr::rl::sac_logp", Shape{B});
@@ -208,11 +223,12 @@ float OffPolicySystem::action_shift() const {
 
 bool OffPolicySystem::ready(ExecSpace const& space) {
   if (ready_) return true;
-  if (buffer_.pushed() < config_.min_size) return false;  // cannot have stored enough yet: no read-back
+  std::int64_t const needed = std::max(config_.min_size, buffer_.window());  // and one whole window
+  if (buffer_.pushed() < needed) return false;  // cannot have stored enough yet: no read-back
   std::int64_t stored = 0;
   Kokkos::deep_copy(space, stored, Kokkos::subview(buffer_.counters(), 1));
   space.fence();
-  return ready_ = stored >= config_.min_size;
+  return ready_ = stored >= needed;
 }
 
 std::int64_t OffPolicySystem::refused(ExecSpace const& space) const {
@@ -273,7 +289,7 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
           }
         });
   }
-  // y = r + gamma (1 - d) min_i target_critic_i(s', a') (SAC: minus alpha log pi(a'|s')).
+  // y = r + gamma^nstep (1 - d) min_i target_critic_i(s', a') (SAC: minus alpha log pi(a'|s')).
   float const* logp = sac() ? logp_.data() : nullptr;
   float const* log_alpha = sac() ? log_alpha_or_null() : nullptr;
   for (int i = 0; i < nc; ++i) {
@@ -284,7 +300,7 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
     float const* r = batch_.reward.data();
     float const* d = batch_.done.data();
     bool const first = i == 0, last = i == nc - 1;
-    float const gamma = c.gamma;
+    float const gamma = float(std::pow(double(c.gamma), double(c.sampling.nstep)));
     Kokkos::parallel_for(
         "ktr::rl::critic_target", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
           float const m = first ? qv[b] : (qv[b] < qmin[b] ? qv[b] : qmin[b]);
@@ -301,18 +317,22 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
     float const* y = y_.data();
     float* dq = critic.dlogits().data();
     float const inv_b = 1.0f / float(B);
+    float const* w = batch_.weight.data();  // null: uniform replay
+    float* td = i == 0 ? td_.data() : nullptr;
     Kokkos::parallel_reduce(
         "ktr::rl::critic_loss", Kokkos::RangePolicy<ExecSpace>(space, 0, B),
         KOKKOS_LAMBDA(std::int64_t b, float& sum) {
-          float const e = qv[b] - y[b];
-          dq[b] = 2.0f * e * inv_b;
-          sum += e * e * inv_b;
+          float const e = qv[b] - y[b], we = w ? w[b] * e : e;
+          if (td) td[b] = e;
+          dq[b] = 2.0f * we * inv_b;
+          sum += we * e * inv_b;
         },
         Kokkos::subview(losses_, std::size_t(i)));
     critic.backward(space, fp32);
     critic_opts_[std::size_t(i)]->update(space, critic.arena().params(), critic.arena().grads(),
                                          critic_steps_[std::size_t(i)], losses_.data() + i, 1);
   }
+  buffer_.update_priorities(space, batch_, td_.data());  // prioritized replay: critic 0's |q - y|
   if (sac()) {
     sac_update_policy(space);
     for (int i = 0; i < nc; ++i) polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);

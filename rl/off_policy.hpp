@@ -3,10 +3,11 @@
 //
 // One update, all on the caller's instance, nothing read back unless a loss is asked for:
 //   sample B transitions (uniform)  ->  a' = clamp(target_policy(s') + clip(sigma_train N(0,1)), a_low, a_high)
-//   y = r + gamma (1 - d) min_i target_critic_i(s', a')
-//   each critic i: loss_i = mean (critic_i(s, a) - y)^2 (the critic loss is their sum), its optimiser steps
-//   every policy_lag-th update (counted from 1): the policy's loss -mean critic_0(s, policy(s)), its optimiser
-//   steps, then every target moves by Polyak averaging: theta' <- rho theta' + (1 - rho) theta
+//   y = r + gamma^nstep (1 - d) min_i target_critic_i(s', a')
+//   each critic i: loss_i = mean w (critic_i(s, a) - y)^2 (w: prioritized replay's importance weights, else 1)
+//   (the critic loss is their sum), its optimiser steps every policy_lag-th update (counted from 1): the policy's
+//   loss -mean critic_0(s, policy(s)), its optimiser steps, then every target moves by Polyak averaging: theta' <-
+//   rho theta' + (1 - rho) theta
 // DDPG is the same with one critic and policy_lag 1. SAC (a squashed Gaussian policy, no policy target):
 //   with alpha tuned, first log alpha's step on -mean(log alpha (log pi(a|s) + target_entropy)), a ~ pi(s)
 //   y = r + gamma (1 - d) (min_i target_critic_i(s', a') - alpha log pi(a'|s')), a' ~ pi(s')
@@ -42,8 +43,12 @@ struct OffPolicyConfig {
   float a_low = -1.0f, a_high = 1.0f, clip = 0.5f, sigma_train = 0.2f, sigma_explore = 0.1f;
   std::int64_t max_size = 1 << 20, min_size = 1;  ///< buffer slots kept; slots stored before training starts
   std::int64_t n_envs = 1;                        ///< environments per slot
-  std::string policy;                             ///< a ktr description: in=S ... dense:A
-  std::string critic;                             ///< in=S+A ... dense:1 (state and action side by side)
+  /// n-step windows and prioritized replay (TransitionBuffer); its gamma is set from `gamma`. The critics'
+  /// target is then y = r + gamma^nstep (1 - d) Q'(s', a'), their loss mean w (q - y)^2 with the importance
+  /// weights w, and the priorities follow critic 0's |q - y| (before its step), in the same dispatch.
+  Sampling sampling;
+  std::string policy;  ///< a ktr description: in=S ... dense:A
+  std::string critic;  ///< in=S+A ... dense:1 (state and action side by side)
   OptimizerConfig policy_optimizer, critic_optimizer;
   std::uint64_t seed = 0;
   // SAC: the entropy coefficient (0: no entropy term, unless tuned: it then starts at 0.01), tuned by its own
@@ -154,7 +159,7 @@ class OffPolicySystem {
   TransitionBuffer buffer_;
   TransitionBatch batch_;
   Tensor next_state_action_, policy_state_action_, dstate_action_;
-  Tensor q_min_, y_;
+  Tensor q_min_, y_, td_;
   DeviceView<float*> losses_;  // critic i's loss at i, the policy's at num_critics
   // SAC: the free log sigma and log alpha (each a one-parameter "arena" with its gradient, optimiser and step),
   // the sampled actions' log-probabilities, the minimum critic of each sample and the action gradient.

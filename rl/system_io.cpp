@@ -48,6 +48,8 @@ char const* algorithm_name(OffPolicyConfig::Algorithm a) {
   return "?";
 }
 
+std::string replay_name(OffPolicyConfig const& c) { return c.sampling.prioritized ? "prioritized" : "uniform"; }
+
 std::int64_t header_int(Checkpoint const& c, std::string const& path, std::string const& key) {
   std::int64_t v = 0;
   KTR_REQUIRE(c.has(key) && parse_integer(c.get(key), 0, std::int64_t(1) << 62, v), path,
@@ -96,7 +98,8 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
                  {"n_envs", std::to_string(c.n_envs)},
                  {"max_size", std::to_string(c.max_size)},
                  {"updates", std::to_string(updates_)},
-                 {"pushed", std::to_string(buffer_.pushed())}};
+                 {"pushed", std::to_string(buffer_.pushed())},
+                 {"replay", replay_name(c)}};
   auto const steps = saved_steps();
   for (std::size_t i = 0; i < steps.size(); ++i)
     ckpt.header["step_" + std::to_string(i)] = std::to_string(read_count(space, steps[i]));
@@ -109,6 +112,7 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
   for (int k = 0; k < 3; ++k) ckpt.header["buffer_" + std::to_string(k)] = std::to_string(rows.counters[k]);
   for (auto const& v : saved_buffers(false)) ckpt.buffers.push_back(host_copy(space, v));
   ckpt.buffers.push_back(rows.rows);
+  if (c.sampling.prioritized) ckpt.buffers.push_back(rows.priorities);
   space.fence();
   save_generation(dir, {{"system.ckpt", [&](std::string const& path) { write_checkpoint(path, ckpt); }},
                         {"config.yaml", [&](std::string const& path) { write_atomically(path, config_text); }}});
@@ -137,13 +141,17 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
     same("algorithm", algorithm_name(c.algorithm));
     same("n_envs", std::to_string(c.n_envs));
     same("max_size", std::to_string(c.max_size));
+    std::string const replay = ckpt.has("replay") ? ckpt.get("replay") : "uniform";
+    KTR_REQUIRE(replay == replay_name(c), path,
+                "holds a " + replay + " replay buffer; this system's is " + replay_name(c));
   }
+  std::size_t const buffer_count = saved_buffers(false).size() + (c.sampling.prioritized ? 2 : 1);
   std::vector<DeviceView<float*>> const all = saved_buffers(false);
   std::vector<DeviceView<float*>> const networks = saved_buffers(true);
-  KTR_REQUIRE(ckpt.buffers.size() == all.size() + 1 || (networks_only && ckpt.buffers.size() > networks.size()),
+  KTR_REQUIRE(ckpt.buffers.size() == buffer_count || (networks_only && ckpt.buffers.size() > networks.size()),
               path,
               "holds " + std::to_string(ckpt.buffers.size()) + " buffers; this system's save has " +
-                  std::to_string(all.size() + 1) + " (another optimiser?)");
+                  std::to_string(buffer_count) + " (another optimiser?)");
   std::vector<DeviceView<float*>> const& targets = networks_only ? networks : all;
   for (std::size_t i = 0; i < targets.size(); ++i)
     KTR_REQUIRE(ckpt.buffers[i].size() == targets[i].extent(0), path,
@@ -154,7 +162,8 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
   std::int64_t updates = 0, draws = 0, explore_draws = 0;
   if (!networks_only) {
     TransitionBuffer::Contents rows;
-    rows.rows = ckpt.buffers.back();
+    rows.rows = ckpt.buffers[all.size()];
+    if (c.sampling.prioritized) rows.priorities = ckpt.buffers[all.size() + 1];
     for (int k = 0; k < 3; ++k) rows.counters[k] = header_int(ckpt, path, "buffer_" + std::to_string(k));
     rows.pushed = header_int(ckpt, path, "pushed");
     updates = header_int(ckpt, path, "updates");

@@ -185,21 +185,34 @@ TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
   EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_alpha", write_file("tf_alpha.yaml", alpha).c_str(), kDevice,
                                                   kDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
+  std::string weights = yaml;  // prioritized replay's keys under a uniform buffer
+  weights.replace(weights.find("    min_size: 512\n"), 18, "    min_size: 512\n    beta0: 0.5\n");
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_beta", write_file("tf_beta.yaml", weights).c_str(), kDevice,
+                                                  kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string median = yaml;
+  median.replace(median.find("reduction: sum"), 14, "reduction: median");
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_median", write_file("tf_median.yaml", median).c_str(),
+                                                  kDevice, kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
   std::string typo = yaml;
   typo.replace(typo.find("rho:"), 4, "rh0:");
   EXPECT_EQ(
       torchfort_rl_off_policy_create_system("tf_typo", write_file("tf_typo.yaml", typo).c_str(), kDevice, kDevice),
       TORCHFORT_RESULT_INVALID_USAGE);
   std::string const err = ::testing::internal::GetCapturedStderr();
-  for (char const* said : {"system 'tf_nobody': does not exist", "exists already", "does not hold min_size (512)",
-                           "state_old: holds 2 values per row; the system's are 1", "reward: is a null pointer",
-                           "algorithm.type: 'ppo' is an on-policy algorithm",
-                           "algorithm.parameters.rh0: unknown key", "algorithm.parameters.alpha: belongs to SAC"})
+  for (char const* said :
+       {"system 'tf_nobody': does not exist", "exists already", "does not hold min_size (512)",
+        "state_old: holds 2 values per row; the system's are 1", "reward: is a null pointer",
+        "algorithm.type: 'ppo' is an on-policy algorithm", "algorithm.parameters.rh0: unknown key",
+        "algorithm.parameters.alpha: belongs to SAC",
+        "replay_buffer.parameters.beta0: belongs to the prioritized replay buffer", "'median' is not a reduction"})
     EXPECT_NE(err.find(said), std::string::npos) << said << "\n" << err;
 }
 
 // TorchFort's _multi form: one slot holds a time step of every environment (replay_buffer.parameters.n_envs), its
-// states (n_envs, S) in C order or (S, n_envs) in Fortran's, rewards and terminal flags (n_envs).
+// states (n_envs, S) in C order or (S, n_envs) in Fortran's, rewards and terminal flags (n_envs). min_size and
+// max_size count transitions, as TorchFort's do: min_size 32 of 4 environments is ready after 8 pushes.
 TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount) {
   std::string text = config("ddpg");
   text.replace(text.find("    min_size: 512\n"), 18, "    min_size: 32\n    n_envs: 4\n");
@@ -210,7 +223,10 @@ TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount)
             TORCHFORT_RESULT_SUCCESS);
   std::vector<float> s(8, 0.5f), a(4, 0.0f), r(4, 1.0f), d(4, 0.0f);
   int64_t c_state[2] = {4, 2}, f_state[2] = {2, 4}, c_action[2] = {4, 1}, f_action[2] = {1, 4}, n4[1] = {4};
-  for (int i = 0; i < 16; ++i) {
+  bool ready = true;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_multi", ready), TORCHFORT_RESULT_SUCCESS);
+    EXPECT_FALSE(ready) << "after " << 2 * i << " pushes of 4 environments";
     EXPECT_EQ(torchfort_rl_off_policy_update_replay_buffer_multi("tf_multi", s.data(), s.data(), 2, c_state,
                                                                  a.data(), 2, c_action, r.data(), 1, n4, d.data(),
                                                                  1, n4, TORCHFORT_FLOAT, 0),
@@ -220,9 +236,8 @@ TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount)
                                                                    d.data(), 1, n4, TORCHFORT_FLOAT, 0),
               TORCHFORT_RESULT_SUCCESS);
   }
-  bool ready = false;
   EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_multi", ready), TORCHFORT_RESULT_SUCCESS);
-  EXPECT_TRUE(ready) << "32 slots of 4 environments";
+  EXPECT_TRUE(ready) << "8 slots of 4 environments: min_size 32";
   float p = 0, q = -1;
   EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_multi", &p, &q, 0), TORCHFORT_RESULT_SUCCESS);
   EXPECT_GE(q, 0.0f);

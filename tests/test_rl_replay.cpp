@@ -1,0 +1,309 @@
+// The replay buffer's sampling (rl/transition_buffer.hpp, rl/priority_tree.hpp): TorchFort's n-step windows and
+// reward reductions, a window never summed across a terminal, and prioritized replay (sampling in proportion to
+// p^alpha over stratified shares, importance weights against the minimum, new transitions at the largest
+// priority), checked against a host reference of the same rules.
+#include <ktr/core/error.hpp>
+#include <ktr/rl/off_policy.hpp>
+#include <ktr/rl/torchfort_check.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using ktr::Shape;
+using ktr::Tensor;
+using ktr::rl::Sampling;
+using ktr::rl::TransitionBatch;
+using ktr::rl::TransitionBuffer;
+
+// One slot of E environments, S = A = 1: s = 100 slot + env, a = s + 0.5, r = rewards[slot], s' = s + 50, done as
+// given. Slots count from 0 in push order.
+void push_slot(ktr::ExecSpace const& space, TransitionBuffer& buffer, int slot, float reward, bool done) {
+  std::int64_t const E = buffer.n_envs();
+  std::vector<float> s, a, r, sn, d;
+  for (std::int64_t e = 0; e < E; ++e) {
+    s.push_back(float(100 * slot + e));
+    a.push_back(s.back() + 0.5f);
+    r.push_back(reward + float(e));
+    sn.push_back(s.back() + 50);
+    d.push_back(done ? 1.0f : 0.0f);
+  }
+  Tensor ts("s", Shape{E, 1}), ta("a", Shape{E, 1}), tr("r", Shape{E}), tn("sn", Shape{E, 1}), td("d", Shape{E});
+  ktr::from_host(ts, s), ktr::from_host(ta, a), ktr::from_host(tr, r), ktr::from_host(tn, sn),
+      ktr::from_host(td, d);
+  buffer.push(space, ts.data(), ta.data(), tr.data(), tn.data(), td.data());
+  space.fence();
+}
+
+TransitionBatch make_batch(std::int64_t B, bool prioritized) {
+  TransitionBatch b{Tensor("sa", Shape{B, 2}),
+                    Tensor("st", Shape{B, 1}),
+                    Tensor("sn", Shape{B, 1}),
+                    Tensor("rw", Shape{B}),
+                    Tensor("dn", Shape{B}),
+                    Tensor(),
+                    {}};
+  if (prioritized) {
+    b.weight = Tensor("w", Shape{B});
+    b.leaf = Kokkos::View<std::int64_t*, ktr::MemSpace>("leaf", std::size_t(B));
+  }
+  return b;
+}
+
+struct Expected {
+  float reward, next_state, done;
+  bool drawn;  ///< false: a window the sampler must not return
+};
+
+// The host reference of a window starting at `slot` of environment e.
+Expected window(std::vector<float> const& rewards, std::vector<bool> const& done, int slot, int e,
+                Sampling const& s) {
+  float r = 0, g = 1, norm = 0;
+  int count = 0, last = slot;
+  float d = 0;
+  for (int k = 0; k < s.nstep; ++k) {
+    r += g * (rewards[std::size_t(slot + k)] + float(e));
+    norm += g;
+    ++count;
+    last = slot + k;
+    if (done[std::size_t(slot + k)]) {
+      d = 1;
+      if (k < s.nstep - 1) {
+        if (s.skip) return {0, 0, 0, false};
+        break;
+      }
+    }
+    g *= s.gamma;
+  }
+  float const reduced = s.reduction == Sampling::Reduction::mean            ? r / float(count)
+                        : s.reduction == Sampling::Reduction::weighted_mean ? r / norm
+                                                                            : r;
+  return {reduced, float(100 * last + e + 50), d, true};
+}
+
+// Every sampled window is the reference's for its first slot; starts the reference refuses are never drawn, the
+// others are, and no window runs past the newest slot.
+TEST(RlReplay, NStepWindowsReduceTheDiscountedRewardsAndNeverCrossATerminal) {
+  ktr::ExecSpace space;
+  std::vector<float> const rewards = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  std::vector<bool> const done = {false, false, false, true, false, false, false, true, false, false};
+  for (char const* reduction :
+       {"sum", "mean", "weighted_mean", "sum_no_skip", "mean_no_skip", "WEIGHTED_MEAN_NO_SKIP"}) {
+    Sampling s;
+    s.nstep = 3, s.gamma = 0.5f;
+    s.set_reduction(reduction);
+    TransitionBuffer buffer(space, 16, 1, 1, 2, s);
+    for (int slot = 0; slot < 10; ++slot)
+      push_slot(space, buffer, slot, rewards[std::size_t(slot)], done[std::size_t(slot)]);
+    TransitionBatch const batch = make_batch(512, false);
+    ktr::DeviceView<std::int64_t*> draw("draw", 1);
+    buffer.sample(space, 3, draw.data(), batch);
+    auto const sa = ktr::to_host(batch.state_action), sn = ktr::to_host(batch.next_state),
+               rw = ktr::to_host(batch.reward), dn = ktr::to_host(batch.done);
+    std::set<int> starts;
+    for (std::size_t b = 0; b < 512; ++b) {
+      int const slot = int(sa[2 * b]) / 100, e = int(sa[2 * b]) % 100;
+      ASSERT_LE(slot, 7) << reduction << ": a window of 3 starts at the newest slot but two at the latest";
+      Expected const x = window(rewards, done, slot, e, s);
+      ASSERT_TRUE(x.drawn) << reduction << ": the window at slot " << slot << " meets a terminal before its end";
+      EXPECT_EQ(sa[2 * b + 1], sa[2 * b] + 0.5f);
+      EXPECT_FLOAT_EQ(rw[b], x.reward) << reduction << ", slot " << slot << ", env " << e;
+      EXPECT_EQ(sn[b], x.next_state) << reduction << ", slot " << slot;
+      EXPECT_EQ(dn[b], x.done) << reduction << ", slot " << slot;
+      starts.insert(slot);
+    }
+    for (int slot = 0; slot <= 7; ++slot)
+      EXPECT_EQ(starts.count(slot), window(rewards, done, slot, 0, s).drawn ? 1u : 0u)
+          << reduction << ": slot " << slot << " as a start";
+  }
+}
+
+// A full buffer overwrites its oldest slots: windows start at the oldest kept slot and never wrap from the
+// newest into the oldest.
+TEST(RlReplay, NStepWindowsOfAFullBufferStartAtTheOldestKeptSlot) {
+  ktr::ExecSpace space;
+  Sampling s;
+  s.nstep = 2, s.gamma = 1.0f;
+  TransitionBuffer buffer(space, 5, 1, 1, 1, s);
+  for (int slot = 0; slot < 8; ++slot) push_slot(space, buffer, slot, float(slot), false);
+  TransitionBatch const batch = make_batch(256, false);
+  ktr::DeviceView<std::int64_t*> draw("draw", 1);
+  buffer.sample(space, 5, draw.data(), batch);
+  auto const sa = ktr::to_host(batch.state_action), sn = ktr::to_host(batch.next_state),
+             rw = ktr::to_host(batch.reward);
+  std::set<int> starts;
+  for (std::size_t b = 0; b < 256; ++b) {
+    int const slot = int(sa[2 * b]) / 100;
+    starts.insert(slot);
+    EXPECT_EQ(rw[b], float(2 * slot + 1)) << "r_slot + r_(slot+1)";
+    EXPECT_EQ(sn[b], float(100 * (slot + 1) + 50));
+  }
+  EXPECT_EQ(starts, (std::set<int>{3, 4, 5, 6})) << "slots 3..7 are kept; 7 starts no window of two";
+}
+
+// Episodes shorter than nstep everywhere: TorchFort's skip would never find a window; ktr's sample takes a
+// shortened one after 64 draws and says so in its documentation.
+TEST(RlReplay, ASkippingSampleWithNoCompleteWindowTakesAShortenedOne) {
+  ktr::ExecSpace space;
+  Sampling s;
+  s.nstep = 3, s.gamma = 0.5f;
+  TransitionBuffer buffer(space, 8, 1, 1, 1, s);
+  for (int slot = 0; slot < 6; ++slot) push_slot(space, buffer, slot, 1.0f, true);
+  TransitionBatch const batch = make_batch(32, false);
+  ktr::DeviceView<std::int64_t*> draw("draw", 1);
+  buffer.sample(space, 9, draw.data(), batch);
+  for (float r : ktr::to_host(batch.reward)) EXPECT_EQ(r, 1.0f);
+  for (float d : ktr::to_host(batch.done)) EXPECT_EQ(d, 1.0f);
+}
+
+std::vector<float> priorities(ktr::ExecSpace const& space, TransitionBuffer const& buffer) {
+  return buffer.download(space).priorities;
+}
+
+// Priorities: a new slot's transitions get the largest priority seen (1 at first); a leaf drawn twice in a batch
+// takes the later TD error; the largest counts every one.
+TEST(RlReplay, PrioritiesStartAtTheLargestSeenAndALeafDrawnTwiceTakesTheLaterError) {
+  ktr::ExecSpace space;
+  Sampling s;
+  s.prioritized = true, s.alpha = 0.5f;
+  TransitionBuffer buffer(space, 4, 1, 1, 2, s);
+  push_slot(space, buffer, 0, 0, false);
+  push_slot(space, buffer, 1, 0, false);
+  EXPECT_EQ(priorities(space, buffer), (std::vector<float>{1, 1, 1, 1, 0, 0, 0, 0, 1}));
+  TransitionBatch const batch = make_batch(3, true);
+  Kokkos::deep_copy(batch.weight.view(), 1.0f);
+  auto leaf = Kokkos::create_mirror_view(batch.leaf);
+  leaf(0) = 2, leaf(1) = 1, leaf(2) = 2;
+  Kokkos::deep_copy(batch.leaf, leaf);
+  Tensor td("td", Shape{3});
+  ktr::from_host(td, {5, -0.25f, 3});
+  buffer.update_priorities(space, batch, td.data());
+  push_slot(space, buffer, 2, 0, false);
+  std::vector<float> const p = priorities(space, buffer);
+  EXPECT_FLOAT_EQ(p[1], 0.25f + 1e-6f);
+  EXPECT_FLOAT_EQ(p[2], 3.0f + 1e-6f) << "the later of two errors for one leaf";
+  EXPECT_FLOAT_EQ(p[4], 5.0f + 1e-6f) << "a new transition takes the largest priority seen";
+  EXPECT_FLOAT_EQ(p[5], 5.0f + 1e-6f);
+  EXPECT_FLOAT_EQ(p[8], 5.0f + 1e-6f) << "the largest seen";
+}
+
+// Sampling follows p^alpha: each of B stratified draws falls in its own share of the priority sum (leaves in
+// order), the frequencies over many draws approach p^alpha / sum, and each weight is (min p^alpha / p^alpha)^beta
+// with beta annealed once per sampling call.
+TEST(RlReplay, PrioritizedDrawsFollowThePrioritiesAndWeighAgainstTheSmallest) {
+  ktr::ExecSpace space;
+  Sampling s;
+  s.prioritized = true, s.alpha = 0.7f, s.beta0 = 0.4f, s.beta_max = 1.0f, s.beta_steps = 10;
+  std::int64_t const E = 2, slots = 4, leaves = E * slots, B = 400;
+  TransitionBuffer buffer(space, slots, 1, 1, E, s);
+  for (int slot = 0; slot < slots; ++slot) push_slot(space, buffer, slot, 0, false);
+  TransitionBatch const batch = make_batch(leaves, true);
+  Kokkos::deep_copy(batch.weight.view(), 1.0f);
+  auto leaf = Kokkos::create_mirror_view(batch.leaf);
+  std::vector<float> errors;
+  for (std::int64_t t = 0; t < leaves; ++t) leaf(t) = t, errors.push_back(float(t + 1));
+  Kokkos::deep_copy(batch.leaf, leaf);
+  Tensor td("td", Shape{leaves});
+  ktr::from_host(td, errors);
+  buffer.update_priorities(space, batch, td.data());
+  std::vector<double> p(static_cast<std::size_t>(leaves));
+  double total = 0;
+  for (std::int64_t t = 0; t < leaves; ++t) total += p[std::size_t(t)] = std::pow(double(t + 1) + 1e-6, 0.7);
+  TransitionBatch const draws = make_batch(B, true);
+  ktr::DeviceView<std::int64_t*> draw("draw", 1);
+  std::vector<double> count(static_cast<std::size_t>(leaves), 0.0);
+  for (int call = 0; call < 20; ++call) {
+    Kokkos::deep_copy(draw, std::int64_t(call));
+    buffer.sample(space, 11, draw.data(), draws);
+    auto l = Kokkos::create_mirror_view(draws.leaf);
+    Kokkos::deep_copy(l, draws.leaf);
+    auto const w = ktr::to_host(draws.weight), st = ktr::to_host(draws.state);
+    double const beta = std::min(1.0, 0.4 + 0.06 * (call + 1));
+    for (std::int64_t b = 0; b < B; ++b) {
+      std::int64_t const t = l(b);
+      ASSERT_TRUE(t >= 0 && t < leaves);
+      if (b > 0) EXPECT_GE(t, l(b - 1)) << "stratified: draw b lies in the b-th share, leaves in order";
+      EXPECT_EQ(st[std::size_t(b)], float(100 * (t / E) + t % E)) << "the leaf's transition";
+      EXPECT_NEAR(w[std::size_t(b)], std::pow(p[0] / p[std::size_t(t)], beta), 2e-5) << "call " << call;
+      count[std::size_t(t)] += 1;
+    }
+  }
+  for (std::int64_t t = 0; t < leaves; ++t)
+    EXPECT_NEAR(count[std::size_t(t)] / (20.0 * B), p[std::size_t(t)] / total, 0.01) << "leaf " << t;
+}
+
+// With n-step windows a slot starts one only once nstep - 1 more are stored: the newest slots stay at priority 0
+// and are never drawn.
+TEST(RlReplay, PrioritizedNStepWindowsStartOnlyAtCompleteSlots) {
+  ktr::ExecSpace space;
+  Sampling s;
+  s.prioritized = true, s.nstep = 3, s.gamma = 1.0f;
+  TransitionBuffer buffer(space, 6, 1, 1, 1, s);
+  for (int slot = 0; slot < 5; ++slot) push_slot(space, buffer, slot, 1.0f, false);
+  EXPECT_EQ(priorities(space, buffer), (std::vector<float>{1, 1, 1, 0, 0, 0, 1}));
+  TransitionBatch const batch = make_batch(64, true);
+  ktr::DeviceView<std::int64_t*> draw("draw", 1);
+  buffer.sample(space, 13, draw.data(), batch);
+  auto const st = ktr::to_host(batch.state), rw = ktr::to_host(batch.reward);
+  for (std::size_t b = 0; b < 64; ++b) {
+    EXPECT_LE(st[b], 200.0f) << "slots 0..2 start windows of three";
+    EXPECT_EQ(rw[b], 3.0f);
+  }
+}
+
+// A TD3 system with n-step windows and prioritized replay, saved and restored: the same actions, and the same
+// again after both train on (the priorities came back with the buffer).
+void drive(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system, int pushes, int first) {
+  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
+  for (int i = first; i < first + pushes; ++i) {
+    ktr::from_host(s, {float(i % 3) - 1});
+    system.predict(space, s, a, true);
+    ktr::from_host(r, {float(i % 2)});
+    ktr::from_host(d, {i % 5 == 4 ? 1.0f : 0.0f});
+    system.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
+    if (system.ready(space)) system.train(space, 2);
+  }
+}
+
+std::vector<float> probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system) {
+  Tensor in("probe", Shape{3, 1}), act("act", Shape{3, 1}), q("q", Shape{3});
+  ktr::from_host(in, {-1, 0, 1});
+  system.predict(space, in, act);
+  system.evaluate(space, in, act, q);
+  std::vector<float> out = ktr::to_host(act), qs = ktr::to_host(q);
+  out.insert(out.end(), qs.begin(), qs.end());
+  return out;
+}
+
+TEST(RlReplay, APrioritizedNStepSystemResumesBitForBit) {
+  ktr::ExecSpace space;
+  std::string const dir = ::testing::TempDir() + "ktr_rl_per_ckpt";
+  ktr::rl::OffPolicyConfig c = ktr::rl::torchfort_check_config(ktr::rl::OffPolicyConfig::Algorithm::td3, 5);
+  c.batch_size = 32, c.min_size = 64, c.max_size = 256;
+  c.sampling.prioritized = true, c.sampling.nstep = 3;
+  c.sampling.set_reduction("weighted_mean");
+  ktr::rl::OffPolicySystem a(space, c);
+  drive(space, a, 150, 0);
+  a.save(space, dir);
+  ktr::rl::OffPolicySystem b(space, c);
+  b.load(space, dir);
+  EXPECT_EQ(probe(space, b), probe(space, a));
+  drive(space, a, 40, 150);
+  drive(space, b, 40, 150);
+  EXPECT_EQ(probe(space, b), probe(space, a)) << "the same updates after the restore";
+  EXPECT_EQ(priorities(space, b.buffer()), priorities(space, a.buffer()));
+  ktr::rl::OffPolicyConfig uniform = c;
+  uniform.sampling.prioritized = false;
+  ktr::rl::OffPolicySystem u(space, uniform);
+  EXPECT_THROW(u.load(space, dir), ktr::Error) << "a uniform system does not take a prioritized buffer";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
