@@ -154,8 +154,14 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
                                          c.target_entropy = float(r.number(v, key, -kBig, kBig));
                                          sac_keys.push_back({v, key});
                                        }},
-                                      {"normalize_states", r.only_default(0)},
-                                      {"normalize_rewards", r.only_default(0)}});
+                                      {"normalize_states",
+                                       [&](YAML::Node const& v, std::string const& key) {
+                                         c.normalize_states = r.boolean(v, key);
+                                       }},
+                                      {"normalize_rewards",
+                                       [&](YAML::Node const& v, std::string const& key) {
+                                         c.normalize_rewards = r.boolean(v, key);
+                                       }}});
                          }}});
            }},
           {"actor",

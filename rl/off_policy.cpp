@@ -168,6 +168,11 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
     critic_steps_.emplace_back(Kokkos::view_alloc(space, "ktr::rl::critic_step"));
   }
   draws_ = decltype(draws_)(Kokkos::view_alloc(space, "ktr::rl::draws"));
+  if (c.normalize_states) {
+    states_ = RunningNormalizer(space, S, false);
+    normalized_state_ = Tensor(space, "ktr::rl::normalized_state", Shape{rows, S});
+  }
+  if (c.normalize_rewards) rewards_ = RunningNormalizer(space, 1, true);
   batch_ = TransitionBatch{Tensor(space, "ktr::rl::batch_sa", Shape{B, S + A}),
                            Tensor(space, "ktr::rl::batch_s", Shape{B, S}),
                            Tensor(space, "ktr::rl::batch_s_next", Shape{B, S}),
@@ -214,6 +219,8 @@ OffPolicySystem::~OffPolicySystem() = default;
 void OffPolicySystem::push(ExecSpace const& space, float const* s, float const* a, float const* r,
                            float const* s_next, float const* done) {
   buffer_.push(space, s, a, r, s_next, done, action_scale(), action_shift());
+  states_.update(space, s, config_.n_envs, buffer_.last_refused());  // TorchFort's: s, not s'
+  rewards_.update(space, r, config_.n_envs, buffer_.last_refused());
 }
 
 float OffPolicySystem::action_scale() const { return sac() ? 2.0f / (config_.a_high - config_.a_low) : 1.0f; }
@@ -265,6 +272,7 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
   Precision const fp32{};
   auto draws = draws_;
   buffer_.sample(space, stream_key(c.seed, 10), draws.data(), batch_);
+  normalize_batch(space);
 
   if (sac()) {
     if (c.tune_alpha) sac_update_alpha(space);
@@ -385,7 +393,8 @@ void OffPolicySystem::predict(ExecSpace const& space, Tensor const& state, Tenso
   auto draws = draws_;
   for (std::int64_t at = 0; at < N; at += policy_->max_batch()) {
     std::int64_t const n = std::min(policy_->max_batch(), N - at);
-    Tensor const in(DeviceView<float*>(state.data() + at * S, std::size_t(n * S)), Shape{n, S});
+    Tensor in(DeviceView<float*>(state.data() + at * S, std::size_t(n * S)), Shape{n, S});
+    if (states_.on()) in = normalized(space, in);
     Tensor const a = policy_->forward(space, Precision{}, in);
     float const* av = a.data();
     float* out = action.data() + at * A;
@@ -430,15 +439,48 @@ void OffPolicySystem::evaluate(ExecSpace const& space, Tensor const& state, Tens
     float const* av = action.data() + at * A;
     float* psa = policy_state_action_.data();
     float const scale = action_scale(), shift = action_shift();  // SAC's critics take [-1, 1]
+    bool const norm = states_.on();
+    RunningNormalizer::Apply const ns = states_.apply();
     Kokkos::parallel_for(
         "ktr::rl::evaluate_input", Kokkos::RangePolicy<ExecSpace>(space, 0, n), KOKKOS_LAMBDA(std::int64_t b) {
-          for (std::int64_t j = 0; j < S; ++j) psa[b * (S + A) + j] = st[b * S + j];
+          for (std::int64_t j = 0; j < S; ++j) psa[b * (S + A) + j] = norm ? ns(j, st[b * S + j]) : st[b * S + j];
           for (std::int64_t j = 0; j < A; ++j) psa[b * (S + A) + S + j] = av[b * A + j] * scale + shift;
         });
     Tensor const out = critic.forward(space, Precision{}, policy_state_action_.reshaped(Shape{n, S + A}));
     Kokkos::deep_copy(space, Kokkos::subview(q.view(), std::make_pair(at, at + n)),
                       Kokkos::subview(out.view(), std::make_pair(std::int64_t(0), n)));
   }
+}
+
+Tensor OffPolicySystem::normalized(ExecSpace const& space, Tensor const& state) {
+  std::int64_t const n = state.shape()[0], S = state_dim_;
+  float const* in = state.data();
+  float* out = normalized_state_.data();
+  RunningNormalizer::Apply const ns = states_.apply();
+  Kokkos::parallel_for(
+      "ktr::rl::normalize_state", Kokkos::RangePolicy<ExecSpace>(space, 0, n * S),
+      KOKKOS_LAMBDA(std::int64_t k) { out[k] = ns(k % S, in[k]); });
+  return normalized_state_.reshaped(Shape{n, S});
+}
+
+void OffPolicySystem::normalize_batch(ExecSpace const& space) {
+  if (!states_.on() && !rewards_.on()) return;
+  std::int64_t const B = config_.batch_size, S = state_dim_, A = action_dim_;
+  bool const by_state = states_.on(), by_reward = rewards_.on();
+  RunningNormalizer::Apply const ns = states_.apply(), nr = rewards_.apply();
+  float* sa = batch_.state_action.data();
+  float* st = batch_.state.data();
+  float* sn = batch_.next_state.data();
+  float* rw = batch_.reward.data();
+  Kokkos::parallel_for(
+      "ktr::rl::normalize_batch", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
+        if (by_state)
+          for (std::int64_t j = 0; j < S; ++j) {
+            st[b * S + j] = sa[b * (S + A) + j] = ns(j, st[b * S + j]);
+            sn[b * S + j] = ns(j, sn[b * S + j]);
+          }
+        if (by_reward) rw[b] = nr(0, rw[b]);
+      });
 }
 
 }  // namespace ktr::rl

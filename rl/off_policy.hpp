@@ -21,6 +21,7 @@
 
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
+#include "normalizer.hpp"
 #include "transition_buffer.hpp"
 
 #include <memory>
@@ -47,6 +48,9 @@ struct OffPolicyConfig {
   /// target is then y = r + gamma^nstep (1 - d) Q'(s', a'), their loss mean w (q - y)^2 with the importance
   /// weights w, and the priorities follow critic 0's |q - y| (before its step), in the same dispatch.
   Sampling sampling;
+  /// TorchFort's running normalisers (normalizer.hpp): states for every network's input (predict, evaluate and the
+  /// updates alike), rewards scaled (after the n-step reduction), statistics of every stored push.
+  bool normalize_states = false, normalize_rewards = false;
   std::string policy;  ///< a ktr description: in=S ... dense:A
   std::string critic;  ///< in=S+A ... dense:1 (state and action side by side)
   OptimizerConfig policy_optimizer, critic_optimizer;
@@ -116,6 +120,8 @@ class OffPolicySystem {
   Model& policy_target() { return *policy_target_; }  ///< TD3 and DDPG (SAC has none)
   Model& critic_target(int i) { return *critic_targets_[std::size_t(i)]; }
   TransitionBuffer& buffer() { return buffer_; }
+  RunningNormalizer const& state_normalizer() const { return states_; }
+  RunningNormalizer const& reward_normalizer() const { return rewards_; }
   /// The last update's batch, and its target critics' input (s', a' after smoothing): for checks against a
   /// reference implementation.
   TransitionBatch const& last_batch() const { return batch_; }
@@ -130,6 +136,10 @@ class OffPolicySystem {
   void sac_update_alpha(ExecSpace const& space);
   void sac_critic_target(ExecSpace const& space);
   void sac_update_policy(ExecSpace const& space);
+  /// The running normalisers' parts (public for the same reason): states (n, S) normalised into a scratch
+  /// tensor, and a sampled batch's states and rewards in place.
+  Tensor normalized(ExecSpace const& space, Tensor const& state);
+  void normalize_batch(ExecSpace const& space);
 
   bool sac() const { return config_.algorithm == OffPolicyConfig::Algorithm::sac; }
   /// SAC's entropy coefficient (device; read back).
@@ -157,8 +167,9 @@ class OffPolicySystem {
   std::vector<Kokkos::View<std::int64_t, MemSpace>> critic_steps_;
   Kokkos::View<std::int64_t[2], MemSpace> draws_;  // samples drawn, exploration draws
   TransitionBuffer buffer_;
+  RunningNormalizer states_, rewards_;
   TransitionBatch batch_;
-  Tensor next_state_action_, policy_state_action_, dstate_action_;
+  Tensor next_state_action_, policy_state_action_, dstate_action_, normalized_state_;
   Tensor q_min_, y_, td_;
   DeviceView<float*> losses_;  // critic i's loss at i, the policy's at num_critics
   // SAC: the free log sigma and log alpha (each a one-parameter "arena" with its gradient, optimiser and step),

@@ -113,6 +113,12 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
   for (auto const& v : saved_buffers(false)) ckpt.buffers.push_back(host_copy(space, v));
   ckpt.buffers.push_back(rows.rows);
   if (c.sampling.prioritized) ckpt.buffers.push_back(rows.priorities);
+  for (auto const* n : {&states_, &rewards_}) {  // the running normalisers that are on: count, mean and M2
+    if (!n->on()) continue;
+    RunningNormalizer::Stats const stats = n->download(space);
+    ckpt.header[n == &states_ ? "state_count" : "reward_count"] = std::to_string(stats.count);
+    ckpt.buffers.push_back(stats.values);
+  }
   space.fence();
   save_generation(dir, {{"system.ckpt", [&](std::string const& path) { write_checkpoint(path, ckpt); }},
                         {"config.yaml", [&](std::string const& path) { write_atomically(path, config_text); }}});
@@ -144,8 +150,15 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
     std::string const replay = ckpt.has("replay") ? ckpt.get("replay") : "uniform";
     KTR_REQUIRE(replay == replay_name(c), path,
                 "holds a " + replay + " replay buffer; this system's is " + replay_name(c));
+    for (auto const* key : {"state_count", "reward_count"}) {
+      bool const on = (key[0] == 's' ? states_ : rewards_).on();
+      KTR_REQUIRE(ckpt.has(key) == on, path,
+                  std::string(on ? "holds no " : "holds a ") + (key[0] == 's' ? "state" : "reward") +
+                      " normaliser; this system's is " + (on ? "on" : "off"));
+    }
   }
-  std::size_t const buffer_count = saved_buffers(false).size() + (c.sampling.prioritized ? 2 : 1);
+  std::size_t const buffer_count = saved_buffers(false).size() + (c.sampling.prioritized ? 2 : 1) +
+                                   (states_.on() ? 1 : 0) + (rewards_.on() ? 1 : 0);
   std::vector<DeviceView<float*>> const all = saved_buffers(false);
   std::vector<DeviceView<float*>> const networks = saved_buffers(true);
   KTR_REQUIRE(ckpt.buffers.size() == buffer_count || (networks_only && ckpt.buffers.size() > networks.size()),
@@ -160,10 +173,18 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
   auto const steps = saved_steps();
   std::vector<std::int64_t> step_values;
   std::int64_t updates = 0, draws = 0, explore_draws = 0;
+  std::vector<RunningNormalizer::Stats> normalizer_stats;  // of the normalisers that are on, in order
   if (!networks_only) {
     TransitionBuffer::Contents rows;
     rows.rows = ckpt.buffers[all.size()];
-    if (c.sampling.prioritized) rows.priorities = ckpt.buffers[all.size() + 1];
+    std::size_t next = all.size() + 1;
+    if (c.sampling.prioritized) rows.priorities = ckpt.buffers[next++];
+    for (auto const* n : {&states_, &rewards_}) {
+      if (!n->on()) continue;
+      normalizer_stats.push_back(
+          {header_int(ckpt, path, n == &states_ ? "state_count" : "reward_count"), ckpt.buffers[next++]});
+      n->check(normalizer_stats.back(), path);
+    }
     for (int k = 0; k < 3; ++k) rows.counters[k] = header_int(ckpt, path, "buffer_" + std::to_string(k));
     rows.pushed = header_int(ckpt, path, "pushed");
     updates = header_int(ckpt, path, "updates");
@@ -172,6 +193,9 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
     draws = header_int(ckpt, path, "draws");
     explore_draws = header_int(ckpt, path, "explore_draws");
     buffer_.restore(space, rows, path);  // checks its sizes and counters before it changes anything
+    std::size_t k = 0;
+    for (auto const* n : {&states_, &rewards_})
+      if (n->on()) n->restore(space, normalizer_stats[k++], path);
   }
   for (std::size_t i = 0; i < targets.size(); ++i) device_copy(space, ckpt.buffers[i], targets[i]);
   if (networks_only) {  // TorchFort's load_model: the targets start as the online networks

@@ -84,6 +84,8 @@ class TransitionBuffer {
   std::int64_t pushed() const { return pushed_; }
   /// head, stored slots, refused slots (device; read back by the caller when it reports).
   Kokkos::View<std::int64_t[3], MemSpace> const& counters() const { return counters_; }
+  /// Whether the last push was refused (device; 0 or the count of its non-finite rows).
+  Kokkos::View<std::int64_t, MemSpace> const& last_refused() const { return bad_; }
   std::int64_t capacity() const { return capacity_; }
   std::int64_t state_dim() const { return state_dim_; }
   std::int64_t action_dim() const { return action_dim_; }

@@ -1,7 +1,8 @@
-// The replay buffer's sampling (rl/transition_buffer.hpp, rl/priority_tree.hpp): TorchFort's n-step windows and
-// reward reductions, a window never summed across a terminal, and prioritized replay (sampling in proportion to
-// p^alpha over stratified shares, importance weights against the minimum, new transitions at the largest
-// priority), checked against a host reference of the same rules.
+// What the replay buffer hands the updates (rl/transition_buffer.hpp, rl/priority_tree.hpp, rl/normalizer.hpp):
+// TorchFort's n-step windows and reward reductions, a window never summed across a terminal, prioritized replay
+// (sampling in proportion to p^alpha over stratified shares, importance weights against the minimum, new
+// transitions at the largest priority) and the running normalisers, checked against host references of the same
+// rules.
 #include <ktr/core/error.hpp>
 #include <ktr/rl/off_policy.hpp>
 #include <ktr/rl/torchfort_check.hpp>
@@ -282,13 +283,14 @@ std::vector<float> probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& 
   return out;
 }
 
-TEST(RlReplay, APrioritizedNStepSystemResumesBitForBit) {
+TEST(RlReplay, APrioritizedNStepSystemWithNormalizersResumesBitForBit) {
   ktr::ExecSpace space;
   std::string const dir = ::testing::TempDir() + "ktr_rl_per_ckpt";
   ktr::rl::OffPolicyConfig c = ktr::rl::torchfort_check_config(ktr::rl::OffPolicyConfig::Algorithm::td3, 5);
   c.batch_size = 32, c.min_size = 64, c.max_size = 256;
   c.sampling.prioritized = true, c.sampling.nstep = 3;
   c.sampling.set_reduction("weighted_mean");
+  c.normalize_states = c.normalize_rewards = true;
   ktr::rl::OffPolicySystem a(space, c);
   drive(space, a, 150, 0);
   a.save(space, dir);
@@ -303,7 +305,93 @@ TEST(RlReplay, APrioritizedNStepSystemResumesBitForBit) {
   uniform.sampling.prioritized = false;
   ktr::rl::OffPolicySystem u(space, uniform);
   EXPECT_THROW(u.load(space, dir), ktr::Error) << "a uniform system does not take a prioritized buffer";
+  ktr::rl::OffPolicyConfig plain = c;
+  plain.normalize_rewards = false;
+  ktr::rl::OffPolicySystem v(space, plain);
+  EXPECT_THROW(v.load(space, dir), ktr::Error) << "nor a system without a reward normaliser";
   std::filesystem::remove_all(dir);
+}
+
+// The normalisers' statistics are those of every stored push (Chan's merge equals one pass over all values); a
+// refused push is left out; the map is the identity until two values are counted.
+TEST(RlReplay, RunningNormalizersMatchOnePassOverEveryStoredPush) {
+  ktr::ExecSpace space;
+  ktr::rl::RunningNormalizer states(space, 2, false), rewards(space, 1, true);
+  Kokkos::View<std::int64_t, ktr::MemSpace> refused("refused");
+  Tensor x("x", Shape{3, 2});
+  ktr::from_host(x, {1, -2, 0, 0, 0, 0});  // one row first: count 1, still the identity
+  states.update(space, x.data(), 1, refused);
+  auto apply = [&](ktr::rl::RunningNormalizer const& n, std::int64_t f, float v) {
+    Kokkos::View<float, ktr::MemSpace> out("out");
+    auto const a = n.apply();
+    Kokkos::parallel_for(
+        "test::apply", Kokkos::RangePolicy<ktr::ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { out() = a(f, v); });
+    float h = 0;
+    Kokkos::deep_copy(space, h, out);
+    space.fence();
+    return h;
+  };
+  EXPECT_EQ(apply(states, 1, 5.0f), 5.0f) << "one value counted: the identity";
+  std::vector<std::vector<double>> seen = {{1}, {-2}};
+  for (int push = 0; push < 6; ++push) {
+    std::vector<float> v;
+    for (int e = 0; e < 3; ++e)
+      v.push_back(float(push * 3 + e) * 0.5f - 2), v.push_back(float((push + e) % 4) * 3);
+    ktr::from_host(x, v);
+    Kokkos::deep_copy(refused, push == 4 ? 1 : 0);
+    states.update(space, x.data(), 3, refused);
+    if (push == 4) continue;
+    for (int e = 0; e < 3; ++e)
+      seen[0].push_back(v[std::size_t(2 * e)]), seen[1].push_back(v[std::size_t(2 * e + 1)]);
+  }
+  ktr::rl::RunningNormalizer::Stats const stats = states.download(space);
+  EXPECT_EQ(stats.count, 16) << "1 + 5 pushes of 3; the refused one left out";
+  for (int f = 0; f < 2; ++f) {
+    double mean = 0, m2 = 0;
+    for (double v : seen[std::size_t(f)]) mean += v;
+    mean /= double(seen[std::size_t(f)].size());
+    for (double v : seen[std::size_t(f)]) m2 += (v - mean) * (v - mean);
+    EXPECT_NEAR(stats.values[std::size_t(f)], mean, 1e-5) << "feature " << f;
+    EXPECT_NEAR(stats.values[std::size_t(2 + f)], m2, 1e-4 * m2) << "feature " << f;
+    double const sd = std::sqrt(m2 / 15 + 1e-8);
+    EXPECT_NEAR(apply(states, f, 3.0f), (3.0 - mean) / sd, 1e-5) << "feature " << f;
+  }
+  Tensor r("r", Shape{2});
+  ktr::from_host(r, {2, 4});
+  Kokkos::deep_copy(refused, 0);
+  rewards.update(space, r.data(), 2, refused);
+  EXPECT_NEAR(apply(rewards, 0, 3.0f), 3.0 / std::sqrt(2.0 + 1e-8), 1e-6) << "rewards are scaled, not shifted";
+}
+
+// A system with a state normaliser feeds every network the normalised state: predict is the policy of it, evaluate
+// the first critic of it and the action.
+TEST(RlReplay, ANormalizingSystemPredictsAndEvaluatesOnTheNormalizedState) {
+  ktr::ExecSpace space;
+  ktr::rl::OffPolicyConfig c = ktr::rl::torchfort_check_config(ktr::rl::OffPolicyConfig::Algorithm::ddpg, 3);
+  c.normalize_states = true;
+  ktr::rl::OffPolicySystem system(space, c);
+  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
+  for (int i = 0; i < 10; ++i) {
+    ktr::from_host(s, {float(i) * 0.7f + 3}), ktr::from_host(a, {0}), ktr::from_host(r, {1}),
+        ktr::from_host(d, {0});
+    system.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
+  }
+  double mean = 0, m2 = 0;
+  for (int i = 0; i < 10; ++i) mean += (i * 0.7 + 3) / 10;
+  for (int i = 0; i < 10; ++i) m2 += (i * 0.7 + 3 - mean) * (i * 0.7 + 3 - mean);
+  float const raw = 4.2f, normalized = float((raw - mean) / std::sqrt(m2 / 9 + 1e-8));
+  Tensor in("in", Shape{1, 1}), act("act", Shape{1, 1}), q("q", Shape{1});
+  ktr::from_host(in, {raw});
+  system.predict(space, in, act);
+  ktr::from_host(in, {normalized});
+  float const by_hand = ktr::to_host(system.policy().forward(space, ktr::Precision{}, in))[0];
+  EXPECT_NEAR(ktr::to_host(act)[0], std::min(1.0f, std::max(-1.0f, by_hand)), 1e-5);
+  ktr::from_host(in, {raw});
+  ktr::from_host(act, {0.25f});
+  system.evaluate(space, in, act, q);
+  Tensor sa("sa", Shape{1, 2});
+  ktr::from_host(sa, {normalized, 0.25f});
+  EXPECT_NEAR(ktr::to_host(q)[0], ktr::to_host(system.critic(0).forward(space, ktr::Precision{}, sa))[0], 1e-5);
 }
 
 }  // namespace

@@ -257,6 +257,45 @@ TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount)
   EXPECT_NE(err.find("one per call without _multi"), std::string::npos) << err;
 }
 
+// TorchFort's keys for n-step returns, prioritized replay and the running normalisers make a system that trains;
+// a window longer than the buffer is refused by name.
+TEST(TorchFortRL, NStepPrioritizedAndNormalizedSystemsFromTorchFortsKeysTrain) {
+  std::string text = config("td3");
+  text.replace(text.find("nstep: 1"), 8, "nstep: 3");
+  text.replace(text.find("reduction: sum"), 14,
+               "reduction: mean_no_skip\n    normalize_states: 1\n"
+               "    normalize_rewards: true");
+  text.replace(text.find("type: uniform"), 13, "type: prioritized");
+  text.replace(text.find("    min_size: 512\n"), 18,
+               "    min_size: 512\n    alpha: 0.7\n    beta0: 0.5\n"
+               "    beta_max: 1\n    beta_steps: 1000\n");
+  ASSERT_EQ(
+      torchfort_rl_off_policy_create_system("tf_per", write_file("tf_per.yaml", text).c_str(), kDevice, kDevice),
+      TORCHFORT_RESULT_SUCCESS);
+  int64_t one[1] = {1};
+  for (int i = 0; i < 520; ++i) {
+    float s = float(i % 7) * 10, a = 0.5f, r = float(i % 3);
+    ASSERT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_per", &s, &s, 1, one, &a, 1, one, &r, i % 4 == 3,
+                                                           TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+  }
+  bool ready = false;
+  EXPECT_EQ(torchfort_rl_off_policy_is_ready("tf_per", ready), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_TRUE(ready);
+  float p = 0, q = -1;
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_per", &p, &q, 0), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_TRUE(std::isfinite(q) && q >= 0) << q;
+  std::string longer = text;
+  longer.replace(longer.find("nstep: 3"), 8, "nstep: 9000");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_long", write_file("tf_long.yaml", longer).c_str(), kDevice,
+                                                  kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("algorithm.parameters.nstep: is longer than the buffer keeps"), std::string::npos) << err;
+}
+
 // TorchFort's checkpoint calls: save_checkpoint, then load_checkpoint into another system of the same file (the
 // same actions and values), load_model (the networks only: its buffer stays empty).
 TEST(TorchFortRL, ASavedSystemLoadsWholeOrAsItsNetworksOnly) {
