@@ -242,3 +242,31 @@ int ktr_jet_backward_F(const char* name, const CFI_cdesc_t* output_seed, const C
   if (r == KTR_RESULT_SUCCESS) r = describe_optional(derivs_seed, "derivs_seed", &d, &dp);
   return r != KTR_RESULT_SUCCESS ? r : ktr_jet_backward_array(name, up, dp, (void*)(intptr_t)stream);
 }
+
+int ktr_rl_push_F(const char* name, const CFI_cdesc_t* state, const CFI_cdesc_t* action, const CFI_cdesc_t* reward,
+                  const CFI_cdesc_t* next_state, const CFI_cdesc_t* done, int64_t stream) {
+  ktr_array_t s, a, r, n, d;
+  ktr_result_t e = describe(state, "state", &s);
+  if (e == KTR_RESULT_SUCCESS) e = describe(action, "action", &a);
+  if (e == KTR_RESULT_SUCCESS) e = describe(reward, "reward", &r);
+  if (e == KTR_RESULT_SUCCESS) e = describe(next_state, "next_state", &n);
+  if (e == KTR_RESULT_SUCCESS) e = describe(done, "done", &d);
+  return e != KTR_RESULT_SUCCESS ? e : ktr_rl_push_array(name, &s, &a, &r, &n, &d, (void*)(intptr_t)stream);
+}
+
+int ktr_rl_predict_F(const char* name, const CFI_cdesc_t* state, const CFI_cdesc_t* action, int explore,
+                     int64_t stream) {
+  ktr_array_t s, a;
+  ktr_result_t e = describe(state, "state", &s);
+  if (e == KTR_RESULT_SUCCESS) e = describe(action, "action", &a);
+  return e != KTR_RESULT_SUCCESS ? e : ktr_rl_predict_array(name, &s, &a, explore, (void*)(intptr_t)stream);
+}
+
+int ktr_rl_evaluate_F(const char* name, const CFI_cdesc_t* state, const CFI_cdesc_t* action, const CFI_cdesc_t* q,
+                      int64_t stream) {
+  ktr_array_t s, a, v;
+  ktr_result_t e = describe(state, "state", &s);
+  if (e == KTR_RESULT_SUCCESS) e = describe(action, "action", &a);
+  if (e == KTR_RESULT_SUCCESS) e = describe(q, "q", &v);
+  return e != KTR_RESULT_SUCCESS ? e : ktr_rl_evaluate_array(name, &s, &a, &v, (void*)(intptr_t)stream);
+}

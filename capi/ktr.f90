@@ -29,7 +29,8 @@ module ktr
   public :: ktr_create_model, ktr_create_distributed_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
             ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &
             ktr_last_error, ktr_version, ktr_derivatives, ktr_vjp, ktr_jet_forward, ktr_jet_backward, &
-            ktr_apply_gradients
+            ktr_apply_gradients, ktr_rl_create_system, ktr_rl_push, ktr_rl_ready, ktr_rl_train, ktr_rl_predict, &
+            ktr_rl_evaluate, ktr_rl_save_checkpoint, ktr_rl_load_checkpoint, ktr_rl_destroy_system
 
   interface
     integer(c_int) function c_create_model(name, config, device) bind(C, name="ktr_create_model")
@@ -121,6 +122,50 @@ module ktr
       real(c_float), value :: loss_for_log
       type(c_ptr), value :: stream
     end function
+    ! Reinforcement learning (ktr_c.h's ktr_rl_*): states (S, n), actions (A, n), rewards, flags and values (n).
+    integer(c_int) function c_rl_create_system(name, config, n_envs, device) bind(C, name="ktr_rl_create_system")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, config
+      integer(c_int64_t), value :: n_envs
+      integer(c_int), value :: device
+    end function
+    integer(c_int) function c_rl_push(name, state, action, reward, next_state, done, stream) &
+        bind(C, name="ktr_rl_push_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state, action, reward, next_state, done
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_rl_ready(name, ready) bind(C, name="ktr_rl_ready")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int), intent(out) :: ready
+    end function
+    integer(c_int) function c_rl_train(name, updates, policy_loss, critic_loss, stream) bind(C, name="ktr_rl_train")
+      import :: c_char, c_int, c_int64_t, c_ptr
+      character(kind=c_char), dimension(*), intent(in) :: name
+      integer(c_int64_t), value :: updates
+      type(c_ptr), value :: policy_loss, critic_loss, stream
+    end function
+    integer(c_int) function c_rl_predict(name, state, action, explore, stream) bind(C, name="ktr_rl_predict_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state
+      type(*), dimension(..), intent(inout) :: action
+      integer(c_int), value :: explore
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_rl_evaluate(name, state, action, q, stream) bind(C, name="ktr_rl_evaluate_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name
+      type(*), dimension(..), intent(in) :: state, action
+      type(*), dimension(..), intent(inout) :: q
+      integer(c_int64_t), value :: stream
+    end function
+    integer(c_int) function c_name_only(name) bind(C)
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name
+    end function
     integer(c_size_t) function c_strlen(s) bind(C, name="strlen")
       import :: c_ptr, c_size_t
       type(c_ptr), value :: s
@@ -131,6 +176,9 @@ module ktr
   procedure(c_name_file), bind(C, name="ktr_save_model") :: c_save_model
   procedure(c_name_file), bind(C, name="ktr_load_model") :: c_load_model
   procedure(c_name_file), bind(C, name="ktr_save_checkpoint") :: c_save_checkpoint
+  procedure(c_name_file), bind(C, name="ktr_rl_save_checkpoint") :: c_rl_save_checkpoint
+  procedure(c_name_file), bind(C, name="ktr_rl_load_checkpoint") :: c_rl_load_checkpoint
+  procedure(c_name_only), bind(C, name="ktr_rl_destroy_system") :: c_rl_destroy_system
   procedure(c_jet_call), bind(C, name="ktr_derivatives_F") :: c_derivatives
   procedure(c_jet_call), bind(C, name="ktr_jet_forward_F") :: c_jet_forward
 
@@ -283,6 +331,83 @@ contains
   integer function ktr_destroy_model(name) result(istat)
     character(len=*), intent(in) :: name
     istat = c_destroy_model(c_string(name))
+  end function
+
+  !> A reinforcement-learning system from TorchFort's RL YAML file; n_envs > 0 replaces the file's (0 keeps it).
+  integer function ktr_rl_create_system(name, config_file, n_envs, device) result(istat)
+    character(len=*), intent(in) :: name, config_file
+    integer, intent(in) :: n_envs, device
+    istat = c_rl_create_system(c_string(name), c_string(config_file), int(n_envs, c_int64_t), int(device, c_int))
+  end function
+
+  !> One time step of the system's n_envs environments: state and next_state (S, n_envs), action (A, n_envs),
+  !> reward and done (n_envs), real32 or real64, host or device arrays.
+  integer function ktr_rl_push(name, state, action, reward, next_state, done, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: state, action, reward, next_state, done
+    integer(int64), intent(in), optional :: stream
+    istat = c_rl_push(c_string(name), state, action, reward, next_state, done, stream_of(stream))
+  end function
+
+  integer function ktr_rl_ready(name, ready) result(istat)
+    character(len=*), intent(in) :: name
+    logical, intent(out) :: ready
+    integer(c_int) :: r
+    istat = c_rl_ready(c_string(name), r)
+    ready = r /= 0
+  end function
+
+  !> `updates` updates in one call; the losses (optional: absent, nothing is read back) of the last one.
+  integer function ktr_rl_train(name, updates, policy_loss, critic_loss, stream) result(istat)
+    character(len=*), intent(in) :: name
+    integer, intent(in) :: updates
+    real(c_float), intent(out), optional, target :: policy_loss, critic_loss
+    integer(int64), intent(in), optional :: stream
+    type(c_ptr) :: p, q
+    p = c_null_ptr
+    q = c_null_ptr
+    if (present(policy_loss)) p = c_loc(policy_loss)
+    if (present(critic_loss)) q = c_loc(critic_loss)
+    istat = c_rl_train(c_string(name), int(updates, c_int64_t), p, q, transfer(stream_of(stream), c_null_ptr))
+  end function
+
+  !> action (A, n) for state (S, n); explore adds the actor's noise.
+  integer function ktr_rl_predict(name, state, action, explore, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: state
+    type(*), dimension(..), intent(inout) :: action
+    logical, intent(in), optional :: explore
+    integer(int64), intent(in), optional :: stream
+    integer(c_int) :: e
+    e = 0
+    if (present(explore)) then
+      if (explore) e = 1
+    end if
+    istat = c_rl_predict(c_string(name), state, action, e, stream_of(stream))
+  end function
+
+  !> q (n): the first critic's value of state (S, n) and action (A, n).
+  integer function ktr_rl_evaluate(name, state, action, q, stream) result(istat)
+    character(len=*), intent(in) :: name
+    type(*), dimension(..), intent(in) :: state, action
+    type(*), dimension(..), intent(inout) :: q
+    integer(int64), intent(in), optional :: stream
+    istat = c_rl_evaluate(c_string(name), state, action, q, stream_of(stream))
+  end function
+
+  integer function ktr_rl_save_checkpoint(name, directory) result(istat)
+    character(len=*), intent(in) :: name, directory
+    istat = c_rl_save_checkpoint(c_string(name), c_string(directory))
+  end function
+
+  integer function ktr_rl_load_checkpoint(name, directory) result(istat)
+    character(len=*), intent(in) :: name, directory
+    istat = c_rl_load_checkpoint(c_string(name), c_string(directory))
+  end function
+
+  integer function ktr_rl_destroy_system(name) result(istat)
+    character(len=*), intent(in) :: name
+    istat = c_rl_destroy_system(c_string(name))
   end function
 
   integer function ktr_finalize() result(istat)

@@ -35,6 +35,14 @@ ktr_result_t ktr_vjp_array(const char* name, const ktr_array_t* input, const ktr
                            const ktr_array_t* input_grad, void* stream);
 ktr_result_t ktr_jet_backward_array(const char* name, const ktr_array_t* output_seed,
                                     const ktr_array_t* derivs_seed, void* stream);
+/* Reinforcement learning (ktr_c.h's ktr_rl_* calls): arrays of rank 1 or 2, (rows, values) after reversal. */
+ktr_result_t ktr_rl_push_array(const char* name, const ktr_array_t* state, const ktr_array_t* action,
+                               const ktr_array_t* reward, const ktr_array_t* next_state, const ktr_array_t* done,
+                               void* stream);
+ktr_result_t ktr_rl_predict_array(const char* name, const ktr_array_t* state, const ktr_array_t* action,
+                                  int explore, void* stream);
+ktr_result_t ktr_rl_evaluate_array(const char* name, const ktr_array_t* state, const ktr_array_t* action,
+                                   const ktr_array_t* q, void* stream);
 /* A failure found by the binding itself (an unsupported Fortran type or rank): recorded as ktr_last_error(). */
 ktr_result_t ktr_binding_error(const char* message);
 /* TorchFort's tensor lists (torchfort_tensor_list_t) take a described array too (the Fortran module's). */

@@ -152,6 +152,37 @@ ktr_result_t ktr_jet_backward(const char* name, void* output_seed, int64_t os_di
                               ktr_datatype_t ds_dtype, void* stream);
 ktr_result_t ktr_apply_gradients(const char* name, float loss_for_log, void* stream);
 
+/* Reinforcement learning (docs/rl.md): off-policy systems (TD3, DDPG, SAC) configured by TorchFort's RL YAML
+ * file, the same systems TorchFort's torchfort_rl_off_policy_* calls drive (a system made by either is driven by
+ * both). Arrays are C-ordered rows (Fortran: (values, rows)), KTR_FLOAT or KTR_DOUBLE, host or device memory;
+ * device floats are read and written in place on the system's instance of `stream`, and the call does not wait. */
+/* `n_envs` > 0 replaces the file's replay_buffer.parameters.n_envs (ranks may differ); 0 keeps it. */
+ktr_result_t ktr_rl_create_system(const char* name, const char* config_file, int64_t n_envs, int device);
+/* One time step of the system's n_envs environments: state and next_state (n_envs, S), action (n_envs, A), reward
+ * and done (n_envs; done 0 or 1). A transition with a non-finite value is not stored; the next call that reads a
+ * loss back fails naming how many were refused. */
+ktr_result_t ktr_rl_push(const char* name, int64_t n_envs, const void* state, const void* action,
+                         const void* reward, const void* next_state, const void* done, ktr_datatype_t dtype,
+                         void* stream);
+/* *ready = 1 once the buffer holds min_size transitions (and one n-step window). */
+ktr_result_t ktr_rl_ready(const char* name, int* ready);
+/* `updates` updates back to back, with no host synchronisation between them; policy_loss and critic_loss (each
+ * may be NULL: then nothing is read back and the call does not wait) receive the last update's losses (the
+ * policy's 0 when that update did not step the policy). */
+ktr_result_t ktr_rl_train(const char* name, int64_t updates, float* policy_loss, float* critic_loss, void* stream);
+/* action (n, A) for state (n, S): the policy's, clamped to [a_low, a_high]; explore != 0 adds the actor's noise.
+ */
+ktr_result_t ktr_rl_predict(const char* name, int64_t n, const void* state, void* action, int explore,
+                            ktr_datatype_t dtype, void* stream);
+/* q (n): the first critic's value of (state (n, S), action (n, A)). */
+ktr_result_t ktr_rl_evaluate(const char* name, int64_t n, const void* state, const void* action, void* q,
+                             ktr_datatype_t dtype, void* stream);
+/* The whole system (networks, targets, optimisers, buffer, priorities, normalisers, counters) as one checkpoint
+ * generation, and back into a system of the same file. */
+ktr_result_t ktr_rl_save_checkpoint(const char* name, const char* directory);
+ktr_result_t ktr_rl_load_checkpoint(const char* name, const char* directory);
+ktr_result_t ktr_rl_destroy_system(const char* name);
+
 ktr_result_t ktr_destroy_model(const char* name);
 /* Destroys every model and, if ktr initialised Kokkos, finalises it. */
 ktr_result_t ktr_finalize(void);

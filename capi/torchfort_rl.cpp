@@ -19,6 +19,7 @@
 #include "api.hpp"
 #include "arrays.hpp"
 #include "guard.hpp"
+#include "rl_systems.hpp"
 #include "torchfort_door.hpp"
 
 #include <cctype>
@@ -38,46 +39,10 @@ torchfort_result_t rl_refused(char const* call) {
       "create_system, update_replay_buffer, is_ready, train_step, predict, predict_explore, evaluate)"));
 }
 
-// A system of TorchFort's door. Names are case-blind everywhere (TorchFort sanitises them at creation only).
-struct RlEntry {
-  std::unique_ptr<ktr::rl::OffPolicySystem> system;
-  ktr::StreamInstances instances;
-  std::int64_t report_frequency = 0;
-  std::int64_t refused_reported = 0;  // buffer refusals already returned as a failure
-  std::string config_text;            // the file it was created from, saved with its checkpoints
-  ktr::DeviceView<float*> scratch;    // the calls' outputs and host scalars on the device, grown, never shrunk
-};
-
-// `n` floats of the system's scratch: allocated only when a call needs more than any before it. The calls that use
-// it wait for their results before they return, so the next call may reuse it.
-ktr::DeviceView<float*> scratch_of(RlEntry& e, ktr::ExecSpace const& space, std::int64_t n) {
-  if (std::int64_t(e.scratch.extent(0)) < n)
-    e.scratch = ktr::DeviceView<float*>(Kokkos::view_alloc(space, Kokkos::WithoutInitializing, "ktr::rl::scratch"),
-                                        std::size_t(n));
-  return ktr::DeviceView<float*>(e.scratch.data(), std::size_t(n));
-}
-
-std::map<std::string, std::unique_ptr<RlEntry>>& systems() {
-  // Never destroyed (as the models' registry): the finalize hook empties it at exit, after the function-local
-  // statics made since ktr started Kokkos are gone.
-  static auto* const s = new std::map<std::string, std::unique_ptr<RlEntry>>;
-  return *s;
-}
-bool g_rl_finalize_hook = false;
-
-std::string key_of(char const* name) {
-  KTR_REQUIRE(name != nullptr && *name != '\0', "name", "a system needs a name (null or empty given)");
-  std::string k = name;
-  for (auto& c : k) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return k;
-}
-
-RlEntry& system_named(char const* name) {
-  auto it = systems().find(key_of(name));
-  KTR_REQUIRE(it != systems().end(), "system '" + std::string(name) + "'",
-              "does not exist (torchfort_rl_off_policy_create_system makes it)");
-  return *it->second;
-}
+using ktr::capi::device_floats;
+using ktr::capi::RlEntry;
+auto& system_named = ktr::capi::rl_system;
+auto& scratch_of = ktr::capi::rl_scratch;
 
 // The datatype every array of a call shares, as ktr's: float or double.
 ktr_datatype_t float_type(torchfort_datatype_t dtype) {
@@ -102,14 +67,6 @@ Array rows_of(void* data, std::size_t dim, std::int64_t const* shape, ktr_dataty
       a.extent[1] == width, what,
       "holds " + std::to_string(a.extent[1]) + " values per row; the system's are " + std::to_string(width));
   return a;
-}
-
-// The array's values on the device, contiguous: read in place where they are floats the device reads, else packed.
-ktr::DeviceView<float*> device_floats(ktr::ExecSpace const& space, Array const& a) {
-  std::int64_t const n = a.extent[0] * a.extent[1];
-  if (a.dtype == KTR_FLOAT && ktr::device_can_read(a.data))
-    return ktr::DeviceView<float*>(static_cast<float*>(a.data), std::size_t(n));
-  return ktr::pack_strided<float>(space, a.strided());
 }
 
 void store(ktr::ExecSpace const& space, ktr::Tensor const& values, Array const& out) {
@@ -281,30 +238,8 @@ torchfort_result_t torchfort_rl_off_policy_create_system(char const* name, char 
                                                          int model_device, int) {
   int const device =
       ktr::device_is_host || model_device == TORCHFORT_DEVICE_CPU ? KTR_DEVICE_DEFAULT : model_device;
-  std::lock_guard<std::recursive_mutex> lock(ktr::capi::api_mutex());
-  ktr_result_t const started = ktr::capi::guarded([&] { ktr::capi::ensure_runtime(device, true); });
-  if (started != KTR_RESULT_SUCCESS) return ktr::capi::reported("torchfort_rl_off_policy_create_system", started);
-  return call("torchfort_rl_off_policy_create_system", [&] {
-    std::string const key = key_of(name);
-    KTR_REQUIRE(config_fname != nullptr, "config_fname", "is a null pointer");
-    KTR_REQUIRE(systems().count(key) == 0, "system '" + std::string(name) + "'", "exists already");
-    std::string text = ktr::read_config_text(config_fname);
-    ktr::RlFileConfig const cfg = ktr::parse_rl_config(text, config_fname);
-    auto e = std::make_unique<RlEntry>();
-    e->config_text = std::move(text);
-    e->system = std::make_unique<ktr::rl::OffPolicySystem>(ktr::ExecSpace(), cfg.system);
-    e->report_frequency = cfg.report_frequency;
-    if (!g_rl_finalize_hook) {  // the systems' views go before Kokkos does
-      Kokkos::push_finalize_hook([] {
-        std::unique_lock<std::recursive_mutex> hook_lock(ktr::capi::api_mutex(), std::defer_lock);
-        if (!ktr::capi::on_worker()) hook_lock.lock();
-        systems().clear();
-        g_rl_finalize_hook = false;
-      });
-      g_rl_finalize_hook = true;
-    }
-    systems()[key] = std::move(e);
-  });
+  return ktr::capi::reported("torchfort_rl_off_policy_create_system",
+                             ktr::capi::create_rl_system(name, config_fname, device));
 }
 
 torchfort_result_t torchfort_rl_off_policy_is_ready(char const* name, bool& ready) {
@@ -319,23 +254,11 @@ torchfort_result_t torchfort_rl_off_policy_train_step(char const* name, float* p
   return call("torchfort_rl_off_policy_train_step", [&] {
     RlEntry& e = system_named(name);
     ktr::ExecSpace const space = e.instances.of((void*)stream);
-    ktr::rl::OffPolicySystem& sys = *e.system;
-    KTR_REQUIRE(sys.ready(space), "system '" + std::string(name) + "'",
-                "its replay buffer does not hold min_size (" +
-                    std::to_string(sys.config().min_size * sys.config().n_envs) +
-                    ") transitions yet (torchfort_rl_off_policy_is_ready says when)");
+    ktr::rl::OffPolicySystem const& sys = *e.system;
     bool const report = e.report_frequency > 0 && (sys.updates() + 1) % e.report_frequency == 0;
     float p = 0, q = 0;
     bool const read = p_loss_val != nullptr || q_loss_val != nullptr || report;
-    sys.train(space, 1, read ? &p : nullptr, read ? &q : nullptr);
-    if (!read) return;
-    std::int64_t const refused = sys.refused(space);
-    if (refused > e.refused_reported) {
-      std::int64_t const fresh = refused - e.refused_reported;
-      e.refused_reported = refused;
-      throw ktr::Error("system '" + std::string(name) + "': " + std::to_string(fresh) +
-                       " transitions pushed since the last report held non-finite values and were not stored");
-    }
+    ktr::capi::rl_train(e, name, space, 1, read ? &p : nullptr, read ? &q : nullptr);
     if (p_loss_val) *p_loss_val = p;
     if (q_loss_val) *q_loss_val = q;
     if (report && !ktr::capi::torchfort_quiet())

@@ -74,7 +74,7 @@ std::string read_network(Reader const& r, YAML::Node const& root, char const* se
 }  // namespace
 }  // namespace config_impl
 
-RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
+RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, std::int64_t n_envs) {
   using namespace config_impl;
   Reader const r(path);
   YAML::Node root;
@@ -158,8 +158,7 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
                                        [&](YAML::Node const& v, std::string const& key) {
                                          c.normalize_states = r.boolean(v, key);
                                        }},
-                                      {"normalize_rewards",
-                                       [&](YAML::Node const& v, std::string const& key) {
+                                      {"normalize_rewards", [&](YAML::Node const& v, std::string const& key) {
                                          c.normalize_rewards = r.boolean(v, key);
                                        }}});
                          }}});
@@ -237,6 +236,7 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path) {
     r.fail(prioritized_keys[0].first, prioritized_keys[0].second, "belongs to the prioritized replay buffer");
   if (c.min_size > c.max_size)
     r.fail(root["replay_buffer"], "replay_buffer.parameters.min_size", "is larger than max_size");
+  if (n_envs > 0) c.n_envs = n_envs;
   // TorchFort's sizes count transitions: each environment keeps max_size / n_envs of them (one slot per step).
   if (c.max_size < c.n_envs || c.min_size < c.n_envs)
     r.fail(root["replay_buffer"], "replay_buffer.parameters.max_size",

@@ -16,8 +16,9 @@ struct RlFileConfig {
   std::int64_t report_frequency = 0;  ///< general.report_frequency: a line every this many updates (0: none)
 };
 
-/// Parses TorchFort's off-policy file `yaml` (read from `path`, named in messages).
-RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path);
+/// Parses TorchFort's off-policy file `yaml` (read from `path`, named in messages); `n_envs` > 0 replaces its
+/// replay_buffer.parameters.n_envs (ktr_rl_create_system: ranks may differ).
+RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, std::int64_t n_envs = 0);
 /// Reads and parses `path`.
 RlFileConfig read_rl_config_file(std::string const& path);
 
