@@ -91,6 +91,7 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
   std::vector<std::pair<YAML::Node, std::string>> sac_keys;          // SAC's own keys, refused for the others
   std::vector<std::pair<YAML::Node, std::string>> prioritized_keys;  // refused for a uniform buffer
   std::string actor_type = "space_noise";
+  bool has_dt = false;
   YAML::Node actor_type_node;
   Draft alpha_optimizer, alpha_schedule;
   auto num = [&](float& field, double lo, double hi) {
@@ -172,13 +173,21 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
                            actor_type_node = v;
                          }},
                         {"parameters", [&](YAML::Node const& p, std::string const& pk) {
-                           r.section(p, pk,
-                                     {{"a_low", num(c.a_low, -kBig, kBig)},
-                                      {"a_high", num(c.a_high, -kBig, kBig)},
-                                      {"clip", num(c.clip, 0, kBig)},
-                                      {"sigma_train", num(c.sigma_train, 0, kBig)},
-                                      {"sigma_explore", num(c.sigma_explore, 0, kBig)},
-                                      {"adaptive", r.only_default(0)}});
+                           r.section(
+                               p, pk,
+                               {{"a_low", num(c.a_low, -kBig, kBig)},
+                                {"a_high", num(c.a_high, -kBig, kBig)},
+                                {"clip", num(c.clip, 0, kBig)},
+                                {"sigma_train", num(c.sigma_train, 0, kBig)},
+                                {"sigma_explore", num(c.sigma_explore, 0, kBig)},
+                                {"adaptive", [&](YAML::Node const& v,
+                                                 std::string const& key) { c.adaptive = r.boolean(v, key); }},
+                                {"dt",
+                                 [&](YAML::Node const& v, std::string const& key) {
+                                   c.dt = float(r.number(v, key, 1e-30, kBig));
+                                   has_dt = true;
+                                 }},
+                                {"xi", num(c.xi, -kBig, kBig)}});
                          }}});
            }},
           {"replay_buffer",
@@ -227,11 +236,14 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
   bool const sac = c.algorithm == rl::OffPolicyConfig::Algorithm::sac;
   if (!sac && !sac_keys.empty()) r.fail(sac_keys[0].first, sac_keys[0].second, "belongs to SAC");
   if (!sac && has_alpha_optimizer) r.fail(root["alpha_optimizer"], "alpha_optimizer", "belongs to SAC");
-  // SAC reads only the actor's range; TD3 and DDPG have the space-noise actor.
-  if (actor_type != "space_noise" && !(sac && (actor_type == "space_noise_ou" || actor_type == "parameter_noise" ||
-                                               actor_type == "parameter_noise_ou")))
-    r.fail(actor_type_node, "actor.type",
-           "'" + escaped(actor_type) + "' is not supported by ktr yet (space_noise)", true);
+  // SAC reads only the actor's range; TD3 and DDPG take any of TorchFort's four noise actors.
+  try {
+    c.noise = rl::parse_noise_kind(actor_type);
+  } catch (Error const& e) {
+    r.fail(actor_type_node, "actor.type", e.what());
+  }
+  if (!sac && !has_dt && (c.noise == rl::NoiseKind::space_ou || c.noise == rl::NoiseKind::parameter_ou))
+    r.fail(root["actor"], "actor.parameters.dt", "missing: an Ornstein-Uhlenbeck actor needs its time step");
   if (!c.sampling.prioritized && !prioritized_keys.empty())
     r.fail(prioritized_keys[0].first, prioritized_keys[0].second, "belongs to the prioritized replay buffer");
   if (c.min_size > c.max_size)

@@ -173,6 +173,13 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
     normalized_state_ = Tensor(space, "ktr::rl::normalized_state", Shape{rows, S});
   }
   if (c.normalize_rewards) rewards_ = RunningNormalizer(space, 1, true);
+  if (!sac() && (c.noise != NoiseKind::space || c.adaptive)) {
+    train_noise_ = std::make_unique<NoiseActor>(
+        space, NoiseConfig{c.noise, c.sigma_train, c.clip, c.adaptive, c.dt, c.xi}, c.policy, B, A);
+    explore_noise_ = std::make_unique<NoiseActor>(
+        space, NoiseConfig{c.noise, c.sigma_explore, 0.0f, c.adaptive, c.dt, c.xi}, c.policy, rows, A);
+    noisy_action_ = Tensor(space, "ktr::rl::noisy_action", Shape{rows, A});
+  }
   batch_ = TransitionBatch{Tensor(space, "ktr::rl::batch_sa", Shape{B, S + A}),
                            Tensor(space, "ktr::rl::batch_s", Shape{B, S}),
                            Tensor(space, "ktr::rl::batch_s_next", Shape{B, S}),
@@ -279,12 +286,15 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
     sac_critic_target(space);  // a' ~ pi(s') into the target critics' input, log pi(a'|s') into logp_
   } else {
     // The target action: the target policy's, smoothed by clipped noise, clamped to the action range.
-    Tensor const ap = policy_target_->forward(space, fp32, batch_.next_state);
+    Tensor const ap = train_noise_ ? noisy_action_.reshaped(Shape{B, A})
+                                   : policy_target_->forward(space, fp32, batch_.next_state);
+    if (train_noise_)
+      train_noise_->act(space, *policy_target_, batch_.next_state, ap, stream_key(c.seed, 11), draws.data(), 0);
     float const* a = ap.data();
     float const* sn = batch_.next_state.data();
     float* nsa = next_state_action_.data();
     std::uint64_t const key = stream_key(c.seed, 11);
-    float const sigma = c.sigma_train, clip = c.clip, lo = c.a_low, hi = c.a_high;
+    float const sigma = train_noise_ ? 0.0f : c.sigma_train, clip = c.clip, lo = c.a_low, hi = c.a_high;
     Kokkos::parallel_for(
         "ktr::rl::target_action", Kokkos::RangePolicy<ExecSpace>(space, 0, B), KOKKOS_LAMBDA(std::int64_t b) {
           for (std::int64_t j = 0; j < S; ++j) nsa[b * (S + A) + j] = sn[b * S + j];
@@ -388,14 +398,16 @@ void OffPolicySystem::predict(ExecSpace const& space, Tensor const& state, Tenso
   KTR_REQUIRE(state.size() == N * S && action.size() == N * A, "predict",
               "states (" + std::to_string(N) + ", " + std::to_string(S) + ") need actions of " +
                   std::to_string(N * A) + " values, got " + std::to_string(action.size()));
-  float const lo = config_.a_low, hi = config_.a_high, sigma = explore ? config_.sigma_explore : 0.0f;
+  bool const actor = explore && explore_noise_;  // any noise actor but plain space noise
+  float const lo = config_.a_low, hi = config_.a_high, sigma = explore && !actor ? config_.sigma_explore : 0.0f;
   std::uint64_t const key = stream_key(config_.seed, 12);
   auto draws = draws_;
   for (std::int64_t at = 0; at < N; at += policy_->max_batch()) {
     std::int64_t const n = std::min(policy_->max_batch(), N - at);
     Tensor in(DeviceView<float*>(state.data() + at * S, std::size_t(n * S)), Shape{n, S});
     if (states_.on()) in = normalized(space, in);
-    Tensor const a = policy_->forward(space, Precision{}, in);
+    Tensor const a = actor ? noisy_action_.reshaped(Shape{n, A}) : policy_->forward(space, Precision{}, in);
+    if (actor) explore_noise_->act(space, *policy_, in, a, key, draws.data() + 1, at);
     float const* av = a.data();
     float* out = action.data() + at * A;
     if (sac()) {  // tanh(mean), or tanh of a draw, onto [a_low, a_high]

@@ -21,6 +21,7 @@
 
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
+#include "noise.hpp"
 #include "normalizer.hpp"
 #include "transition_buffer.hpp"
 
@@ -42,6 +43,10 @@ struct OffPolicyConfig {
   // The actor (space_noise): actions clamped to [a_low, a_high]; target smoothing noise sigma_train clipped to
   // [-clip, clip] (clip 0: unclipped); exploration noise sigma_explore.
   float a_low = -1.0f, a_high = 1.0f, clip = 0.5f, sigma_train = 0.2f, sigma_explore = 0.1f;
+  /// TD3 and DDPG: TorchFort's actor.type (noise.hpp), `adaptive` sigma, and the OU kinds' dt and xi.
+  NoiseKind noise = NoiseKind::space;
+  bool adaptive = false;
+  float dt = 1.0f, xi = 0.0f;
   std::int64_t max_size = 1 << 20, min_size = 1;  ///< buffer slots kept; slots stored before training starts
   std::int64_t n_envs = 1;                        ///< environments per slot
   /// n-step windows and prioritized replay (TransitionBuffer); its gamma is set from `gamma`. The critics'
@@ -168,6 +173,9 @@ class OffPolicySystem {
   Kokkos::View<std::int64_t[2], MemSpace> draws_;  // samples drawn, exploration draws
   TransitionBuffer buffer_;
   RunningNormalizer states_, rewards_;
+  // TD3 and DDPG with any actor but plain space noise (which the update and predict draw themselves).
+  std::unique_ptr<NoiseActor> train_noise_, explore_noise_;
+  Tensor noisy_action_;
   TransitionBatch batch_;
   Tensor next_state_action_, policy_state_action_, dstate_action_, normalized_state_;
   Tensor q_min_, y_, td_;

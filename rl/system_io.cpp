@@ -76,6 +76,9 @@ std::vector<DeviceView<float*>> OffPolicySystem::saved_buffers(bool networks_onl
   if (sac()) v.push_back(log_alpha_);
   if (alpha_opt_)
     for (auto const& m : alpha_opt_->state()) v.push_back(m);
+  for (auto const* n : {train_noise_.get(), explore_noise_.get()})  // the OU actors' states
+    if (n)
+      for (auto const& m : n->saved_buffers()) v.push_back(m);
   return v;
 }
 
@@ -84,6 +87,9 @@ std::vector<Kokkos::View<std::int64_t, MemSpace>> OffPolicySystem::saved_steps()
   for (auto const& s : critic_steps_) v.push_back(s);
   if (log_sigma_opt_) v.push_back(log_sigma_step_);
   if (alpha_opt_) v.push_back(alpha_step_);
+  for (auto const* n : {train_noise_.get(), explore_noise_.get()})
+    if (n)
+      for (auto const& m : n->saved_steps()) v.push_back(m);
   return v;
 }
 

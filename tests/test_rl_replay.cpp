@@ -312,6 +312,18 @@ TEST(RlReplay, APrioritizedNStepSystemWithNormalizersResumesBitForBit) {
   std::filesystem::remove_all(dir);
 }
 
+// One value through a normaliser, on the device.
+float apply_on_device(ktr::ExecSpace const& space, ktr::rl::RunningNormalizer const& n, std::int64_t f, float v) {
+  Kokkos::View<float, ktr::MemSpace> out("out");
+  auto const a = n.apply();
+  Kokkos::parallel_for(
+      "test::apply", Kokkos::RangePolicy<ktr::ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { out() = a(f, v); });
+  float h = 0;
+  Kokkos::deep_copy(space, h, out);
+  space.fence();
+  return h;
+}
+
 // The normalisers' statistics are those of every stored push (Chan's merge equals one pass over all values); a
 // refused push is left out; the map is the identity until two values are counted.
 TEST(RlReplay, RunningNormalizersMatchOnePassOverEveryStoredPush) {
@@ -322,14 +334,7 @@ TEST(RlReplay, RunningNormalizersMatchOnePassOverEveryStoredPush) {
   ktr::from_host(x, {1, -2, 0, 0, 0, 0});  // one row first: count 1, still the identity
   states.update(space, x.data(), 1, refused);
   auto apply = [&](ktr::rl::RunningNormalizer const& n, std::int64_t f, float v) {
-    Kokkos::View<float, ktr::MemSpace> out("out");
-    auto const a = n.apply();
-    Kokkos::parallel_for(
-        "test::apply", Kokkos::RangePolicy<ktr::ExecSpace>(space, 0, 1), KOKKOS_LAMBDA(int) { out() = a(f, v); });
-    float h = 0;
-    Kokkos::deep_copy(space, h, out);
-    space.fence();
-    return h;
+    return apply_on_device(space, n, f, v);
   };
   EXPECT_EQ(apply(states, 1, 5.0f), 5.0f) << "one value counted: the identity";
   std::vector<std::vector<double>> seen = {{1}, {-2}};

@@ -257,15 +257,20 @@ TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount)
   EXPECT_NE(err.find("one per call without _multi"), std::string::npos) << err;
 }
 
-// TorchFort's keys for n-step returns, prioritized replay and the running normalisers make a system that trains;
-// a window longer than the buffer is refused by name.
-TEST(TorchFortRL, NStepPrioritizedAndNormalizedSystemsFromTorchFortsKeysTrain) {
+// TorchFort's keys for n-step returns, prioritized replay, the running normalisers and the OU parameter-noise
+// actor make a system that trains; a window longer than the buffer, and an OU actor without its dt, are refused by
+// name.
+TEST(TorchFortRL, NStepPrioritizedNormalizedAndParameterNoiseSystemsFromTorchFortsKeysTrain) {
   std::string text = config("td3");
   text.replace(text.find("nstep: 1"), 8, "nstep: 3");
   text.replace(text.find("reduction: sum"), 14,
                "reduction: mean_no_skip\n    normalize_states: 1\n"
                "    normalize_rewards: true");
   text.replace(text.find("type: uniform"), 13, "type: prioritized");
+  text.replace(text.find("type: space_noise"), 17, "type: parameter_noise_ou");
+  text.replace(text.find("    sigma_explore: 1.0\n"), 23,
+               "    sigma_explore: 1.0\n    dt: 0.1\n    xi: 0.5\n"
+               "    adaptive: true\n");
   text.replace(text.find("    min_size: 512\n"), 18,
                "    min_size: 512\n    alpha: 0.7\n    beta0: 0.5\n"
                "    beta_max: 1\n    beta_steps: 1000\n");
@@ -292,8 +297,14 @@ TEST(TorchFortRL, NStepPrioritizedAndNormalizedSystemsFromTorchFortsKeysTrain) {
   EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_long", write_file("tf_long.yaml", longer).c_str(), kDevice,
                                                   kDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
+  std::string undated = text;
+  undated.replace(undated.find("    dt: 0.1\n"), 12, "");
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_nodt", write_file("tf_nodt.yaml", undated).c_str(), kDevice,
+                                                  kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
   std::string const err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("algorithm.parameters.nstep: is longer than the buffer keeps"), std::string::npos) << err;
+  EXPECT_NE(err.find("actor.parameters.dt: missing"), std::string::npos) << err;
 }
 
 // TorchFort's checkpoint calls: save_checkpoint, then load_checkpoint into another system of the same file (the
