@@ -259,8 +259,7 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
     r.fail(root["algorithm"], "algorithm.parameters.nstep",
            "is longer than the buffer keeps (max_size / n_envs = " + std::to_string(c.max_size) + " steps)");
   if (!(c.a_low < c.a_high)) r.fail(root["actor"], "actor.parameters.a_low", "must be below a_high");
-  if (optimizer.c.run.accumulate != 1)
-    r.fail(root["optimizer"], "optimizer.general.grad_accumulation_steps", "above 1 is not in ktr's RL yet", true);
+  c.accumulate = optimizer.c.run.accumulate;
   c.policy = read_network(r, root, "policy_model", false, c);
   c.critic = read_network(r, root, "critic_model", true, c);
   // One optimizer section for every network, each with its own schedule.

@@ -219,6 +219,17 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
       alpha_step_ = Kokkos::View<std::int64_t, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::alpha_step"));
     }
   }
+  KTR_REQUIRE(c.accumulate >= 1, "grad_accumulation_steps",
+              "must be at least 1, got " + std::to_string(c.accumulate));
+  if (c.accumulate > 1) {
+    auto sum_of = [&](std::int64_t n) {
+      return DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::grad_sum"), std::size_t(n));
+    };
+    for (auto const& q : critics_) critic_sums_.push_back(sum_of(q->arena().size()));
+    policy_sum_ = sum_of(policy_->arena().size());
+    if (log_sigma_opt_) log_sigma_sum_ = sum_of(A);
+    if (alpha_opt_) alpha_sum_ = sum_of(1);
+  }
 }
 
 OffPolicySystem::~OffPolicySystem() = default;
@@ -258,6 +269,9 @@ void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float*
   for (std::int64_t k = 0; k < updates; ++k) {
     ++updates_;                                           // counted from 1: no policy update at the first
     policy_updated = updates_ % config_.policy_lag == 0;  // SAC's lag is 1
+    // Accumulation windows: the critics count every update, the policy its own (SAC: every update too).
+    critic_window_end_ = updates_ % config_.accumulate == 0;
+    policy_window_end_ = (updates_ / config_.policy_lag) % config_.accumulate == 0;
     update(space, policy_updated);
   }
   if (!p_loss && !q_loss) return;
@@ -347,13 +361,16 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
         },
         Kokkos::subview(losses_, std::size_t(i)));
     critic.backward(space, fp32);
-    critic_opts_[std::size_t(i)]->update(space, critic.arena().params(), critic.arena().grads(),
-                                         critic_steps_[std::size_t(i)], losses_.data() + i, 1);
+    apply(space, *critic_opts_[std::size_t(i)], critic.arena().params(), critic.arena().grads(),
+          c.accumulate > 1 ? critic_sums_[std::size_t(i)] : DeviceView<float*>(), critic_steps_[std::size_t(i)],
+          losses_.data() + i, critic_window_end_);
   }
   buffer_.update_priorities(space, batch_, td_.data());  // prioritized replay: critic 0's |q - y|
   if (sac()) {
     sac_update_policy(space);
-    for (int i = 0; i < nc; ++i) polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);
+    if (policy_window_end_)
+      for (int i = 0; i < nc; ++i)
+        polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);
   } else if (update_policy) {
     // The policy's loss: -mean critic_0(s, policy(s)); its gradient reaches the policy through the critic's input.
     Model& critic = *critics_[0];
@@ -385,10 +402,13 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
           for (std::int64_t j = 0; j < A; ++j) da[b * A + j] = dsa[b * (S + A) + S + j];
         });
     policy_->backward(space, fp32);
-    policy_opt_->update(space, policy_->arena().params(), policy_->arena().grads(), policy_step_,
-                        losses_.data() + nc, 1);
-    for (int i = 0; i < nc; ++i) polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);
-    polyak(space, *policy_target_, *policy_, c.rho);
+    apply(space, *policy_opt_, policy_->arena().params(), policy_->arena().grads(), policy_sum_, policy_step_,
+          losses_.data() + nc, policy_window_end_);
+    if (policy_window_end_) {  // the targets move when the policy's update is made
+      for (int i = 0; i < nc; ++i)
+        polyak(space, *critic_targets_[std::size_t(i)], *critics_[std::size_t(i)], c.rho);
+      polyak(space, *policy_target_, *policy_, c.rho);
+    }
   }
   bump(space, draws_, 0);
 }
@@ -462,6 +482,21 @@ void OffPolicySystem::evaluate(ExecSpace const& space, Tensor const& state, Tens
     Kokkos::deep_copy(space, Kokkos::subview(q.view(), std::make_pair(at, at + n)),
                       Kokkos::subview(out.view(), std::make_pair(std::int64_t(0), n)));
   }
+}
+
+void OffPolicySystem::apply(ExecSpace const& space, Optimizer const& opt, DeviceView<float*> const& params,
+                            DeviceView<float*> const& grads, DeviceView<float*> const& sum,
+                            Kokkos::View<std::int64_t, MemSpace> const& step, float const* loss, bool window_end) {
+  if (sum.extent(0) == 0) {
+    opt.update(space, params, grads, step, loss, loss ? 1 : 0);
+    return;
+  }
+  Kokkos::parallel_for(
+      "ktr::rl::grad_accumulate", Kokkos::RangePolicy<ExecSpace>(space, 0, sum.extent(0)),
+      KOKKOS_LAMBDA(std::size_t j) { sum(j) += grads(j); });
+  if (!window_end) return;
+  opt.update(space, params, sum, step, loss, loss ? 1 : 0);
+  Kokkos::deep_copy(space, sum, 0.0f);
 }
 
 Tensor OffPolicySystem::normalized(ExecSpace const& space, Tensor const& state) {

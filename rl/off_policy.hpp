@@ -56,6 +56,10 @@ struct OffPolicyConfig {
   /// TorchFort's running normalisers (normalizer.hpp): states for every network's input (predict, evaluate and the
   /// updates alike), rewards scaled (after the n-step reduction), statistics of every stored push.
   bool normalize_states = false, normalize_rewards = false;
+  /// optimizer.general.grad_accumulation_steps: each network sums the gradients of this many of its own
+  /// micro-steps (TorchFort's sum, no 1/N) into one optimiser update; the targets move only at the policy's (SAC:
+  /// the critics') window end.
+  int accumulate = 1;
   std::string policy;  ///< a ktr description: in=S ... dense:A
   std::string critic;  ///< in=S+A ... dense:1 (state and action side by side)
   OptimizerConfig policy_optimizer, critic_optimizer;
@@ -145,6 +149,11 @@ class OffPolicySystem {
   /// tensor, and a sampled batch's states and rewards in place.
   Tensor normalized(ExecSpace const& space, Tensor const& state);
   void normalize_batch(ExecSpace const& space);
+  /// One optimiser update of `params` from `grads`, or (accumulate > 1) `grads` added into `sum` and the update
+  /// made from the sum at the window's end (`window_end`), the sum then cleared (public for the same reason).
+  void apply(ExecSpace const& space, Optimizer const& opt, DeviceView<float*> const& params,
+             DeviceView<float*> const& grads, DeviceView<float*> const& sum,
+             Kokkos::View<std::int64_t, MemSpace> const& step, float const* loss, bool window_end);
 
   bool sac() const { return config_.algorithm == OffPolicyConfig::Algorithm::sac; }
   /// SAC's entropy coefficient (device; read back).
@@ -175,6 +184,11 @@ class OffPolicySystem {
   RunningNormalizer states_, rewards_;
   // TD3 and DDPG with any actor but plain space noise (which the update and predict draw themselves).
   std::unique_ptr<NoiseActor> train_noise_, explore_noise_;
+  // Gradient accumulation: each network's running sum (empty without), and whether this update ends the critics'
+  // and the policy's windows.
+  std::vector<DeviceView<float*>> critic_sums_;
+  DeviceView<float*> policy_sum_, log_sigma_sum_, alpha_sum_;
+  bool critic_window_end_ = true, policy_window_end_ = true;
   Tensor noisy_action_;
   TransitionBatch batch_;
   Tensor next_state_action_, policy_state_action_, dstate_action_, normalized_state_;

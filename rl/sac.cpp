@@ -74,7 +74,7 @@ void OffPolicySystem::sac_update_alpha(ExecSpace const& space) {
       "ktr::rl::sac_alpha_grad", Kokkos::RangePolicy<ExecSpace>(space, 0, B),
       KOKKOS_LAMBDA(std::int64_t b, float& sum) { sum -= (logp[b] + te) * inv_b; },
       Kokkos::subview(log_alpha_grad_, 0));
-  alpha_opt_->update(space, log_alpha_, log_alpha_grad_, alpha_step_);
+  apply(space, *alpha_opt_, log_alpha_, log_alpha_grad_, alpha_sum_, alpha_step_, nullptr, policy_window_end_);
 }
 
 void OffPolicySystem::sac_critic_target(ExecSpace const& space) {
@@ -174,10 +174,11 @@ void OffPolicySystem::sac_update_policy(ExecSpace const& space) {
         });
   }
   policy_->backward(space, fp32);
-  policy_opt_->update(space, policy_->arena().params(), policy_->arena().grads(), policy_step_,
-                      losses_.data() + nc, 1);
+  apply(space, *policy_opt_, policy_->arena().params(), policy_->arena().grads(), policy_sum_, policy_step_,
+        losses_.data() + nc, policy_window_end_);
   if (!dependent)
-    log_sigma_opt_->update(space, log_sigma_, log_sigma_grad_, log_sigma_step_, losses_.data() + nc, 1);
+    apply(space, *log_sigma_opt_, log_sigma_, log_sigma_grad_, log_sigma_sum_, log_sigma_step_,
+          losses_.data() + nc, policy_window_end_);
 }
 
 }  // namespace ktr::rl

@@ -76,6 +76,9 @@ std::vector<DeviceView<float*>> OffPolicySystem::saved_buffers(bool networks_onl
   if (sac()) v.push_back(log_alpha_);
   if (alpha_opt_)
     for (auto const& m : alpha_opt_->state()) v.push_back(m);
+  for (auto const& m : critic_sums_) v.push_back(m);  // gradient accumulation's running sums
+  for (auto const* m : {&policy_sum_, &log_sigma_sum_, &alpha_sum_})
+    if (m->extent(0) > 0) v.push_back(*m);
   for (auto const* n : {train_noise_.get(), explore_noise_.get()})  // the OU actors' states
     if (n)
       for (auto const& m : n->saved_buffers()) v.push_back(m);

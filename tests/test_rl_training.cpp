@@ -1,6 +1,7 @@
-// TorchFort's noise actors (rl/noise.hpp) in predict_explore, against host references that draw the same
-// counter-based normals: the Ornstein-Uhlenbeck recurrence of space_noise_ou, adaptive sigma, parameter_noise and
-// its OU form; and a TD3 system of each kind that trains and resumes bit for bit (the OU states are saved).
+// How the off-policy systems train beyond the buffer: TorchFort's noise actors (rl/noise.hpp) in predict_explore,
+// against host references that draw the same counter-based normals (the Ornstein-Uhlenbeck recurrence of
+// space_noise_ou, adaptive sigma, parameter_noise and its OU form), a TD3 system of each kind that trains and
+// resumes bit for bit (the OU states are saved); and gradient accumulation's windows.
 #include <ktr/core/error.hpp>
 #include <ktr/rl/off_policy.hpp>
 #include <ktr/rl/random.hpp>
@@ -142,6 +143,56 @@ TEST(RlNoise, EveryActorKindTrainsAndResumesBitForBit) {
     for (float v : x) EXPECT_TRUE(std::isfinite(v) && v >= -1 && v <= 1);
   }
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<float> params_of(ktr::Model const& m) {
+  return ktr::to_host(Tensor(m.arena().params(), Shape{m.arena().size()}));
+}
+
+// grad_accumulation_steps N: each network's parameters stay as they are until its N-th micro-step (the critics
+// count every update; TD3's policy its own, every policy_lag-th), and the targets move only then; a system saved
+// inside a window resumes bit for bit (the running sums are in the checkpoint).
+TEST(RlAccumulation, NetworksAndTargetsMoveOnlyAtTheirWindowsEnd) {
+  ktr::ExecSpace space;
+  for (auto algorithm : {OffPolicyConfig::Algorithm::td3, OffPolicyConfig::Algorithm::sac}) {
+    OffPolicyConfig c = ktr::rl::torchfort_check_config(algorithm, 4);
+    c.accumulate = 3, c.min_size = 16, c.batch_size = 16;
+    bool const td3 = algorithm == OffPolicyConfig::Algorithm::td3;
+    OffPolicySystem sys(space, c);
+    Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
+    for (int i = 0; i < 16; ++i) {
+      ktr::from_host(s, {float(i % 3) - 1}), ktr::from_host(a, {0.5f}), ktr::from_host(r, {1}),
+          ktr::from_host(d, {1});
+      sys.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
+    }
+    ASSERT_TRUE(sys.ready(space));
+    std::vector<float> critic = params_of(sys.critic(0)), policy = params_of(sys.policy()),
+                       target = params_of(sys.critic_target(0));
+    int const policy_end = td3 ? 6 : 3;  // TD3: the policy steps at updates 2, 4, 6 (lag 2)
+    for (int u = 1; u <= policy_end; ++u) {
+      sys.train(space, 1);
+      bool const critic_end = u % 3 == 0;
+      EXPECT_EQ(params_of(sys.critic(0)) != critic, critic_end) << "update " << u;
+      EXPECT_EQ(params_of(sys.policy()) != policy, u == policy_end) << "update " << u;
+      EXPECT_EQ(params_of(sys.critic_target(0)) != target, u == policy_end) << "update " << u;
+      critic = params_of(sys.critic(0)), policy = params_of(sys.policy()),
+      target = params_of(sys.critic_target(0));
+    }
+    sys.train(space, 1);  // inside the next window
+    std::string const dir = ::testing::TempDir() + "ktr_rl_accumulate";
+    sys.save(space, dir);
+    OffPolicySystem copy(space, c);
+    copy.load(space, dir);
+    sys.train(space, 5);
+    copy.train(space, 5);
+    EXPECT_EQ(params_of(copy.critic(0)), params_of(sys.critic(0)));
+    EXPECT_EQ(params_of(copy.policy()), params_of(sys.policy()));
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace
