@@ -29,7 +29,8 @@ module ktr
   public :: ktr_create_model, ktr_create_distributed_model, ktr_train, ktr_inference, ktr_push, ktr_train_steps, ktr_save_model, &
             ktr_load_model, ktr_save_checkpoint, ktr_load_checkpoint, ktr_destroy_model, ktr_finalize, &
             ktr_last_error, ktr_version, ktr_derivatives, ktr_vjp, ktr_jet_forward, ktr_jet_backward, &
-            ktr_apply_gradients, ktr_rl_create_system, ktr_rl_push, ktr_rl_ready, ktr_rl_train, ktr_rl_predict, &
+            ktr_apply_gradients, ktr_rl_create_system, ktr_rl_create_distributed_system, ktr_rl_push, &
+            ktr_rl_ready, ktr_rl_train, ktr_rl_predict, &
             ktr_rl_evaluate, ktr_rl_save_checkpoint, ktr_rl_load_checkpoint, ktr_rl_destroy_system
 
   interface
@@ -126,6 +127,14 @@ module ktr
     integer(c_int) function c_rl_create_system(name, config, n_envs, device) bind(C, name="ktr_rl_create_system")
       import :: c_char, c_int, c_int64_t
       character(kind=c_char), dimension(*), intent(in) :: name, config
+      integer(c_int64_t), value :: n_envs
+      integer(c_int), value :: device
+    end function
+    integer(c_int) function c_rl_create_distributed(name, config, comm, n_envs, device) &
+        bind(C, name="ktr_rl_create_distributed_system_F")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, config
+      integer(c_int), value :: comm
       integer(c_int64_t), value :: n_envs
       integer(c_int), value :: device
     end function
@@ -338,6 +347,14 @@ contains
     character(len=*), intent(in) :: name, config_file
     integer, intent(in) :: n_envs, device
     istat = c_rl_create_system(c_string(name), c_string(config_file), int(n_envs, c_int64_t), int(device, c_int))
+  end function
+
+  !> The same over the ranks of an MPI communicator (mpi's integer handle; mpi_f08: comm%MPI_VAL).
+  integer function ktr_rl_create_distributed_system(name, config_file, comm, n_envs, device) result(istat)
+    character(len=*), intent(in) :: name, config_file
+    integer, intent(in) :: comm, n_envs, device
+    istat = c_rl_create_distributed(c_string(name), c_string(config_file), int(comm, c_int), &
+                                    int(n_envs, c_int64_t), int(device, c_int))
   end function
 
   !> One time step of the system's n_envs environments: state and next_state (S, n_envs), action (A, n_envs),

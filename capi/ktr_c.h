@@ -158,6 +158,16 @@ ktr_result_t ktr_apply_gradients(const char* name, float loss_for_log, void* str
  * device floats are read and written in place on the system's instance of `stream`, and the call does not wait. */
 /* `n_envs` > 0 replaces the file's replay_buffer.parameters.n_envs (ranks may differ); 0 keeps it. */
 ktr_result_t ktr_rl_create_system(const char* name, const char* config_file, int64_t n_envs, int device);
+/* The same over the ranks of an MPI communicator (an MPI build; others answer NOT_SUPPORTED): every rank's
+ * networks start as rank 0's, each rank keeps its own buffer of its own n_envs and its normaliser statistics,
+ * every update averages the gradients over the ranks and normalises by their merged statistics, losses are the
+ * ranks' mean. */
+ktr_result_t ktr_rl_create_distributed_system_F(const char* name, const char* config_file, int comm,
+                                                int64_t n_envs, int device);
+#if defined(MPI_VERSION)
+ktr_result_t ktr_rl_create_distributed_system(const char* name, const char* config_file, MPI_Comm comm,
+                                              int64_t n_envs, int device);
+#endif
 /* One time step of the system's n_envs environments: state and next_state (n_envs, S), action (n_envs, A), reward
  * and done (n_envs; done 0 or 1). A transition with a non-finite value is not stored; the next call that reads a
  * loss back fails naming how many were refused. */

@@ -27,7 +27,7 @@ std::string key_of(char const* name) {
   return k;
 }
 
-void add_system(char const* name, char const* config_file, std::int64_t n_envs) {
+void add_system(char const* name, char const* config_file, std::int64_t n_envs, Communicator const& comm) {
   std::string const key = key_of(name);
   KTR_REQUIRE(config_file != nullptr, "config_fname", "is a null pointer");
   KTR_REQUIRE(systems().count(key) == 0, "system '" + std::string(name) + "'", "exists already");
@@ -36,7 +36,7 @@ void add_system(char const* name, char const* config_file, std::int64_t n_envs) 
   RlFileConfig const cfg = parse_rl_config(text, config_file, n_envs);
   auto e = std::make_unique<RlEntry>();
   e->config_text = std::move(text);
-  e->system = std::make_unique<rl::OffPolicySystem>(ExecSpace(), cfg.system);
+  e->system = std::make_unique<rl::OffPolicySystem>(ExecSpace(), cfg.system, comm);
   e->report_frequency = cfg.report_frequency;
   if (!g_finalize_hook) {  // the systems' views go before Kokkos does
     Kokkos::push_finalize_hook([] {
@@ -52,11 +52,12 @@ void add_system(char const* name, char const* config_file, std::int64_t n_envs) 
 
 }  // namespace
 
-ktr_result_t create_rl_system(char const* name, char const* config_file, int device, std::int64_t n_envs) {
+ktr_result_t create_rl_system(char const* name, char const* config_file, int device, std::int64_t n_envs,
+                              Communicator const& comm, bool own_thread) {
   std::lock_guard<std::recursive_mutex> lock(api_mutex());
-  ktr_result_t const started = guarded([&] { ensure_runtime(device, true); });
+  ktr_result_t const started = guarded([&] { ensure_runtime(device, own_thread); });
   if (started != KTR_RESULT_SUCCESS) return started;
-  return guarded([&] { add_system(name, config_file, n_envs); });
+  return guarded([&] { add_system(name, config_file, n_envs, comm); });
 }
 
 RlEntry& rl_system(char const* name) {

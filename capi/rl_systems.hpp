@@ -26,7 +26,10 @@ struct RlEntry {
 /// number; Kokkos started as the C API starts it); `n_envs` > 0 replaces the file's replay_buffer n_envs (its
 /// sizes then count that many environments). A call of its own (guarded): the result, and the message naming the
 /// name, file or key.
-ktr_result_t create_rl_system(char const* name, char const* config_file, int device, std::int64_t n_envs = 0);
+/// Over `comm`'s ranks (one by default); `own_thread`: Kokkos may start on a worker thread of ktr's (not where
+/// the MPI allows the main thread only).
+ktr_result_t create_rl_system(char const* name, char const* config_file, int device, std::int64_t n_envs = 0,
+                              Communicator const& comm = Communicator(), bool own_thread = true);
 /// The system `name`; throws ktr::UsageError if there is none.
 RlEntry& rl_system(char const* name);
 /// Removes system `name` (false: there was none).

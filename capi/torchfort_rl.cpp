@@ -2,9 +2,9 @@
 // (TD3, DDPG, SAC) with a uniform replay buffer of n_envs environments per slot. Each call translates its
 // arguments (one datatype for every array, Fortran-ordered shapes in the _F forms, host or device memory) and runs
 // under the C API's guard on the system's instance of the caller's stream; a failure is printed as TorchFort
-// prints it and returned as its result code. What ktr has not built yet (SAC, PPO and the on-policy calls,
-// distributed systems, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED with its reason and touches none of
-// its arguments.
+// prints it and returned as its result code. What ktr has not built yet (PPO and the on-policy calls, the metric
+// log) answers TORCHFORT_RESULT_NOT_SUPPORTED with its reason and touches none of its arguments; the distributed
+// systems are made in distributed.cpp.
 #if defined(KTR_ENABLE_MPI)
 #include <mpi.h>  // first: the headers then declare the MPI_Comm forms
 #endif
@@ -380,7 +380,6 @@ torchfort_result_t torchfort_rl_off_policy_load_model(char const* name, char con
 }
 
 // Not built yet: each answers NOT_SUPPORTED with its reason.
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_create_distributed_system_F, const char*, const char*, int, int, int)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_int, const char*, const char*, int64_t, int)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_float, const char*, const char*, int64_t, float)
 KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_double, const char*, const char*, int64_t, double)
@@ -389,7 +388,6 @@ KTR_TF_RL_REFUSE_BUFFER(on_policy, rollout, void*, size_t, int64_t*, void*, size
 KTR_TF_RL_REFUSE(torchfort_rl_on_policy_reset_rollout_buffer, const char*)
 
 #if defined(KTR_ENABLE_MPI)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_create_distributed_system, const char*, const char*, MPI_Comm, int, int)
 KTR_TF_RL_REFUSE(torchfort_rl_on_policy_create_distributed_system, const char*, const char*, MPI_Comm, int, int)
 #endif
 

@@ -79,6 +79,12 @@ module ktr_torchfort_rl
       character(kind=c_char), dimension(*), intent(in) :: name, fname
       integer(c_int), value :: model_dev, rb_dev
     end function
+    integer(c_int) function c_rl_create_distributed(name, fname, comm, model_dev, rb_dev) &
+        bind(C, name="torchfort_rl_off_policy_create_distributed_system_F")
+      import :: c_char, c_int
+      character(kind=c_char), dimension(*), intent(in) :: name, fname
+      integer(c_int), value :: comm, model_dev, rb_dev
+    end function
     integer(c_int) function c_rl_save_checkpoint(name, dir) bind(C, name="torchfort_rl_off_policy_save_checkpoint")
       import :: c_char, c_int
       character(kind=c_char), dimension(*), intent(in) :: name, dir
@@ -151,14 +157,14 @@ contains
     character(len=*), intent(in) :: mname, fname
     integer, intent(in) :: comm
     integer(c_int), intent(in) :: model_dev, rb_dev
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_create_distributed_system'))
+    res = c_rl_create_distributed(c_string(mname), c_string(fname), int(comm, c_int), model_dev, rb_dev)
   end function
 
   integer(c_int) function rl_off_policy_create_distributed_f08(mname, fname, comm, model_dev, rb_dev) result(res)
     character(len=*), intent(in) :: mname, fname
     type(MPI_Comm), intent(in) :: comm
     integer(c_int), intent(in) :: model_dev, rb_dev
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_create_distributed_system'))
+    res = c_rl_create_distributed(c_string(mname), c_string(fname), int(comm%MPI_VAL, c_int), model_dev, rb_dev)
   end function
 
   integer(c_int) function rl_off_policy_wandb_log_int(mname, metric_name, step, val) result(res)

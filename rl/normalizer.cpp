@@ -43,6 +43,44 @@ void RunningNormalizer::update(ExecSpace const& space, float const* x, std::int6
       });
 }
 
+void RunningNormalizer::sync(ExecSpace const& space, Communicator const& comm) {
+  if (!on() || comm.size() == 1) return;
+  std::int64_t const F = features_;
+  if (!synced_) {
+    merged_.mean =
+        Kokkos::View<float*, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::norm_merged_mean"), std::size_t(F));
+    merged_.m2 =
+        Kokkos::View<float*, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::norm_merged_m2"), std::size_t(F));
+    merged_.count = Kokkos::View<std::int64_t, MemSpace>(Kokkos::view_alloc(space, "ktr::rl::norm_merged_count"));
+    merged_.scale_only = apply_.scale_only;
+    sums_ = DeviceView<float*>(Kokkos::view_alloc(space, "ktr::rl::norm_sums"), std::size_t(1 + 2 * F));
+    synced_ = true;
+  }
+  Apply const a = apply_, m = merged_;
+  auto sums = sums_;
+  // 1. The total count and the count-weighted means.
+  Kokkos::parallel_for(
+      "ktr::rl::norm_sync_means", Kokkos::RangePolicy<ExecSpace>(space, 0, F + 1), KOKKOS_LAMBDA(std::int64_t f) {
+        sums(std::size_t(f)) = f == 0 ? float(a.count()) : float(a.count()) * a.mean(f - 1);
+      });
+  comm.allreduce_sum(space, DeviceView<float*>(sums.data(), std::size_t(F + 1)));
+  // 2. Each rank's M2 about the merged mean (Chan): M2_r + n_r (mean_r - mean)^2, summed.
+  Kokkos::parallel_for(
+      "ktr::rl::norm_sync_m2", Kokkos::RangePolicy<ExecSpace>(space, 0, F), KOKKOS_LAMBDA(std::int64_t f) {
+        float const total = sums(0), mean = total > 0 ? sums(std::size_t(1 + f)) / total : 0.0f;
+        float const d = a.mean(f) - mean;
+        sums(std::size_t(1 + F + f)) = a.count() > 0 ? a.m2(f) + float(a.count()) * d * d : 0.0f;
+      });
+  comm.allreduce_sum(space, DeviceView<float*>(sums.data() + F + 1, std::size_t(F)));
+  Kokkos::parallel_for(
+      "ktr::rl::norm_sync_merge", Kokkos::RangePolicy<ExecSpace>(space, 0, F), KOKKOS_LAMBDA(std::int64_t f) {
+        float const total = sums(0);
+        m.mean(f) = total > 0 ? sums(std::size_t(1 + f)) / total : 0.0f;
+        m.m2(f) = sums(std::size_t(1 + F + f));
+        if (f == 0) m.count() = std::int64_t(total);
+      });
+}
+
 RunningNormalizer::Stats RunningNormalizer::download(ExecSpace const& space) const {
   Stats s;
   if (!on()) return s;

@@ -3,9 +3,12 @@
 //   x -> (x - mean) / sqrt(M2 / (count - 1) + 1e-8)      (states)
 //   x -> x / sqrt(M2 / (count - 1) + 1e-8)               (rewards: scale only, the mean kept)
 // the identity until two values are counted. A push's merge waits for nothing: it reads the buffer's refusal flag
-// on the device and skips a refused slot, as the buffer does.
+// on the device and skips a refused slot, as the buffer does. Across ranks each rank keeps its own statistics and
+// sync() recomputes their merge, which normalises from then on; the merge is never fed back into the local ones
+// (TorchFort's is, and so counts every value once more at each sync).
 #pragma once
 
+#include "../backends/collective.hpp"
 #include "../backends/kokkos_compat.hpp"
 #include "../core/tensor.hpp"
 
@@ -34,7 +37,10 @@ class RunningNormalizer {
   RunningNormalizer() = default;  ///< off
   RunningNormalizer(ExecSpace const& space, std::int64_t features, bool scale_only);
   bool on() const { return features_ > 0; }
-  Apply const& apply() const { return apply_; }
+  /// The map in use: the merge of every rank's statistics after a sync(), the local ones before.
+  Apply const& apply() const { return synced_ ? merged_ : apply_; }
+  /// Recomputes the merge of every rank's statistics (collective over `comm`; nothing with one rank).
+  void sync(ExecSpace const& space, Communicator const& comm);
 
   /// Merges the rows x (n, features) unless *refused is not 0 (a device flag). Does not wait.
   void update(ExecSpace const& space, float const* x, std::int64_t n,
@@ -51,7 +57,9 @@ class RunningNormalizer {
 
  private:
   std::int64_t features_ = 0;
-  Apply apply_;
+  Apply apply_, merged_;
+  bool synced_ = false;
+  DeviceView<float*> sums_;  // the sync's allreduce buffer: count, count * mean, then the M2 contributions
 };
 
 }  // namespace ktr::rl

@@ -128,8 +128,9 @@ Sampling sampling_of(OffPolicyConfig const& c) {
 
 }  // namespace
 
-OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config)
+OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config, Communicator const& comm)
     : config_(config),
+      comm_(comm),
       state_dim_(dims_of(config).state),
       action_dim_(dims_of(config).action),
       buffer_(space, config.max_size, state_dim_, action_dim_, config.n_envs, sampling_of(config)) {
@@ -230,6 +231,13 @@ OffPolicySystem::OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& 
     if (log_sigma_opt_) log_sigma_sum_ = sum_of(A);
     if (alpha_opt_) alpha_sum_ = sum_of(1);
   }
+  if (comm_.size() > 1) {  // every rank starts from rank 0's networks; the targets from them
+    comm_.broadcast(space, policy_->arena().params());
+    for (auto const& q : critics_) comm_.broadcast(space, q->arena().params());
+    if (log_sigma_opt_) comm_.broadcast(space, log_sigma_);
+    if (policy_target_) copy_params(space, *policy_target_, *policy_);
+    for (std::size_t i = 0; i < critics_.size(); ++i) copy_params(space, *critic_targets_[i], *critics_[i]);
+  }
 }
 
 OffPolicySystem::~OffPolicySystem() = default;
@@ -278,12 +286,14 @@ void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float*
   auto h = Kokkos::create_mirror_view(losses_);
   Kokkos::deep_copy(space, h, losses_);
   space.fence();
-  if (q_loss) {
-    double sum = 0;
-    for (int i = 0; i < config_.num_critics; ++i) sum += h(std::size_t(i));
-    *q_loss = float(sum);
+  std::vector<double> losses = {0.0, policy_updated ? double(h(std::size_t(config_.num_critics))) : 0.0};
+  for (int i = 0; i < config_.num_critics; ++i) losses[0] += h(std::size_t(i));
+  if (comm_.size() > 1) {  // the ranks' mean
+    comm_.sum(losses);
+    for (double& v : losses) v /= comm_.size();
   }
-  if (p_loss) *p_loss = policy_updated ? h(std::size_t(config_.num_critics)) : 0.0f;
+  if (q_loss) *q_loss = float(losses[0]);
+  if (p_loss) *p_loss = float(losses[1]);
 }
 
 void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
@@ -293,6 +303,8 @@ void OffPolicySystem::update(ExecSpace const& space, bool update_policy) {
   Precision const fp32{};
   auto draws = draws_;
   buffer_.sample(space, stream_key(c.seed, 10), draws.data(), batch_);
+  states_.sync(space, comm_);  // the ranks' merged statistics (nothing with one rank)
+  rewards_.sync(space, comm_);
   normalize_batch(space);
 
   if (sac()) {
@@ -487,16 +499,22 @@ void OffPolicySystem::evaluate(ExecSpace const& space, Tensor const& state, Tens
 void OffPolicySystem::apply(ExecSpace const& space, Optimizer const& opt, DeviceView<float*> const& params,
                             DeviceView<float*> const& grads, DeviceView<float*> const& sum,
                             Kokkos::View<std::int64_t, MemSpace> const& step, float const* loss, bool window_end) {
-  if (sum.extent(0) == 0) {
-    opt.update(space, params, grads, step, loss, loss ? 1 : 0);
-    return;
+  if (sum.extent(0) > 0) {
+    Kokkos::parallel_for(
+        "ktr::rl::grad_accumulate", Kokkos::RangePolicy<ExecSpace>(space, 0, sum.extent(0)),
+        KOKKOS_LAMBDA(std::size_t j) { sum(j) += grads(j); });
+    if (!window_end) return;
   }
-  Kokkos::parallel_for(
-      "ktr::rl::grad_accumulate", Kokkos::RangePolicy<ExecSpace>(space, 0, sum.extent(0)),
-      KOKKOS_LAMBDA(std::size_t j) { sum(j) += grads(j); });
-  if (!window_end) return;
-  opt.update(space, params, sum, step, loss, loss ? 1 : 0);
-  Kokkos::deep_copy(space, sum, 0.0f);
+  DeviceView<float*> const g = sum.extent(0) > 0 ? sum : grads;
+  if (comm_.size() > 1) {  // the ranks' mean gradient
+    comm_.allreduce_sum(space, g);
+    float const inv = 1.0f / float(comm_.size());
+    Kokkos::parallel_for(
+        "ktr::rl::grad_mean", Kokkos::RangePolicy<ExecSpace>(space, 0, g.extent(0)),
+        KOKKOS_LAMBDA(std::size_t j) { g(j) *= inv; });
+  }
+  opt.update(space, params, g, step, loss, loss ? 1 : 0);
+  if (sum.extent(0) > 0) Kokkos::deep_copy(space, sum, 0.0f);
 }
 
 Tensor OffPolicySystem::normalized(ExecSpace const& space, Tensor const& state) {

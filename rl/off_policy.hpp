@@ -88,7 +88,11 @@ class OffPolicySystem {
  public:
   /// Builds the networks, targets, optimisers and buffer; throws ktr::Error naming what does not fit (the
   /// critic's input must be the policy's input plus its output, its output one value).
-  OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config);
+  /// Over several ranks (`comm`): every rank's networks start as rank 0's, each rank keeps its own buffer (its own
+  /// n_envs) and normaliser statistics, every update averages the networks' gradients over the ranks (one
+  /// allreduce per network and update), normalises by the ranks' merged statistics, and reports the mean loss.
+  OffPolicySystem(ExecSpace const& space, OffPolicyConfig const& config,
+                  Communicator const& comm = Communicator());
   ~OffPolicySystem();
 
   OffPolicyConfig const& config() const { return config_; }
@@ -172,6 +176,7 @@ class OffPolicySystem {
   float action_shift() const;
 
   OffPolicyConfig config_;
+  Communicator comm_;
   std::int64_t state_dim_ = 0, action_dim_ = 0;
   std::unique_ptr<Model> policy_, policy_target_;
   std::vector<std::unique_ptr<Model>> critics_, critic_targets_;

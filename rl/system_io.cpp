@@ -97,6 +97,7 @@ std::vector<Kokkos::View<std::int64_t, MemSpace>> OffPolicySystem::saved_steps()
 }
 
 void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::string const& config_text) const {
+  KTR_REQUIRE(comm_.size() == 1, dir, "a checkpoint of a system over several ranks is not in ktr yet");
   OffPolicyConfig const& c = config_;
   Checkpoint ckpt;
   ckpt.header = {{"kind", "ktr-rl-system"},
@@ -134,6 +135,7 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
 }
 
 void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool networks_only) {
+  KTR_REQUIRE(comm_.size() == 1, dir, "a checkpoint of a system over several ranks is not in ktr yet");
   OffPolicyConfig const& c = config_;
   Generation g = read_generation(dir);
   KTR_REQUIRE(g.files.count("system.ckpt") == 1, dir,

@@ -70,7 +70,7 @@ program torchfort_rl_calls
   call expect(torchfort_rl_off_policy_evaluate("td3", s64, a64, q64), TORCHFORT_RESULT_SUCCESS)
   if (abs(q64(1) - 1) > 0.05d0) failures = failures + 1
 
-  ! What ktr has not built yet.
+  ! A distributed system needs an MPI build (this test's is not); then what ktr has not built yet.
   call expect(torchfort_rl_off_policy_create_distributed_system("sys", "rl.yaml", comm, 0, 0), &
               TORCHFORT_RESULT_NOT_SUPPORTED)
   call expect(torchfort_rl_off_policy_wandb_log("td3", "reward", 1_int64, 0.5_real32), TORCHFORT_RESULT_NOT_SUPPORTED)
