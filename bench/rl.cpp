@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 
 namespace ktr::bench {
@@ -122,6 +123,40 @@ int run_rl(ExecSpace const& space, RlBenchOptions const& o) {
       std::printf("%-26s %-5s %12s %12s %8.2f\n", size.name, algorithm_name(a), num(r1, 0).c_str(),
                   num(r16, 0).c_str(), r16 / r1);
     }
+  // What the buffer's sampling costs: TD3 at the tests' size, K = 16, each buffer kind in the same rounds.
+  {
+    struct Kind {
+      char const* name;
+      bool prioritized;
+      int nstep;
+    } const kinds[] = {{"uniform", false, 1},
+                       {"uniform, nstep 3", false, 3},
+                       {"prioritized", true, 1},
+                       {"prioritized, nstep 3", true, 3}};
+    std::vector<std::unique_ptr<OffPolicySystem>> systems;
+    for (auto const& k : kinds) {
+      OffPolicyConfig c = config_of(kSizes[0], OffPolicyConfig::Algorithm::td3);
+      c.sampling.prioritized = k.prioritized, c.sampling.nstep = k.nstep;
+      systems.push_back(std::make_unique<OffPolicySystem>(space, c));
+      fill_buffer(space, *systems.back());
+      systems.back()->train(space, 16);
+    }
+    space.fence();
+    std::vector<std::vector<double>> rate(systems.size());
+    for (int round = 0; round < o.rounds; ++round)
+      for (std::size_t i = 0; i < systems.size(); ++i) {
+        auto const t = std::chrono::steady_clock::now();
+        for (std::int64_t done = 0; done < o.updates; done += 16) systems[i]->train(space, 16);
+        space.fence();
+        rate[i].push_back(double(o.updates) /
+                          std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
+      }
+    std::printf(
+        "TD3 at the tests' size, K=16, by replay buffer (updates per second; ratio to uniform, same rounds):\n");
+    for (std::size_t i = 0; i < systems.size(); ++i)
+      std::printf("  %-22s %12s %8.2f\n", kinds[i].name, num(median(rate[i]), 0).c_str(),
+                  median(rate[i]) / median(rate[0]));
+  }
   // The per-step calls of an environment loop, one environment, device arrays (on a host build: the caller's).
   OffPolicySystem sys(space, config_of(kSizes[0], OffPolicyConfig::Algorithm::td3));
   fill_buffer(space, sys);

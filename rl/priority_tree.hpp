@@ -7,7 +7,8 @@
 // Writes run inside one team (write()): a leaf written twice in one call takes the value of the larger index (as a
 // sequential loop would), and every tree node above the written leaves is recomputed once, by the thread that won
 // it (an atomic max, then a compare-and-swap that also clears the claim): no two threads write one node, and the
-// result does not depend on the thread schedule, so a run replays bit for bit on every backend.
+// result does not depend on the thread schedule, so a run replays bit for bit on every backend. A team of one
+// thread (the host backends) writes in order without claims: the same values.
 #pragma once
 
 #include "../backends/kokkos_compat.hpp"
@@ -35,38 +36,54 @@ struct PriorityTree {
   /// All leaves inactive, max_raw 1.
   PriorityTree(ExecSpace const& space, std::int64_t leaves, float alpha);
 
-  /// Writes n leaves: leaf_of(i) gets the raw priority raw_of(i) (<= 0: inactive), then the nodes above them. Call
-  /// from every thread of one team.
+  /// Writes n leaves: leaf_of(i) gets the raw priority raw_of(i) (<= 0: inactive; a negative leaf_of(i): nothing),
+  /// then the nodes above them. Call from every thread of one team.
   template <class Member, class LeafOf, class RawOf>
   KOKKOS_INLINE_FUNCTION void write(Member const& team, std::int64_t n, LeafOf const& leaf_of,
                                     RawOf const& raw_of) const {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n),
-                         [&](std::int64_t i) { compat::atomic_max(&owner(P + leaf_of(i)), int(i + 1)); });
+    if (team.team_size() == 1) {  // one thread (host backends): in order, no claims; the last write of a leaf wins
+      for (std::int64_t i = 0; i < n; ++i)
+        if (leaf_of(i) >= 0) set_leaf(leaf_of(i), raw_of(i));
+      for (std::int64_t i = 0; i < n; ++i)
+        if (leaf_of(i) >= 0)
+          for (std::int64_t node = (P + leaf_of(i)) >> 1; node >= 1; node >>= 1) update_node(node);
+      return;
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](std::int64_t i) {
+      if (leaf_of(i) >= 0) compat::atomic_max(&owner(P + leaf_of(i)), int(i + 1));
+    });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](std::int64_t i) {
       std::int64_t const t = leaf_of(i);
-      if (Kokkos::atomic_compare_exchange(&owner(P + t), int(i + 1), 0) != int(i + 1)) return;
-      float const r = raw_of(i);
-      float const p = r > 0 ? float(compat::pow(r, alpha)) : 0.0f;
-      raw(t) = r > 0 ? r : 0.0f;
-      sum(P + t) = p;
-      min(P + t) = r > 0 ? p : kInactive;
+      if (t < 0 || Kokkos::atomic_compare_exchange(&owner(P + t), int(i + 1), 0) != int(i + 1)) return;
+      set_leaf(t, raw_of(i));
     });
     team.team_barrier();
     for (int level = 1; level <= depth; ++level) {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](std::int64_t i) {
-        compat::atomic_max(&owner((P + leaf_of(i)) >> level), int(i + 1));
+        if (leaf_of(i) >= 0) compat::atomic_max(&owner((P + leaf_of(i)) >> level), int(i + 1));
       });
       team.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](std::int64_t i) {
+        if (leaf_of(i) < 0) return;
         std::int64_t const node = (P + leaf_of(i)) >> level;
         if (Kokkos::atomic_compare_exchange(&owner(node), int(i + 1), 0) != int(i + 1)) return;
-        sum(node) = sum(2 * node) + sum(2 * node + 1);
-        float const l = min(2 * node), r = min(2 * node + 1);
-        min(node) = l < r ? l : r;
+        update_node(node);
       });
       team.team_barrier();
     }
+  }
+
+  KOKKOS_INLINE_FUNCTION void set_leaf(std::int64_t t, float r) const {
+    float const p = r > 0 ? float(compat::pow(r, alpha)) : 0.0f;
+    raw(t) = r > 0 ? r : 0.0f;
+    sum(P + t) = p;
+    min(P + t) = r > 0 ? p : kInactive;
+  }
+  KOKKOS_INLINE_FUNCTION void update_node(std::int64_t node) const {
+    sum(node) = sum(2 * node) + sum(2 * node + 1);
+    float const l = min(2 * node), r = min(2 * node + 1);
+    min(node) = l < r ? l : r;
   }
 
   /// The leaf whose share of [0, total) holds `value` (a zero leaf is never chosen unless rounding overshoots).

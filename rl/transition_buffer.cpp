@@ -212,7 +212,7 @@ void TransitionBuffer::sample(ExecSpace const& space, std::uint64_t key, std::in
         beta = beta < beta_max ? beta : beta_max;
         float const total = tree.sum(1), share = total / float(B), lowest = tree.min(1);
         weight[b] = 0.0f;
-        leaf(b) = 0;
+        leaf(b) = -1;  // drew nothing: its priority is not updated
         for (int t = 0; total > 0 && t < kTries; ++t) {
           float const u = float(
               uniform01(key, (std::uint64_t(*draw) * std::uint64_t(B) + std::uint64_t(b)) * std::uint64_t(kTries) +
@@ -236,16 +236,14 @@ void TransitionBuffer::update_priorities(ExecSpace const& space, TransitionBatch
   if (!sampling_.prioritized) return;
   PriorityTree const tree = tree_;
   std::int64_t const B = batch.reward.size();
-  float const* weight = batch.weight.data();
   auto leaf = batch.leaf;
   using Team = Kokkos::TeamPolicy<ExecSpace>;
   Kokkos::parallel_for(
       "ktr::rl::update_priorities", Team(space, 1, Kokkos::AUTO), KOKKOS_LAMBDA(Team::member_type const& team) {
-        // A sample of weight 0 drew nothing: its leaf keeps its priority.
-        auto fresh = [&](std::int64_t b) { return weight[b] > 0 ? float(compat::fabs(td[b])) + 1e-6f : 0.0f; };
+        // A sample that drew nothing (leaf -1) updates nothing.
+        auto fresh = [&](std::int64_t b) { return leaf(b) >= 0 ? float(compat::fabs(td[b])) + 1e-6f : 0.0f; };
         tree.write(
-            team, B, [&](std::int64_t b) { return leaf(b); },
-            [&](std::int64_t b) { return weight[b] > 0 ? fresh(b) : tree.raw(leaf(b)); });
+            team, B, [&](std::int64_t b) { return leaf(b); }, fresh);
         float top = 0.0f;
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(team, B),

@@ -33,7 +33,7 @@ struct TransitionBatch {
   Tensor reward;                               ///< (B)
   Tensor done;                                 ///< (B)
   Tensor weight;                               ///< (B), prioritized replay only
-  Kokkos::View<std::int64_t*, MemSpace> leaf;  ///< (B), prioritized replay only
+  Kokkos::View<std::int64_t*, MemSpace> leaf;  ///< (B), prioritized replay only; -1: the sample drew nothing
 };
 
 /// How samples are drawn (TorchFort's algorithm.parameters.nstep and nstep_reward_reduction, and its

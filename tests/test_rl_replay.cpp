@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -257,6 +258,51 @@ TEST(RlReplay, PrioritizedNStepWindowsStartOnlyAtCompleteSlots) {
     EXPECT_LE(st[b], 200.0f) << "slots 0..2 start windows of three";
     EXPECT_EQ(rw[b], 3.0f);
   }
+}
+
+// The tree's writes by a team of several threads (leaves and nodes claimed, as on GPUs) equal the one-thread
+// path's bit for bit, a leaf written twice taking the later value in both.
+void write_with_team(ktr::ExecSpace const& space, ktr::rl::PriorityTree const& tree, int team_size,
+                     Kokkos::View<std::int64_t*, ktr::MemSpace> const& leaves,
+                     Kokkos::View<float*, ktr::MemSpace> const& raw) {
+  using Team = Kokkos::TeamPolicy<ktr::ExecSpace>;
+  std::int64_t const n = std::int64_t(leaves.extent(0));
+  Kokkos::parallel_for(
+      "test::tree_write", Team(space, 1, team_size), KOKKOS_LAMBDA(Team::member_type const& team) {
+        tree.write(
+            team, n, [&](std::int64_t i) { return leaves(i); }, [&](std::int64_t i) { return raw(i); });
+      });
+  space.fence();
+}
+
+int largest_team(ktr::ExecSpace const& space) {
+  using Team = Kokkos::TeamPolicy<ktr::ExecSpace>;
+  return Team(space, 1, 1).team_size_max(KOKKOS_LAMBDA(Team::member_type const&){}, Kokkos::ParallelForTag());
+}
+
+TEST(RlReplay, ATeamsClaimedTreeWritesEqualTheOneThreadWrites) {
+  ktr::ExecSpace space;
+  int const team = largest_team(space);
+  if (team < 2) GTEST_SKIP() << "this backend's teams have one thread here: only the one-thread path exists";
+  std::int64_t const leaves = 1000, n = 300;
+  ktr::rl::PriorityTree one(space, leaves, 0.6f), many(space, leaves, 0.6f);
+  Kokkos::View<std::int64_t*, ktr::MemSpace> l("leaves", n);
+  Kokkos::View<float*, ktr::MemSpace> r("raw", n);
+  auto hl = Kokkos::create_mirror_view(l);
+  auto hr = Kokkos::create_mirror_view(r);
+  std::mt19937 rng(5);
+  for (std::int64_t i = 0; i < n; ++i)
+    hl(i) = i % 7 == 3 ? -1 : std::int64_t(rng() % 97) * 10, hr(i) = float(rng() % 1000) / 100.0f;
+  Kokkos::deep_copy(l, hl);
+  Kokkos::deep_copy(r, hr);
+  write_with_team(space, one, 1, l, r);
+  write_with_team(space, many, team, l, r);
+  for (auto const& pair : {std::make_pair(one.sum, many.sum), std::make_pair(one.min, many.min)}) {
+    auto a = Kokkos::create_mirror_view_and_copy(ktr::HostSpace(), pair.first);
+    auto b = Kokkos::create_mirror_view_and_copy(ktr::HostSpace(), pair.second);
+    for (std::size_t i = 0; i < a.extent(0); ++i) ASSERT_EQ(a(i), b(i)) << "node " << i << ", team of " << team;
+  }
+  EXPECT_EQ(one.download(space), many.download(space));
 }
 
 // A TD3 system with n-step windows and prioritized replay, saved and restored: the same actions, and the same
