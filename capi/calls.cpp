@@ -12,10 +12,42 @@
 
 namespace ktr::capi {
 
-ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss_val, void* stream) {
+namespace {
+
+// model.parameters.flatten_non_batch_dims: false (TorchFort): the MLP applies to the last dimension, every leading
+// one a batch dimension, so (d0, ..., dk, F) is read as d0 x ... x dk points of F values ((F) is one point). The
+// leading dimensions must collapse into one strided run (any C or Fortran array does; a section may not). Class
+// labels, which have no feature dimension, collapse whole.
+Array as_points(FileConfig const& cfg, Array a, char const* what) {
+  if (!cfg.per_point || a.data == nullptr) return a;
+  bool const labels = a.dtype == KTR_INT32 || a.dtype == KTR_INT64;
+  int const lead = labels ? a.rank : a.rank - 1;  // the dimensions that become points
+  if (lead == 0) {                                // one point
+    a.rank = 2, a.extent[1] = a.extent[0], a.stride[1] = a.stride[0], a.extent[0] = 1;
+    a.stride[0] = a.extent[1] * a.stride[1];
+    return a;
+  }
+  std::int64_t points = 1;
+  for (int d = 0; d < lead; ++d) {
+    KTR_REQUIRE(d + 1 == lead || a.stride[d] == a.stride[d + 1] * a.extent[d + 1], what,
+                "its leading dimensions do not collapse into one run of points (a section: pass a contiguous "
+                "copy; flatten_non_batch_dims is false)");
+    points *= a.extent[d];
+  }
+  Array p = a;
+  p.rank = labels ? 1 : 2;
+  p.extent[0] = points, p.stride[0] = a.stride[lead - 1];
+  if (!labels) p.extent[1] = a.extent[a.rank - 1], p.stride[1] = a.stride[a.rank - 1];
+  return p;
+}
+
+}  // namespace
+
+ktr_result_t train(char const* name, Array const& x_in, Array const& y_in, float* loss_val, void* stream) {
   return guarded([&] {
     Region const region("ktr::capi::train");
     Entry& e = entry(name);
+    Array const x = as_points(e.cfg, x_in, "input"), y = as_points(e.cfg, y_in, "label");
     ExecSpace const space = e.instances.of(stream);
     Trainer* t = &trainer_for(space, e, x, y, true);
     DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
@@ -37,10 +69,11 @@ ktr_result_t train(char const* name, Array const& x, Array const& y, float* loss
   });
 }
 
-ktr_result_t inference(char const* name, Array const& x, Array const& out, void* stream) {
+ktr_result_t inference(char const* name, Array const& x_in, Array const& out_in, void* stream) {
   return guarded([&] {
     Region const region("ktr::capi::inference");
     Entry& e = entry(name);
+    Array const x = as_points(e.cfg, x_in, "input"), out = as_points(e.cfg, out_in, "output");
     if (!e.trainer && e.torchfort)  // TorchFort infers with the model's initial weights
       e.trainer = Trainer::untrained(ExecSpace(), untrained_config(e, e.cfg.loss.mismatch(false).empty()),
                                      options_of(e.cfg, e.torchfort), e.comm);
@@ -63,10 +96,11 @@ ktr_result_t inference(char const* name, Array const& x, Array const& out, void*
   });
 }
 
-ktr_result_t push(char const* name, Array const& x, Array const& y, void* stream) {
+ktr_result_t push(char const* name, Array const& x_in, Array const& y_in, void* stream) {
   return guarded([&] {
     Region const region("ktr::capi::push");
     Entry& e = entry(name);
+    Array const x = as_points(e.cfg, x_in, "input"), y = as_points(e.cfg, y_in, "label");
     std::int64_t const capacity = e.cfg.general.buffer_size;
     if (capacity == 0)
       throw Error(e.cfg.path + ": general.buffer_size is not set: the model has no replay buffer to push to");

@@ -76,8 +76,8 @@ void read_model(Reader const& r, YAML::Node const& n, std::string const& k, Draf
                       }},
                      {"flatten_non_batch_dims",
                       [&](auto const& v, auto const& key) {
-                        if (!r.boolean(v, key))
-                          r.fail(v, key, "false is not supported: an MLP takes each sample flattened", true);
+                        d.c.per_point = !r.boolean(v, key);
+                        m.per_point_node = v;
                       }},
                      {"description", [&](auto const& v, auto const& key) { read_description(v, key); }},
                  });
@@ -259,7 +259,12 @@ void finish_model(Reader const& r, YAML::Node const& root, Draft& d) {
     r.fail(m.model_type_node, "model.parameters.description", "missing: a ktr model needs its description");
   }
   try {
-    c.run.model = Model::plan(c.run.model, 1).description;  // it parses, the shapes fit; normalised
+    ModelPlan const plan = Model::plan(c.run.model, 1);  // it parses, the shapes fit; normalised
+    c.run.model = plan.description;
+    if (c.per_point && plan.input.size() != plan.input[plan.input.rank - 1])
+      r.fail(
+          m.per_point_node, "model.parameters.flatten_non_batch_dims",
+          "false needs a model of flat input (applied to the last dimension); this one takes " + plan.input.str());
   } catch (Error const& e) {
     r.fail(m.model_type_node, "model", e.what());
   }

@@ -76,7 +76,10 @@ struct FileConfig {
   LossChoice loss;                               ///< the loss section's (by_targets without one)
   bool has_loss = false, has_optimizer = false;  ///< the file has the section (TorchFort requires both)
   bool has_precision = false;  ///< general.precision given (set_cuda_allow_tf32 then changes nothing)
-  std::string path;            ///< the file it came from
+  /// model.parameters.flatten_non_batch_dims: false: the model (of flat input) applies to the last dimension of
+  /// the C API's arrays, every leading dimension a batch one (TorchFort's per-point MLP).
+  bool per_point = false;
+  std::string path;  ///< the file it came from
 };
 
 /// The checks that need the number of ranks a model runs on (at model creation): general.batch_size splits into

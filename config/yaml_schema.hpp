@@ -13,7 +13,7 @@ struct ModelDraft {
   std::vector<std::int64_t> sizes;  // an MLP's sizes and activations
   std::string hidden = ":relu", output;
   double dropout = 0;
-  YAML::Node sizes_node, description_node;
+  YAML::Node sizes_node, description_node, per_point_node;
   std::string description_key;  // model.description or model.parameters.description
   bool has_sizes = false, has_description = false;
   std::string model_type;

@@ -457,3 +457,50 @@ TEST(TorchFort, DeviceCpuRunsOnAHostBuildAndIsNamedOtherwise) {
 }
 
 }  // namespace
+
+namespace {
+
+// TorchFort's mlp3.yaml: flatten_non_batch_dims false, the MLP applied to the last dimension.
+std::string const kPerPoint =
+    "model: {type: mlp, parameters: {dropout: 0.0, layer_sizes: [10, 10, 10], flatten_non_batch_dims: false}}\n"
+    "loss: {type: MSE}\noptimizer: {type: adam, parameters: {learning_rate: 1e-3}}\n";
+
+}  // namespace
+
+// TorchFort's TrainTestMLPCPUCPUNoFlatten, ...1DNoFlatten and ...NoFlattenDimError: (10, 2, 10) arrays are 20
+// points of 10 values (the same predictions as the (20, 10) array they are), a (10) array is one point, and
+// (10, 2, 5) arrays are refused naming the input; a model of image input refuses the key.
+TEST(TorchFort, FlattenNonBatchDimsFalseAppliesTheMlpToTheLastDimension) {
+  std::string const cfg = write_file("tf_points.yaml", kPerPoint);
+  ASSERT_EQ(torchfort_create_model("tf_points", cfg.c_str(), kDevice), TORCHFORT_RESULT_SUCCESS);
+  std::vector<float> x(200), y(200), out3(200), out2(200);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.1f * float(i)), y[i] = std::cos(0.1f * float(i));
+  int64_t three[3] = {10, 2, 10}, two[2] = {20, 10}, one[1] = {10}, wrong[3] = {10, 2, 5};
+  float loss = -1;
+  EXPECT_EQ(torchfort_train("tf_points", x.data(), 3, three, y.data(), 3, three, &loss, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_TRUE(std::isfinite(loss) && loss > 0);
+  EXPECT_EQ(torchfort_inference("tf_points", x.data(), 3, three, out3.data(), 3, three, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(torchfort_inference("tf_points", x.data(), 2, two, out2.data(), 2, two, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(out3, out2) << "(10, 2, 10) is 20 points";
+  std::vector<float> out1(10);
+  EXPECT_EQ(torchfort_inference("tf_points", x.data(), 1, one, out1.data(), 1, one, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(out1, std::vector<float>(out2.begin(), out2.begin() + 10)) << "(10) is one point";
+  EXPECT_EQ(torchfort_train("tf_points", x.data(), 1, one, y.data(), 1, one, &loss, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_SUCCESS);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_train("tf_points", x.data(), 3, wrong, y.data(), 3, wrong, &loss, TORCHFORT_FLOAT, nullptr),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string image = kPerPoint;
+  image.replace(image.find("{type: mlp, parameters: {dropout: 0.0, layer_sizes: [10, 10, 10], "),
+                std::string("{type: mlp, parameters: {dropout: 0.0, layer_sizes: [10, 10, 10], ").size(),
+                "{type: ktr, parameters: {description: \"in=4x4x1 conv3x3:2 flatten dense:3\", ");
+  EXPECT_EQ(torchfort_create_model("tf_points_image", write_file("tf_points_image.yaml", image).c_str(), kDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("input: samples of 5 values, the model takes"), std::string::npos) << err;
+  EXPECT_NE(err.find("flatten_non_batch_dims: false needs a model of flat input"), std::string::npos) << err;
+}
