@@ -515,11 +515,13 @@ def rl_one_update(args, work, failures):
     """One update of ktr's TD3 and DDPG against the same update in JAX (see check 6 above)."""
     gamma, rho, lr, clip, lo, hi = 0.9, 0.8, 0.1, 0.3, -1.0, 1.0
 
-    for algo in ("td3", "ddpg"):
+    for algo in ("td3", "ddpg", "td3_per"):
         out = os.path.join(work, f"rl-{algo}.safetensors")
         subprocess.run([args.rl_tool, algo, out], check=True)
         k = {n: jnp.asarray(v) for n, v in load_file(out).items()}
-        critics = 2 if algo == "td3" else 1
+        critics = 1 if algo == "ddpg" else 2
+        per = algo == "td3_per"  # prioritized replay, 2-step windows: gamma^2, weighted losses, new priorities
+        w = k["w"] if per else jnp.ones_like(k["r"])
         before = {n[len("before."):]: v for n, v in k.items() if n.startswith("before.")}
         after = {n[len("after."):]: v for n, v in k.items() if n.startswith("after.")}
         s, s2, r, d = k["s"], k["s_next"], k["r"], k["d"]
@@ -536,12 +538,19 @@ def rl_one_update(args, work, failures):
         if not smooth_ok:
             failures.append(f"rl {algo} target smoothing")
         q_next = jnp.min(jnp.stack([critic(before, f"critic{i}_target.", s2, a_next) for i in range(critics)]), 0)
-        y = r + gamma * (1 - d) * q_next
+        y = r + (gamma ** 2 if per else gamma) * (1 - d) * q_next
+        if per and not bool(jnp.any(jnp.abs(w - 1) > 1e-3)):
+            failures.append(f"rl {algo}: the importance weights are all 1, the weighting is not checked")
+        if per:  # each drawn leaf's raw priority is now |critic 0 (before its step) - y| + 1e-6, the last draw's
+            td = jnp.abs(critic(before, "critic0.", s, a) - y) + 1e-6
+            last = {int(leaf): b for b, leaf in enumerate(k["leaf"].tolist())}
+            got = jnp.asarray([k["priorities"][leaf] for leaf in last])
+            close("priorities", got, jnp.asarray([td[b] for b in last.values()]), failures)
         q_loss = 0.0
         new = {}
         for i in range(critics):
             names = [n for n in before if n.startswith(f"critic{i}.")]
-            loss = lambda p: jnp.mean((critic({**before, **p}, f"critic{i}.", s, a) - y) ** 2)
+            loss = lambda p: jnp.mean(w * (critic({**before, **p}, f"critic{i}.", s, a) - y) ** 2)
             value, grads = jax.value_and_grad(loss)({n: before[n] for n in names})
             q_loss += value
             for n in names:

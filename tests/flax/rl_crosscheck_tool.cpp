@@ -6,7 +6,10 @@
 // (target_input: s' and the smoothed target action) and the losses (p_loss, q_loss). SAC (sac: a state-dependent
 // log sigma, the policy's 2A outputs; sac_free: a free one) tunes alpha (SGD too) and adds the noise each of its
 // three draws used (eps_alpha, eps_target, eps_policy), log_alpha and (sac_free) log_sigma before and after.
-//   ktr_rl_crosscheck td3|ddpg|sac|sac_free OUT.safetensors
+// td3_per: TD3 with prioritized replay and 2-step windows, checked at its fourth update (the first three give the
+// transitions priorities of their own); adds the samples' importance weights (w), their leaves (leaf) and the
+// buffer's raw priorities after the update (priorities).
+//   ktr_rl_crosscheck td3|ddpg|td3_per|sac|sac_free OUT.safetensors
 #include <ktr/ktr.hpp>
 #include <ktr/rl/off_policy.hpp>
 #include <ktr/rl/random.hpp>
@@ -19,7 +22,7 @@
 
 int main(int argc, char* argv[]) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: ktr_rl_crosscheck td3|ddpg|sac|sac_free OUT.safetensors\n");
+    std::fprintf(stderr, "usage: ktr_rl_crosscheck td3|ddpg|td3_per|sac|sac_free OUT.safetensors\n");
     return 2;
   }
   ktr::Runtime runtime;
@@ -27,8 +30,9 @@ int main(int argc, char* argv[]) {
     ktr::ExecSpace space;
     ktr::rl::OffPolicyConfig c;
     std::string const algo = argv[1];
-    bool const free_sigma = algo == "sac_free";
-    c.algorithm = ktr::rl::OffPolicyConfig::parse_algorithm(free_sigma ? "sac" : algo);
+    bool const free_sigma = algo == "sac_free", per = algo == "td3_per";
+    c.algorithm = ktr::rl::OffPolicyConfig::parse_algorithm(free_sigma ? "sac" : (per ? "td3" : algo));
+    c.sampling.prioritized = per, c.sampling.nstep = per ? 2 : 1;
     bool const sac = c.algorithm == ktr::rl::OffPolicyConfig::Algorithm::sac;
     c.batch_size = 16, c.num_critics = 2, c.policy_lag = 1, c.gamma = 0.9f, c.rho = 0.8f;
     c.a_low = -1, c.a_high = 1, c.clip = 0.3f, c.sigma_train = 0.2f, c.sigma_explore = 0.5f;
@@ -78,6 +82,7 @@ int main(int argc, char* argv[]) {
         out.tensors[when + ".log_sigma"] = ktr::SafeTensor{"F32", {std::int64_t(ls.size())}, ls};
       }
     };
+    if (per) sys.train(space, 3);  // priorities of their own, so that the checked update's weights are not all 1
     networks("before");
     sac_state("before");
     float p_loss = 0, q_loss = 0;
@@ -105,6 +110,15 @@ int main(int argc, char* argv[]) {
     tensor("s_next", sys.last_batch().next_state);
     tensor("d", sys.last_batch().done);
     tensor("target_input", sys.last_target_input());
+    if (per) {
+      tensor("w", sys.last_batch().weight);
+      auto leaf = Kokkos::create_mirror_view_and_copy(ktr::HostSpace(), sys.last_batch().leaf);
+      std::vector<float> leaves;
+      for (std::size_t i = 0; i < leaf.extent(0); ++i) leaves.push_back(float(leaf(i)));
+      out.tensors["leaf"] = ktr::SafeTensor{"F32", {std::int64_t(leaves.size())}, leaves};
+      std::vector<float> const p = sys.buffer().download(space).priorities;
+      out.tensors["priorities"] = ktr::SafeTensor{"F32", {std::int64_t(p.size())}, p};
+    }
     out.tensors["p_loss"] = ktr::SafeTensor{"F32", {1}, {p_loss}};
     out.tensors["q_loss"] = ktr::SafeTensor{"F32", {1}, {q_loss}};
     ktr::write_safetensors(argv[2], out);
