@@ -39,6 +39,17 @@ bool rl_suite_runs() {
   return false;
 #endif
 }
+
+// A system's actions and first critic's values at the states -1, 0 and 1 (test_rl_replay.cpp uses it too).
+std::vector<float> rl_probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system) {
+  Tensor in("probe", Shape{3, 1}), act("act", Shape{3, 1}), q("q", Shape{3});
+  ktr::from_host(in, {-1, 0, 1});
+  system.predict(space, in, act);
+  system.evaluate(space, in, act, q);
+  std::vector<float> out = ktr::to_host(act), qs = ktr::to_host(q);
+  out.insert(out.end(), qs.begin(), qs.end());
+  return out;
+}
 }  // namespace ktr::test
 
 namespace {
@@ -157,13 +168,7 @@ void drive(ktr::ExecSpace const& space, OffPolicySystem& system, int pushes, int
   }
 }
 std::vector<float> probe(ktr::ExecSpace const& space, OffPolicySystem& system) {
-  Tensor in("probe", Shape{3, 1}), act("act", Shape{3, 1}), q("q", Shape{3});
-  ktr::from_host(in, {-1, 0, 1});
-  system.predict(space, in, act);
-  system.evaluate(space, in, act, q);
-  std::vector<float> out = ktr::to_host(act), qs = ktr::to_host(q);
-  out.insert(out.end(), qs.begin(), qs.end());
-  return out;
+  return ktr::test::rl_probe(space, system);
 }
 
 TEST(RL, ARestoredSystemPredictsAndTrainsOnBitForBit) {

@@ -17,6 +17,10 @@
 #include <string>
 #include <vector>
 
+namespace ktr::test {
+std::vector<float> rl_probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system);  // test_rl.cpp
+}
+
 namespace {
 
 using ktr::Shape;
@@ -320,13 +324,7 @@ void drive(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system, int pu
 }
 
 std::vector<float> probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system) {
-  Tensor in("probe", Shape{3, 1}), act("act", Shape{3, 1}), q("q", Shape{3});
-  ktr::from_host(in, {-1, 0, 1});
-  system.predict(space, in, act);
-  system.evaluate(space, in, act, q);
-  std::vector<float> out = ktr::to_host(act), qs = ktr::to_host(q);
-  out.insert(out.end(), qs.begin(), qs.end());
-  return out;
+  return ktr::test::rl_probe(space, system);
 }
 
 TEST(RlReplay, APrioritizedNStepSystemWithNormalizersResumesBitForBit) {
