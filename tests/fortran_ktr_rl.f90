@@ -9,13 +9,20 @@ program fortran_ktr_rl
   real(real64) :: s(1, 8), a(1, 8), r(8), d(8), q(8), q2(8), s3(1, 3)
   real(real32) :: p_loss, q_loss
   logical :: ready
-  integer :: failures, it
-  character(len=512) :: config
+  integer :: failures, it, iterations
+  real :: tol
+  character(len=512) :: config, arg
   failures = 0
   call get_command_argument(1, config)
+  ! Arguments 2 and 3 (sanitizer builds): fewer iterations and a looser tolerance than 1300 and TorchFort's 1e-2.
+  iterations = 1300; tol = 1e-2
+  call get_command_argument(2, arg)
+  if (len_trim(arg) > 0) read (arg, *) iterations
+  call get_command_argument(3, arg)
+  if (len_trim(arg) > 0) read (arg, *) tol
   call expect(ktr_rl_create_system("sys8", trim(config), 8, KTR_DEVICE_CPU), KTR_RESULT_SUCCESS)
   s = 0; r = 1; d = 1
-  do it = 1, 1300
+  do it = 1, iterations
     call expect(ktr_rl_predict("sys8", s, a, explore=.true.), KTR_RESULT_SUCCESS)
     call expect(ktr_rl_push("sys8", s, a, r, s, d), KTR_RESULT_SUCCESS)
     call expect(ktr_rl_ready("sys8", ready), KTR_RESULT_SUCCESS)
@@ -25,8 +32,8 @@ program fortran_ktr_rl
   call expect(ktr_rl_predict("sys8", s, a), KTR_RESULT_SUCCESS)
   call expect(ktr_rl_evaluate("sys8", s, a, q), KTR_RESULT_SUCCESS)
   print '(a, es10.3)', 'the constant reward: mean |Q - 1| = ', sum(abs(q - 1)) / 8
-  if (.not. (sum(abs(q - 1)) / 8 < 1e-2)) failures = failures + 1
-  if (.not. (q_loss >= 0 .and. q_loss < 1)) failures = failures + 1
+  if (.not. (sum(abs(q - 1)) / 8 < tol)) failures = failures + 1
+  if (.not. (q_loss >= 0 .and. q_loss < max(1.0, tol))) failures = failures + 1
   ! A checkpoint, restored into a second system made from the same file: the same values.
   call expect(ktr_rl_save_checkpoint("sys8", "fortran_ktr_rl_ckpt"), KTR_RESULT_SUCCESS)
   call expect(ktr_rl_create_system("copy", trim(config), 8, KTR_DEVICE_CPU), KTR_RESULT_SUCCESS)
