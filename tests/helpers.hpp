@@ -1,7 +1,10 @@
-// Small helpers the test files share: the message of the ktr::Error a call throws, and a file's bytes.
+// Small helpers the test files share: the message of the ktr::Error a call throws, a temporary file, a file's
+// bytes.
 #pragma once
 
 #include <ktr/core/error.hpp>
+
+#include <gtest/gtest.h>
 
 #include <fstream>
 #include <iterator>
@@ -18,6 +21,13 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+/// Writes `text` to `name` in GoogleTest's temporary folder and returns the file's path.
+inline std::string write_file(std::string const& name, std::string const& text) {
+  std::string const path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
 }
 
 /// The bytes of the file at `path` ("" if it cannot be read).

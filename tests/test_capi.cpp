@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,11 +26,7 @@
 
 namespace {
 
-std::string write_file(std::string const& name, std::string const& text) {
-  std::string const path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using ktr::test::write_file;
 
 // y = sin(x0) + x1 * x2 / 2 on x in [-1, 1]^3: a surrogate's small regression problem.
 struct Surface {

@@ -25,7 +25,7 @@ std::string write_config(std::string const& name, std::string const& description
   return path;
 }
 
-std::string last_error() { return ktr_last_error(); }
+std::string capi_error() { return ktr_last_error(); }
 
 std::vector<float> uniform(std::size_t n, float lo, float hi, unsigned seed) {
   std::mt19937 rng(seed);
@@ -46,7 +46,7 @@ void first_step(char const* name, std::vector<float> const& x) {
   ASSERT_EQ(ktr_train(name, const_cast<float*>(x.data()), 2, xs, KTR_FLOAT, y.data(), 2, ys, KTR_FLOAT, nullptr,
                       nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ void first_step(char const* name, std::vector<float> const& x) {
 TEST(CApiDerivatives, DerivativesEqualDifferencesOfInferenceThroughAFittedTransform) {
   std::string const cfg =
       write_config("jet_fd.yaml", "in=2 dense:16:tanh dense:16:silu dense:2", "adam", "standard");
-  ASSERT_EQ(ktr_create_model("jet_fd", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_create_model("jet_fd", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << capi_error();
   std::vector<float> train = uniform(64, 3.0f, 9.0f, 1);  // far from mean 0 and scale 1: the transform shows
   first_step("jet_fd", train);
   std::int64_t const n = 5;
@@ -65,14 +65,14 @@ TEST(CApiDerivatives, DerivativesEqualDifferencesOfInferenceThroughAFittedTransf
   ASSERT_EQ(ktr_derivatives("jet_fd", "d0 d1 lap", x.data(), 2, xs, KTR_DOUBLE, u.data(), 2, us, KTR_DOUBLE,
                             d.data(), 3, ds, KTR_DOUBLE, nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
   auto infer = [&](std::vector<double> const& at) {
     std::vector<double> out(at.size());
     std::int64_t const s[2] = {std::int64_t(at.size() / 2), 2};
     EXPECT_EQ(ktr_inference("jet_fd", const_cast<double*>(at.data()), 2, s, KTR_DOUBLE, out.data(), 2, s,
                             KTR_DOUBLE, nullptr),
               KTR_RESULT_SUCCESS)
-        << last_error();
+        << capi_error();
     return out;
   };
   auto first = [&](std::vector<double> const& at) {  // d0, d1 by ktr_derivatives
@@ -81,7 +81,7 @@ TEST(CApiDerivatives, DerivativesEqualDifferencesOfInferenceThroughAFittedTransf
     EXPECT_EQ(ktr_derivatives("jet_fd", "d0 d1", const_cast<double*>(at.data()), 2, s, KTR_DOUBLE, out.data(), 2,
                               s, KTR_DOUBLE, dd.data(), 3, s3, KTR_DOUBLE, nullptr),
               KTR_RESULT_SUCCESS)
-        << last_error();
+        << capi_error();
     return dd;
   };
   std::vector<double> const u0 = infer(x);
@@ -111,7 +111,7 @@ TEST(CApiDerivatives, DerivativesEqualDifferencesOfInferenceThroughAFittedTransf
   ASSERT_EQ(ktr_vjp("jet_fd", x.data(), 2, xs, KTR_DOUBLE, const_cast<double*>(cot.data()), 2, us, KTR_DOUBLE,
                     grad.data(), 2, xs, KTR_DOUBLE, nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
   for (std::int64_t p = 0; p < n; ++p)
     for (int i = 0; i < 2; ++i) {
       double want = 0;
@@ -125,8 +125,8 @@ TEST(CApiDerivatives, DerivativesEqualDifferencesOfInferenceThroughAFittedTransf
 // error.
 TEST(CApiDerivatives, SplitStepOnTheValueEqualsKtrTrainsStep) {
   std::string const cfg = write_config("jet_same.yaml", "in=2 dense:16:tanh dense:2", "sgd", "none");
-  ASSERT_EQ(ktr_create_model("jet_a", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
-  ASSERT_EQ(ktr_create_model("jet_b", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_create_model("jet_a", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << capi_error();
+  ASSERT_EQ(ktr_create_model("jet_b", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << capi_error();
   std::int64_t const n = 32;
   std::vector<float> const x = uniform(std::size_t(n) * 2, -1.0f, 1.0f, 3);
   std::vector<float> y(x.size());
@@ -135,18 +135,18 @@ TEST(CApiDerivatives, SplitStepOnTheValueEqualsKtrTrainsStep) {
   ASSERT_EQ(ktr_train("jet_a", const_cast<float*>(x.data()), 2, s, KTR_FLOAT, y.data(), 2, s, KTR_FLOAT, nullptr,
                       nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
   std::vector<float> u(y.size());
   ASSERT_EQ(ktr_jet_forward("jet_b", "", const_cast<float*>(x.data()), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT,
                             nullptr, 0, nullptr, KTR_FLOAT, nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
   std::vector<float> seed(y.size());
   for (std::size_t i = 0; i < y.size(); ++i) seed[i] = 2.0f * (u[i] - y[i]) / float(y.size());
   ASSERT_EQ(ktr_jet_backward("jet_b", seed.data(), 2, s, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
-  ASSERT_EQ(ktr_apply_gradients("jet_b", 0.0f, nullptr), KTR_RESULT_SUCCESS) << last_error();
+      << capi_error();
+  ASSERT_EQ(ktr_apply_gradients("jet_b", 0.0f, nullptr), KTR_RESULT_SUCCESS) << capi_error();
   std::vector<float> a(y.size()), b(y.size()), before(u);
   ASSERT_EQ(
       ktr_inference("jet_a", const_cast<float*>(x.data()), 2, s, KTR_FLOAT, a.data(), 2, s, KTR_FLOAT, nullptr),
@@ -169,7 +169,7 @@ TEST(CApiDerivatives, SplitStepOnTheValueEqualsKtrTrainsStep) {
 double train_sine(char const* name, char const* optimizer, char const* lr, int steps) {
   std::string const cfg =
       write_config(std::string(name) + ".yaml", "in=1 dense:24:tanh dense:24:tanh dense:1", optimizer, "none", lr);
-  EXPECT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_EQ(ktr_create_model(name, cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << capi_error();
   std::int64_t const n = 64;
   std::vector<float> x(n);
   for (std::int64_t i = 0; i < n; ++i) x[std::size_t(i)] = -2.0f + 4.0f * (float(i) + 0.5f) / float(n);
@@ -181,7 +181,7 @@ double train_sine(char const* name, char const* optimizer, char const* lr, int s
     EXPECT_EQ(ktr_jet_forward(name, "d0", x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, du.data(), 3, s3,
                               KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
-        << last_error();
+        << capi_error();
     loss = 0;
     for (std::int64_t i = 0; i < n; ++i) {
       float const r = du[std::size_t(i)] - std::cos(x[std::size_t(i)]);
@@ -190,17 +190,17 @@ double train_sine(char const* name, char const* optimizer, char const* lr, int s
     }
     EXPECT_EQ(ktr_jet_backward(name, nullptr, 0, nullptr, KTR_FLOAT, seed.data(), 3, s3, KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
-        << last_error();
+        << capi_error();
     EXPECT_EQ(ktr_jet_forward(name, "", &zero, 2, b, KTR_FLOAT, &u0, 2, b, KTR_FLOAT, nullptr, 0, nullptr,
                               KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
-        << last_error();
+        << capi_error();
     loss += u0 * u0;
     float g = 2.0f * u0;
     EXPECT_EQ(ktr_jet_backward(name, &g, 2, b, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
               KTR_RESULT_SUCCESS)
-        << last_error();
-    EXPECT_EQ(ktr_apply_gradients(name, loss, nullptr), KTR_RESULT_SUCCESS) << last_error();
+        << capi_error();
+    EXPECT_EQ(ktr_apply_gradients(name, loss, nullptr), KTR_RESULT_SUCCESS) << capi_error();
     if (step == 0) first_loss = loss;
   }
   EXPECT_EQ(ktr_inference(name, x.data(), 2, s, KTR_FLOAT, u.data(), 2, s, KTR_FLOAT, nullptr),
@@ -229,12 +229,12 @@ TEST(CApiDerivatives, SplitStepWithLbfgsLandsCloserToSineThanAdamInTheSameEvalua
 
 TEST(CApiDerivatives, RefusesBadSpecsShapesOrderAndMissingModelsNamingWhat) {
   std::string const cfg = write_config("jet_bad.yaml", "in=2 dense:8:relu dense:1", "adam", "none");
-  ASSERT_EQ(ktr_create_model("jet_bad", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << last_error();
+  ASSERT_EQ(ktr_create_model("jet_bad", cfg.c_str(), KTR_DEVICE_DEFAULT), KTR_RESULT_SUCCESS) << capi_error();
   float x[4] = {0.1f, 0.2f, 0.3f, 0.4f}, u[2], d[4], seed[2] = {1, 1};
   std::int64_t const xs[2] = {2, 2}, us[2] = {2, 1}, ds[3] = {2, 1, 2}, wrong[3] = {2, 1, 3};
   auto refused = [&](ktr_result_t r, std::string const& says) {
     EXPECT_NE(r, KTR_RESULT_SUCCESS) << says;
-    EXPECT_NE(last_error().find(says), std::string::npos) << last_error();
+    EXPECT_NE(capi_error().find(says), std::string::npos) << capi_error();
   };
   // Inference before any training or load: named.
   refused(ktr_derivatives("jet_bad", "d0", x, 2, xs, KTR_FLOAT, u, 2, us, KTR_FLOAT, d, 3, ds, KTR_FLOAT, nullptr),
@@ -257,16 +257,16 @@ TEST(CApiDerivatives, RefusesBadSpecsShapesOrderAndMissingModelsNamingWhat) {
   ASSERT_EQ(
       ktr_jet_forward("jet_bad", "d0 d1", x, 2, xs, KTR_FLOAT, u, 2, us, KTR_FLOAT, d, 3, ds, KTR_FLOAT, nullptr),
       KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
   std::int64_t const wide[2] = {2, 2};
   refused(ktr_jet_backward("jet_bad", d, 2, wide, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
           "output_seed: must be (N, m) as the forward's output");
   ASSERT_EQ(ktr_jet_backward("jet_bad", seed, 2, us, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
             KTR_RESULT_SUCCESS)
-      << last_error();
+      << capi_error();
   refused(ktr_jet_backward("jet_bad", seed, 2, us, KTR_FLOAT, nullptr, 0, nullptr, KTR_FLOAT, nullptr),
           "ktr_jet_forward first");
-  EXPECT_EQ(ktr_apply_gradients("jet_bad", 0.5f, nullptr), KTR_RESULT_SUCCESS) << last_error();
+  EXPECT_EQ(ktr_apply_gradients("jet_bad", 0.5f, nullptr), KTR_RESULT_SUCCESS) << capi_error();
   refused(ktr_derivatives("nobody", "d0", x, 2, xs, KTR_FLOAT, u, 2, us, KTR_FLOAT, d, 3, ds, KTR_FLOAT, nullptr),
           "nobody");
   ASSERT_EQ(ktr_destroy_model("jet_bad"), KTR_RESULT_SUCCESS);

@@ -24,7 +24,7 @@ using ktr::Model;
 using ktr::RunConfig;
 using ktr::Session;
 
-std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_checks_" + name; }
+std::string checks_path(std::string const& name) { return ::testing::TempDir() + "ktr_checks_" + name; }
 
 using ktr::test::slurp;
 
@@ -111,7 +111,7 @@ TEST(Checks, SchedulesRoundTripExactly) {
 }
 
 TEST(Checks, NonFiniteParametersAreNeverSaved) {
-  std::string const path = temp_path("nan.ckpt");
+  std::string const path = checks_path("nan.ckpt");
   std::remove(path.c_str());
   RunConfig c;
   c.model = "in=4x4x1 flatten dense:10";
@@ -126,7 +126,7 @@ TEST(Checks, NonFiniteParametersAreNeverSaved) {
 }
 
 TEST(Checks, CheckpointsNeverReplaceForeignFiles) {
-  std::string const path = temp_path("notes.txt");
+  std::string const path = checks_path("notes.txt");
   spit(path, "a file that is not a checkpoint");
   Checkpoint c;
   c.header["model"] = "x";
@@ -142,7 +142,7 @@ TEST(Checks, CheckpointReaderNeverAllocatesBeyondTheFile) {
   Checkpoint c;
   c.header["model"] = "m";
   c.buffers.push_back({1.0f, 2.0f, 3.0f});
-  std::string const path = temp_path("sizes.ckpt");
+  std::string const path = checks_path("sizes.ckpt");
   std::remove(path.c_str());
   ktr::write_checkpoint(path, c);
   std::string const bytes = slurp(path);
@@ -163,7 +163,7 @@ TEST(Checks, CheckpointReaderNeverAllocatesBeyondTheFile) {
 }
 
 TEST(Checks, CheckpointVersionsOlderLoadNewerAreRefusedByNumber) {
-  std::string const path = temp_path("version.ckpt");
+  std::string const path = checks_path("version.ckpt");
   std::remove(path.c_str());
   RunConfig c;
   c.model = "in=4x4x1 flatten dense:10";

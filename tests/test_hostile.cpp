@@ -39,7 +39,7 @@ using ktr::Session;
 
 using ktr::test::error_of;
 
-std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_hostile_" + name; }
+std::string hostile_path(std::string const& name) { return ::testing::TempDir() + "ktr_hostile_" + name; }
 
 std::string slurp_file(std::string const& path) {
   std::ifstream in(path, std::ios::binary);
@@ -92,7 +92,7 @@ Checkpoint small_checkpoint(std::string const& path) {
 
 // The error restoring a checkpoint with one header field replaced.
 std::string forged_error(std::string const& key, std::string const& value) {
-  std::string const path = temp_path("forged.ckpt");
+  std::string const path = hostile_path("forged.ckpt");
   Checkpoint ckpt = small_checkpoint(path);
   ckpt.header[key] = value;
   ktr::write_checkpoint(path, ckpt);
@@ -131,7 +131,7 @@ TEST(Hostile, ForgedCheckpointFieldsAreRefusedNamingTheFieldNotAFlag) {
   // Issue 40, defects 7 and 8: the header's model is the file's: a bad description is refused naming the file
   // and the field, and a forged size (a petabyte of parameters) against the parameters the file holds, before
   // anything is allocated for it.
-  std::string const path = temp_path("forged.ckpt");
+  std::string const path = hostile_path("forged.ckpt");
   for (auto const& [model, says] : std::vector<std::pair<std::string, std::string>>{
            {"in=4 save:a dense:3", "header field 'model': "},
            {"in=16777216 dense:16777216 dense:1", "header field 'model' describes 281475010265089 parameters"}}) {
@@ -150,7 +150,7 @@ TEST(Hostile, ForgedCheckpointFieldsAreRefusedNamingTheFieldNotAFlag) {
 // Issue 40, defect 9: a malformed header line is quoted escaped: a checkpoint's bytes never reach the terminal as
 // control sequences (the line is forged behind a valid checksum).
 TEST(Hostile, AMalformedCheckpointHeaderLineIsQuotedEscaped) {
-  std::string const path = temp_path("escape.ckpt");
+  std::string const path = hostile_path("escape.ckpt");
   (void)small_checkpoint(path);
   std::string bytes = slurp_file(path);
   std::size_t const at = bytes.find("accumulate=1\n");
@@ -166,7 +166,7 @@ TEST(Hostile, AMalformedCheckpointHeaderLineIsQuotedEscaped) {
 }
 
 TEST(Hostile, NonFiniteCheckpointBuffersAreNeverLoaded) {
-  std::string const path = temp_path("nanparams.ckpt");
+  std::string const path = hostile_path("nanparams.ckpt");
   Checkpoint ckpt = small_checkpoint(path);
   ckpt.buffers[0][1] = std::numeric_limits<float>::quiet_NaN();
   ktr::write_checkpoint(path, ckpt);
@@ -241,7 +241,7 @@ TEST(Hostile, APerFeatureInputTransformExportsAndImportsExactly) {
 }
 
 TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
-  std::string const folder = temp_path("no-such-folder");
+  std::string const folder = hostile_path("no-such-folder");
   EXPECT_NE(error_of([&] {
               ktr::check_output_path(folder + "/x.ckpt", "--checkpoint");
             }).find("--checkpoint " + folder + "/x.ckpt: cannot write a file there"),
@@ -253,7 +253,7 @@ TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
       std::string::npos);
   EXPECT_NE(error_of([&] { ktr::check_output_path(::testing::TempDir(), "--metrics"); }).find("folder"),
             std::string::npos);
-  std::string const fine = temp_path("fine.ckpt");
+  std::string const fine = hostile_path("fine.ckpt");
   std::remove(fine.c_str());
   EXPECT_EQ(error_of([&] { ktr::check_checkpoint_output(fine, "--checkpoint"); }), "(no error)");
   EXPECT_FALSE(exists(fine)) << "the check left a file behind";
@@ -264,7 +264,7 @@ TEST(Hostile, OutputPathsAreCheckedBeforeAnyWork) {
 TEST(Hostile, ASafetensorsFileIsKnownByItsWholeHeaderAndForeignFilesAreKept) {
   ktr::SafeTensors st;
   st.tensors["w"] = ktr::SafeTensor{"F32", {2}, {1.0f, 2.0f}};
-  std::string const yaml = temp_path("params.yaml"), text = "params: {lr: 0.1}\nmore: [1, 2, 3]\n";
+  std::string const yaml = hostile_path("params.yaml"), text = "params: {lr: 0.1}\nmore: [1, 2, 3]\n";
   std::ofstream(yaml, std::ios::binary) << text;
   EXPECT_NE(error_of([&] { ktr::write_safetensors(yaml, st); }).find("is not a safetensors file"),
             std::string::npos);
@@ -277,24 +277,25 @@ TEST(Hostile, ASafetensorsFileIsKnownByItsWholeHeaderAndForeignFilesAreKept) {
   forged[0] = 40;
   forged += R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4096]}})";
   forged.resize(8 + 40, ' ');
-  std::ofstream(temp_path("forged.safetensors"), std::ios::binary) << forged;
-  EXPECT_NE(
-      error_of([&] { ktr::write_safetensors(temp_path("forged.safetensors"), st); }).find("is not a safetensors"),
-      std::string::npos);
-  std::string const ours = temp_path("ours.safetensors");
+  std::ofstream(hostile_path("forged.safetensors"), std::ios::binary) << forged;
+  EXPECT_NE(error_of([&] {
+              ktr::write_safetensors(hostile_path("forged.safetensors"), st);
+            }).find("is not a safetensors"),
+            std::string::npos);
+  std::string const ours = hostile_path("ours.safetensors");
   std::remove(ours.c_str());
   ktr::write_safetensors(ours, st);
   st.tensors["w"].values = {3.0f, 4.0f};
   EXPECT_EQ(error_of([&] { ktr::write_safetensors(ours, st); }), "(no error)") << "ktr's own file is replaced";
   EXPECT_EQ(ktr::read_safetensors(ours).tensors.at("w").values, (std::vector<float>{3.0f, 4.0f}));
-  for (auto const& f : {yaml, temp_path("forged.safetensors"), ours}) std::remove(f.c_str());
+  for (auto const& f : {yaml, hostile_path("forged.safetensors"), ours}) std::remove(f.c_str());
 }
 
 // Issue 40, defect 3: no writer opens a predictable temporary or a log through a link planted beside its target:
 // .npy, IDX (plain and gzip), safetensors and checkpoint writes leave a victim behind a planted "<path>.tmp" or
 // "<path>.tmp.<pid>" link untouched, and logs (the metrics file, torchfort.log) refuse to write through a link.
 TEST(Hostile, WritersNeverFollowALinkPlantedBesideTheirTarget) {
-  std::string const victim = temp_path("victim.txt"), text = "the victim's own bytes\n";
+  std::string const victim = hostile_path("victim.txt"), text = "the victim's own bytes\n";
   auto plant = [&](std::string const& path) {
     std::ofstream(victim, std::ios::binary) << text;
     for (std::string const& tmp : {path + ".tmp", path + ".tmp." + std::to_string(::getpid())}) {
@@ -309,12 +310,12 @@ TEST(Hostile, WritersNeverFollowALinkPlantedBesideTheirTarget) {
       std::remove(tmp.c_str());
     std::remove(path.c_str());
   };
-  std::string const npy = temp_path("w.npy");
+  std::string const npy = hostile_path("w.npy");
   plant(npy);
   ktr::write_npy(npy, {2}, std::vector<float>{1.0f, 2.0f});
   EXPECT_EQ(ktr::read_npy(npy).shape, (std::vector<std::int64_t>{2}));
   unplant(npy);
-  for (std::string const idx : {temp_path("i.idx"), temp_path("i.idx.gz")}) {
+  for (std::string const idx : {hostile_path("i.idx"), hostile_path("i.idx.gz")}) {
     plant(idx);
     ktr::IdxImages images;
     images.count = 1, images.rows = 2, images.cols = 2, images.pixels = {1, 2, 3, 4};
@@ -322,14 +323,14 @@ TEST(Hostile, WritersNeverFollowALinkPlantedBesideTheirTarget) {
     EXPECT_EQ(ktr::read_idx_images(idx).pixels, images.pixels) << idx;
     unplant(idx);
   }
-  std::string const weights = temp_path("w.safetensors");
+  std::string const weights = hostile_path("w.safetensors");
   plant(weights);
   ktr::SafeTensors st;
   st.tensors["w"] = ktr::SafeTensor{"F32", {1}, {1.0f}};
   ktr::write_safetensors(weights, st);
   EXPECT_EQ(ktr::read_safetensors(weights).tensors.at("w").values, std::vector<float>{1.0f});
   unplant(weights);
-  std::string const log = temp_path("metrics.jsonl");
+  std::string const log = hostile_path("metrics.jsonl");
   std::remove(log.c_str());
   std::ofstream(victim, std::ios::binary) << text;
   ASSERT_EQ(::symlink(victim.c_str(), log.c_str()), 0);
@@ -353,7 +354,7 @@ bool sparse_file(std::string const& path, std::string const& head) {
 // Files of terabytes (sparse: nothing on disk) are refused by name, before a byte is allocated: an .npy, a
 // safetensors, a checkpoint with ktr's magic, a config file, and a run directory whose manifest lists one.
 TEST(Hostile, FilesLargerThanTheMemoryAreRefusedBeforeAllocating) {
-  std::string const big = temp_path("sparse.bin");
+  std::string const big = hostile_path("sparse.bin");
   if (!sparse_file(big, "KTRCKPT1")) GTEST_SKIP() << "this file system holds no sparse file of 2 TiB";
   for (auto const& [what, read] : std::vector<std::pair<char const*, std::function<void()>>>{
            {"npy", [&] { ktr::read_npy(big); }},
@@ -363,7 +364,7 @@ TEST(Hostile, FilesLargerThanTheMemoryAreRefusedBeforeAllocating) {
     EXPECT_NE(error.find(big + ": 2199023255552 bytes, more than the host memory available"), std::string::npos)
         << what << ": " << error;
   }
-  std::string const dir = temp_path("sparse_dir");
+  std::string const dir = hostile_path("sparse_dir");
   ASSERT_EQ(std::system(("rm -rf '" + dir + "' && mkdir '" + dir + "'").c_str()), 0);
   std::string const yaml = "model: {type: mlp, parameters: {layer_sizes: [2, 1]}}\n";
   std::FILE* f = std::fopen((dir + "/config.yaml").c_str(), "wb");

@@ -14,7 +14,7 @@
 
 namespace {
 
-int const kDevice = ktr::device_is_host ? KTR_DEVICE_CPU : KTR_DEVICE_DEFAULT;
+int const kKtrDevice = ktr::device_is_host ? KTR_DEVICE_CPU : KTR_DEVICE_DEFAULT;
 
 // TorchFort's td3.yaml at small sizes, two values of state and one of action.
 std::string config_file() {
@@ -62,8 +62,8 @@ std::vector<double> probe(char const* name) {
 // device); n_envs comes from the call that creates the system, and its sizes count that many environments.
 TEST(KtrRl, KUpdatesInOneCallEqualKCallsOfOne) {
   std::string const path = config_file();
-  ASSERT_EQ(ktr_rl_create_system("ktr_rl_k", path.c_str(), 4, kDevice), KTR_RESULT_SUCCESS) << ktr_last_error();
-  ASSERT_EQ(ktr_rl_create_system("ktr_rl_one", path.c_str(), 4, kDevice), KTR_RESULT_SUCCESS);
+  ASSERT_EQ(ktr_rl_create_system("ktr_rl_k", path.c_str(), 4, kKtrDevice), KTR_RESULT_SUCCESS) << ktr_last_error();
+  ASSERT_EQ(ktr_rl_create_system("ktr_rl_one", path.c_str(), 4, kKtrDevice), KTR_RESULT_SUCCESS);
   int ready = 1;
   EXPECT_EQ(ktr_rl_ready("ktr_rl_k", &ready), KTR_RESULT_SUCCESS);
   EXPECT_EQ(ready, 0);
@@ -92,14 +92,14 @@ TEST(KtrRl, RefusalsNameTheSystemTheArgumentOrTheCount) {
   EXPECT_EQ(ktr_rl_train("ktr_rl_nobody", 1, nullptr, nullptr, nullptr), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(std::string(ktr_last_error()).find("system 'ktr_rl_nobody': does not exist"), std::string::npos)
       << ktr_last_error();
-  EXPECT_EQ(ktr_rl_create_system("ktr_rl_bad", path.c_str(), -2, kDevice), KTR_RESULT_INVALID_USAGE);
+  EXPECT_EQ(ktr_rl_create_system("ktr_rl_bad", path.c_str(), -2, kKtrDevice), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(std::string(ktr_last_error()).find("n_envs"), std::string::npos) << ktr_last_error();
-  EXPECT_EQ(ktr_rl_create_system("ktr_rl_big", path.c_str(), 8192, kDevice), KTR_RESULT_INVALID_USAGE)
+  EXPECT_EQ(ktr_rl_create_system("ktr_rl_big", path.c_str(), 8192, kKtrDevice), KTR_RESULT_INVALID_USAGE)
       << "max_size 4096 cannot hold one step of 8192 environments";
   EXPECT_NE(std::string(ktr_last_error()).find("must be at least n_envs (8192)"), std::string::npos)
       << ktr_last_error();
-  ASSERT_EQ(ktr_rl_create_system("ktr_rl_r", path.c_str(), 2, kDevice), KTR_RESULT_SUCCESS);
-  EXPECT_EQ(ktr_rl_create_system("KTR_RL_R", path.c_str(), 2, kDevice), KTR_RESULT_INVALID_USAGE);
+  ASSERT_EQ(ktr_rl_create_system("ktr_rl_r", path.c_str(), 2, kKtrDevice), KTR_RESULT_SUCCESS);
+  EXPECT_EQ(ktr_rl_create_system("KTR_RL_R", path.c_str(), 2, kKtrDevice), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(std::string(ktr_last_error()).find("exists already"), std::string::npos) << ktr_last_error();
   EXPECT_EQ(ktr_rl_push("ktr_rl_r", 3, x, x, x, x, x, KTR_FLOAT, nullptr), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(std::string(ktr_last_error()).find("n_envs: is 3; system 'ktr_rl_r' has 2"), std::string::npos)

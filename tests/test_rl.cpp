@@ -50,6 +50,20 @@ std::vector<float> rl_probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySyste
   out.insert(out.end(), qs.begin(), qs.end());
   return out;
 }
+
+// `pushes` one-environment transitions from push `first` on (state (i % 3) - 1, reward i % 2, an episode end
+// every `episode` pushes), acting with exploration and training 2 updates a push once the buffer is ready.
+void rl_drive(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system, int pushes, int first, int episode) {
+  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
+  for (int i = first; i < first + pushes; ++i) {
+    ktr::from_host(s, {float(i % 3) - 1});
+    system.predict(space, s, a, true);
+    ktr::from_host(r, {float(i % 2)});
+    ktr::from_host(d, {i % episode == episode - 1 ? 1.0f : 0.0f});
+    system.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
+    if (system.ready(space)) system.train(space, 2);
+  }
+}
 }  // namespace ktr::test
 
 namespace {
@@ -155,35 +169,21 @@ TEST(RL, TheSameSeedReplaysTheSameUpdatesBitForBit) {
 }
 
 // A system trained for a while, saved, restored into a new one: the same actions, and the same ones again after
-// both take the same pushes and updates (the buffer, moments, steps and draw counters came back too).
-void drive(ktr::ExecSpace const& space, OffPolicySystem& system, int pushes, int first) {
-  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
-  for (int i = first; i < first + pushes; ++i) {
-    ktr::from_host(s, {float(i % 3) - 1});
-    system.predict(space, s, a, true);
-    ktr::from_host(r, {float(i % 2)});
-    ktr::from_host(d, {1});
-    system.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
-    if (system.ready(space)) system.train(space, 2);
-  }
-}
-std::vector<float> probe(ktr::ExecSpace const& space, OffPolicySystem& system) {
-  return ktr::test::rl_probe(space, system);
-}
-
+// both take the same pushes and updates (the buffer, moments, steps and draw counters came back too). Every push
+// ends its episode.
 TEST(RL, ARestoredSystemPredictsAndTrainsOnBitForBit) {
   ktr::ExecSpace space;
   std::string const dir = ::testing::TempDir() + "ktr_rl_ckpt";
   OffPolicySystem a(space, torchfort_test_config(td3, 9));
-  drive(space, a, 700, 0);
+  ktr::test::rl_drive(space, a, 700, 0, 1);
   a.save(space, dir, "config text");
   OffPolicySystem b(space, torchfort_test_config(td3, 9));
   b.load(space, dir);
-  EXPECT_EQ(probe(space, b), probe(space, a));
+  EXPECT_EQ(ktr::test::rl_probe(space, b), ktr::test::rl_probe(space, a));
   EXPECT_EQ(b.updates(), a.updates());
-  drive(space, a, 50, 700);
-  drive(space, b, 50, 700);
-  EXPECT_EQ(probe(space, b), probe(space, a)) << "the same updates after the restore";
+  ktr::test::rl_drive(space, a, 50, 700, 1);
+  ktr::test::rl_drive(space, b, 50, 700, 1);
+  EXPECT_EQ(ktr::test::rl_probe(space, b), ktr::test::rl_probe(space, a)) << "the same updates after the restore";
   // A second save replaces the first as one generation; a directory holding a foreign file of ktr's names is not
   // written into.
   a.save(space, dir);
@@ -198,13 +198,13 @@ TEST(RL, LoadingTheNetworksOnlyLeavesTheBufferEmptyAndTheTargetsEqualToThem) {
   ktr::ExecSpace space;
   std::string const dir = ::testing::TempDir() + "ktr_rl_ckpt_model";
   OffPolicySystem a(space, torchfort_test_config(ddpg, 3));
-  drive(space, a, 600, 0);
+  ktr::test::rl_drive(space, a, 600, 0, 1);
   a.save(space, dir);
   OffPolicyConfig other = torchfort_test_config(ddpg, 4);
   other.policy_optimizer.kind = other.critic_optimizer.kind = ktr::OptimizerConfig::Kind::sgd;
   OffPolicySystem c(space, other);
   c.load(space, dir, true);
-  EXPECT_EQ(probe(space, c), probe(space, a));
+  EXPECT_EQ(ktr::test::rl_probe(space, c), ktr::test::rl_probe(space, a));
   EXPECT_FALSE(c.ready(space)) << "load_model restores no transition";
   EXPECT_EQ(ktr::to_host(Tensor(c.policy_target().arena().params(), Shape{c.policy().arena().size()})),
             ktr::to_host(Tensor(c.policy().arena().params(), Shape{c.policy().arena().size()})));

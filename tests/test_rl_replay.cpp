@@ -18,8 +18,10 @@
 #include <vector>
 
 namespace ktr::test {
-std::vector<float> rl_probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system);  // test_rl.cpp
-}
+// test_rl.cpp
+std::vector<float> rl_probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system);
+void rl_drive(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system, int pushes, int first, int episode);
+}  // namespace ktr::test
 
 namespace {
 
@@ -311,21 +313,6 @@ TEST(RlReplay, ATeamsClaimedTreeWritesEqualTheOneThreadWrites) {
 
 // A TD3 system with n-step windows and prioritized replay, saved and restored: the same actions, and the same
 // again after both train on (the priorities came back with the buffer).
-void drive(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system, int pushes, int first) {
-  Tensor s("s", Shape{1, 1}), a("a", Shape{1, 1}), r("r", Shape{1}), d("d", Shape{1});
-  for (int i = first; i < first + pushes; ++i) {
-    ktr::from_host(s, {float(i % 3) - 1});
-    system.predict(space, s, a, true);
-    ktr::from_host(r, {float(i % 2)});
-    ktr::from_host(d, {i % 5 == 4 ? 1.0f : 0.0f});
-    system.push(space, s.data(), a.data(), r.data(), s.data(), d.data());
-    if (system.ready(space)) system.train(space, 2);
-  }
-}
-
-std::vector<float> probe(ktr::ExecSpace const& space, ktr::rl::OffPolicySystem& system) {
-  return ktr::test::rl_probe(space, system);
-}
 
 TEST(RlReplay, APrioritizedNStepSystemWithNormalizersResumesBitForBit) {
   ktr::ExecSpace space;
@@ -336,14 +323,14 @@ TEST(RlReplay, APrioritizedNStepSystemWithNormalizersResumesBitForBit) {
   c.sampling.set_reduction("weighted_mean");
   c.normalize_states = c.normalize_rewards = true;
   ktr::rl::OffPolicySystem a(space, c);
-  drive(space, a, 150, 0);
+  ktr::test::rl_drive(space, a, 150, 0, 5);
   a.save(space, dir);
   ktr::rl::OffPolicySystem b(space, c);
   b.load(space, dir);
-  EXPECT_EQ(probe(space, b), probe(space, a));
-  drive(space, a, 40, 150);
-  drive(space, b, 40, 150);
-  EXPECT_EQ(probe(space, b), probe(space, a)) << "the same updates after the restore";
+  EXPECT_EQ(ktr::test::rl_probe(space, b), ktr::test::rl_probe(space, a));
+  ktr::test::rl_drive(space, a, 40, 150, 5);
+  ktr::test::rl_drive(space, b, 40, 150, 5);
+  EXPECT_EQ(ktr::test::rl_probe(space, b), ktr::test::rl_probe(space, a)) << "the same updates after the restore";
   EXPECT_EQ(priorities(space, b.buffer()), priorities(space, a.buffer()));
   ktr::rl::OffPolicyConfig uniform = c;
   uniform.sampling.prioritized = false;

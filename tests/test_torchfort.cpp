@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,11 +24,7 @@
 
 namespace {
 
-std::string write_file(std::string const& name, std::string const& text) {
-  std::string const path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using ktr::test::write_file;
 
 // The build's device: TORCHFORT_DEVICE_CPU on host builds, GPU 0 on GPU builds (where -1 would also run, with a
 // warning: TorchFort.DeviceCpuRunsOnAGpuBuildsGpuWithAWarning).

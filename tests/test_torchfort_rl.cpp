@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <cmath>
 #include <fstream>
 #include <string>
@@ -17,13 +19,9 @@ bool rl_suite_runs();  // test_rl.cpp
 
 namespace {
 
-std::string write_file(std::string const& name, std::string const& text) {
-  std::string const path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using ktr::test::write_file;
 
-int const kDevice = ktr::device_is_host ? TORCHFORT_DEVICE_CPU : 0;
+int const kTfDevice = ktr::device_is_host ? TORCHFORT_DEVICE_CPU : 0;
 
 // TorchFort's tests/rl/configs/td3.yaml (DDPG: the same without num_critics and policy_lag).
 std::string config(char const* algorithm) {
@@ -76,10 +74,10 @@ TEST(TorchFortRL, Td3ThroughTorchFortsCallsLearnsAConstantRewardAndMaximisesAnAc
   if (!ktr::test::rl_suite_runs())
     GTEST_SKIP() << "the RL convergence suite runs once, in the 1-thread pass of an unsanitised OpenMP build";
   std::string const path = write_file("tf_td3.yaml", config("td3"));
-  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_td3_constant", path.c_str(), kDevice, kDevice),
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_td3_constant", path.c_str(), kTfDevice, kTfDevice),
             TORCHFORT_RESULT_SUCCESS);
   EXPECT_LT(run_torchfort_loop("tf_td3_constant", false, 20000, 0, 100), 1e-2f);
-  ASSERT_EQ(torchfort_rl_off_policy_create_system("TF_TD3_Action", path.c_str(), kDevice, kDevice),
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("TF_TD3_Action", path.c_str(), kTfDevice, kTfDevice),
             TORCHFORT_RESULT_SUCCESS);
   EXPECT_NEAR(run_torchfort_loop("tf_td3_action", true, 20000, 1000, 100), 1.0f, 1e-2f)
       << "names are case-blind: created as TF_TD3_Action, called as tf_td3_action";
@@ -95,7 +93,7 @@ TEST(TorchFortRL, EveryInterfaceShapeOfTorchFortsTestPredictsAndEvaluatesInCAndF
       text.replace(text.find("[2, 16, 1]"), 10, "[" + std::to_string(s + a) + ", 16, 1]");
       std::string const name = "tf_shapes_" + std::to_string(s) + "_" + std::to_string(a);
       std::string const path = write_file(name + ".yaml", text);
-      ASSERT_EQ(torchfort_rl_off_policy_create_system(name.c_str(), path.c_str(), kDevice, kDevice),
+      ASSERT_EQ(torchfort_rl_off_policy_create_system(name.c_str(), path.c_str(), kTfDevice, kTfDevice),
                 TORCHFORT_RESULT_SUCCESS);
       for (int64_t const n : {1, 4}) {
         std::vector<float> state(std::size_t(n * s), 0.5f), action(std::size_t(n * a), 9.0f);
@@ -143,7 +141,7 @@ TEST(TorchFortRL, SacFromTorchFortsOwnConfigurationLearnsAConstantRewardThroughI
   if (!ktr::test::rl_suite_runs())
     GTEST_SKIP() << "the RL convergence suite runs once, in the 1-thread pass of an unsanitised OpenMP build";
   std::string const path = write_file("tf_sac.yaml", kSacConfig);
-  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_sac", path.c_str(), kDevice, kDevice),
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_sac", path.c_str(), kTfDevice, kTfDevice),
             TORCHFORT_RESULT_SUCCESS);
   EXPECT_LT(run_torchfort_loop("tf_sac", false, 20000, 0, 100), 1e-2f);
 }
@@ -155,9 +153,9 @@ TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
   EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_nobody", &p, &q, 0), TORCHFORT_RESULT_INVALID_USAGE);
   std::string yaml = config("td3");
   std::string const path = write_file("tf_refusals.yaml", yaml);
-  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_refusals", path.c_str(), kDevice, kDevice),
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_refusals", path.c_str(), kTfDevice, kTfDevice),
             TORCHFORT_RESULT_SUCCESS);
-  EXPECT_EQ(torchfort_rl_off_policy_create_system("TF_Refusals", path.c_str(), kDevice, kDevice),
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("TF_Refusals", path.c_str(), kTfDevice, kTfDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
   EXPECT_EQ(torchfort_rl_off_policy_train_step("tf_refusals", &p, &q, 0), TORCHFORT_RESULT_INVALID_USAGE);
   EXPECT_EQ(p, 7.0f);
@@ -177,29 +175,29 @@ TEST(TorchFortRL, RefusalsNameTheSystemTheArgumentOrTheKey) {
       << "double arrays are read";
   std::string ppo = yaml;
   ppo.replace(ppo.find("type: td3"), 9, "type: PPO");
-  EXPECT_EQ(
-      torchfort_rl_off_policy_create_system("tf_ppo", write_file("tf_ppo.yaml", ppo).c_str(), kDevice, kDevice),
-      TORCHFORT_RESULT_NOT_SUPPORTED);
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_ppo", write_file("tf_ppo.yaml", ppo).c_str(), kTfDevice,
+                                                  kTfDevice),
+            TORCHFORT_RESULT_NOT_SUPPORTED);
   std::string alpha = yaml;
   alpha.replace(alpha.find("    rho: 0.999\n"), 15, "    rho: 0.999\n    alpha: 0.1\n");
-  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_alpha", write_file("tf_alpha.yaml", alpha).c_str(), kDevice,
-                                                  kDevice),
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_alpha", write_file("tf_alpha.yaml", alpha).c_str(),
+                                                  kTfDevice, kTfDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
   std::string weights = yaml;  // prioritized replay's keys under a uniform buffer
   weights.replace(weights.find("    min_size: 512\n"), 18, "    min_size: 512\n    beta0: 0.5\n");
-  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_beta", write_file("tf_beta.yaml", weights).c_str(), kDevice,
-                                                  kDevice),
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_beta", write_file("tf_beta.yaml", weights).c_str(),
+                                                  kTfDevice, kTfDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
   std::string median = yaml;
   median.replace(median.find("reduction: sum"), 14, "reduction: median");
   EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_median", write_file("tf_median.yaml", median).c_str(),
-                                                  kDevice, kDevice),
+                                                  kTfDevice, kTfDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
   std::string typo = yaml;
   typo.replace(typo.find("rho:"), 4, "rh0:");
-  EXPECT_EQ(
-      torchfort_rl_off_policy_create_system("tf_typo", write_file("tf_typo.yaml", typo).c_str(), kDevice, kDevice),
-      TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_typo", write_file("tf_typo.yaml", typo).c_str(), kTfDevice,
+                                                  kTfDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
   std::string const err = ::testing::internal::GetCapturedStderr();
   for (char const* said :
        {"system 'tf_nobody': does not exist", "exists already", "does not hold min_size (512)",
@@ -219,7 +217,7 @@ TEST(TorchFortRL, TheMultiFormPushesEveryEnvironmentsStepAndRefusesAnotherCount)
   text.replace(text.find("[1, 16, 1]"), 10, "[2, 16, 1]");
   text.replace(text.find("[2, 16, 1]", text.find("critic_model")), 10, "[3, 16, 1]");
   std::string const path = write_file("tf_multi.yaml", text);
-  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_multi", path.c_str(), kDevice, kDevice),
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_multi", path.c_str(), kTfDevice, kTfDevice),
             TORCHFORT_RESULT_SUCCESS);
   std::vector<float> s(8, 0.5f), a(4, 0.0f), r(4, 1.0f), d(4, 0.0f);
   int64_t c_state[2] = {4, 2}, f_state[2] = {2, 4}, c_action[2] = {4, 1}, f_action[2] = {1, 4}, n4[1] = {4};
@@ -274,9 +272,9 @@ TEST(TorchFortRL, NStepPrioritizedNormalizedAndParameterNoiseSystemsFromTorchFor
   text.replace(text.find("    min_size: 512\n"), 18,
                "    min_size: 512\n    alpha: 0.7\n    beta0: 0.5\n"
                "    beta_max: 1\n    beta_steps: 1000\n");
-  ASSERT_EQ(
-      torchfort_rl_off_policy_create_system("tf_per", write_file("tf_per.yaml", text).c_str(), kDevice, kDevice),
-      TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_per", write_file("tf_per.yaml", text).c_str(), kTfDevice,
+                                                  kTfDevice),
+            TORCHFORT_RESULT_SUCCESS);
   int64_t one[1] = {1};
   for (int i = 0; i < 520; ++i) {
     float s = float(i % 7) * 10, a = 0.5f, r = float(i % 3);
@@ -294,13 +292,13 @@ TEST(TorchFortRL, NStepPrioritizedNormalizedAndParameterNoiseSystemsFromTorchFor
   std::string longer = text;
   longer.replace(longer.find("nstep: 3"), 8, "nstep: 9000");
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_long", write_file("tf_long.yaml", longer).c_str(), kDevice,
-                                                  kDevice),
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_long", write_file("tf_long.yaml", longer).c_str(), kTfDevice,
+                                                  kTfDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
   std::string undated = text;
   undated.replace(undated.find("    dt: 0.1\n"), 12, "");
-  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_nodt", write_file("tf_nodt.yaml", undated).c_str(), kDevice,
-                                                  kDevice),
+  EXPECT_EQ(torchfort_rl_off_policy_create_system("tf_nodt", write_file("tf_nodt.yaml", undated).c_str(),
+                                                  kTfDevice, kTfDevice),
             TORCHFORT_RESULT_INVALID_USAGE);
   std::string const err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("algorithm.parameters.nstep: is longer than the buffer keeps"), std::string::npos) << err;
@@ -312,7 +310,8 @@ TEST(TorchFortRL, NStepPrioritizedNormalizedAndParameterNoiseSystemsFromTorchFor
 TEST(TorchFortRL, ASavedSystemLoadsWholeOrAsItsNetworksOnly) {
   std::string const path = write_file("tf_ckpt.yaml", config("td3"));
   for (char const* n : {"tf_ckpt_a", "tf_ckpt_b", "tf_ckpt_c"})
-    ASSERT_EQ(torchfort_rl_off_policy_create_system(n, path.c_str(), kDevice, kDevice), TORCHFORT_RESULT_SUCCESS);
+    ASSERT_EQ(torchfort_rl_off_policy_create_system(n, path.c_str(), kTfDevice, kTfDevice),
+              TORCHFORT_RESULT_SUCCESS);
   float s = 0.5f, a = 0, r = 1;
   int64_t one[1] = {1}, batch[2] = {1, 1};
   for (int i = 0; i < 600; ++i) {

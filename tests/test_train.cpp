@@ -122,11 +122,11 @@ TEST(Train, EvaluationDoesNotDependOnItsBatch) {
   EXPECT_LE(a.accuracy, 1.0);
 }
 
-std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_test_" + name; }
+std::string train_path(std::string const& name) { return ::testing::TempDir() + "ktr_test_" + name; }
 
 TEST(Checkpoint, TrainingNEqualsHalfSaveRestoreHalf) {
   auto data = small_dataset(160, 6);  // 10 steps per epoch
-  std::string const path = temp_path("resume.ckpt");
+  std::string const path = train_path("resume.ckpt");
   RunConfig c = small_config("in=8x8x1 conv3x3:4:relu avgpool2 flatten dense:10");
   c.optimizer.kind = ktr::OptimizerConfig::Kind::adamw;
   c.optimizer.schedule = ktr::Schedule::parse("cosine:40:5");
@@ -147,7 +147,7 @@ TEST(Checkpoint, TrainingNEqualsHalfSaveRestoreHalf) {
 }
 
 TEST(Checkpoint, CorruptAndTruncatedFilesAreRefused) {
-  std::string const path = temp_path("corrupt.ckpt");
+  std::string const path = train_path("corrupt.ckpt");
   Session s(small_config(), 1);
   s.save(ktr::ExecSpace(), path);
   std::string bytes;

@@ -41,7 +41,7 @@ ktr::TrainerOptions options(int k, std::string checkpoint = "") {
   return o;
 }
 
-std::string temp_path(std::string const& name) { return ::testing::TempDir() + "ktr_trainer_" + name; }
+std::string trainer_path(std::string const& name) { return ::testing::TempDir() + "ktr_trainer_" + name; }
 
 using ktr::test::slurp;
 
@@ -109,7 +109,7 @@ TEST(Trainer, EvaluatesHeldOutDataEveryEpochWithItsOwnTransform) {
 }
 
 TEST(Trainer, AStopRequestEndsTheRunAtAStepAndSavesIt) {
-  std::string const path = temp_path("stop.ckpt");
+  std::string const path = trainer_path("stop.ckpt");
   std::remove(path.c_str());
   auto const data = ktr::test::small_dataset(200, 4);
   ktr::ExecSpace const space;
@@ -125,7 +125,8 @@ TEST(Trainer, AStopRequestEndsTheRunAtAStepAndSavesIt) {
 }
 
 TEST(Trainer, AResumedRunEndsWhereTheUninterruptedOneDoesBitForBit) {
-  std::string const whole = temp_path("whole.ckpt"), half = temp_path("half.ckpt"), rest = temp_path("rest.ckpt");
+  std::string const whole = trainer_path("whole.ckpt"), half = trainer_path("half.ckpt"),
+                    rest = trainer_path("rest.ckpt");
   for (auto const& p : {whole, half, rest}) std::remove(p.c_str());
   auto const data = ktr::test::small_dataset(200, 5);
   ktr::ExecSpace const space;
@@ -144,7 +145,7 @@ TEST(Trainer, AResumedRunEndsWhereTheUninterruptedOneDoesBitForBit) {
 }
 
 TEST(Trainer, DivergenceIsReportedAndNeverSaved) {
-  std::string const path = temp_path("diverged.ckpt");
+  std::string const path = trainer_path("diverged.ckpt");
   std::remove(path.c_str());
   auto const data = ktr::test::small_dataset(160, 6);  // 10 steps per epoch
   RunConfig c = config();
@@ -270,8 +271,8 @@ TEST(Trainer, LbfgsOnTheWholeSetFitsCloserThanAdamAndResumesBitForBit) {
   double const adam_loss = adam.evaluate(space, data).loss;
   c.optimizer.kind = ktr::OptimizerConfig::Kind::lbfgs;
   c.optimizer.lr = 1;
-  std::string const whole = temp_path("lbfgs_whole.ckpt"), half = temp_path("lbfgs_half.ckpt"),
-                    rest = temp_path("lbfgs_rest.ckpt");
+  std::string const whole = trainer_path("lbfgs_whole.ckpt"), half = trainer_path("lbfgs_half.ckpt"),
+                    rest = trainer_path("lbfgs_rest.ckpt");
   for (auto const& p : {whole, half, rest}) std::remove(p.c_str());
   Trainer lbfgs(space, c, data, {}, options(10, whole));
   lbfgs.fit(space, 200);
@@ -496,7 +497,7 @@ void on_push_region(char const* name) { regions_seen().push_back(name); }
 TEST(Trainer, EveryEntryPointOpensAProfilingRegion) {
   regions_seen().clear();
   Kokkos::Tools::Experimental::set_push_region_callback(&on_push_region);
-  std::string const path = temp_path("regions.ckpt");
+  std::string const path = trainer_path("regions.ckpt");
   std::remove(path.c_str());
   {
     ktr::ExecSpace const space;
@@ -525,7 +526,7 @@ namespace {
 // mangled type. Models with every layer kind, trained, evaluated, predicted from, saved and resumed, under both
 // optimisers' kinds of update.
 TEST(Trainer, EveryKernelAndRegionIsLabelled) {
-  std::string const path = temp_path("labels.ckpt");
+  std::string const path = trainer_path("labels.ckpt");
   std::set<std::string> kernels, regions;
   for (auto const& [model, kind] :
        {std::pair<std::string, ktr::OptimizerConfig::Kind>{
@@ -583,7 +584,7 @@ TEST(Trainer, DispatchEvaluationAndSaveNeverFenceTheWholeDevice) {
                  << " reports no fences to Kokkos Tools (4.x does): nothing to observe";
   }
   std::uint32_t const global = fences_seen().front().device;
-  std::string const path = temp_path("fences.ckpt");
+  std::string const path = trainer_path("fences.ckpt");
   std::remove(path.c_str());
   auto const data = ktr::test::small_dataset(64, 9);
   ktr::ExecSpace const space;
