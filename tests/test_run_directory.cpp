@@ -2,7 +2,9 @@
 // any step, or is killed anywhere, leaves the folder loading as the previous checkpoint or the new one, and what a
 // killed save left is never loaded and never stands in the next save's way.
 #include <ktr/ktr_c.h>
+#include <ktr/core/error.hpp>
 #include <ktr/core/file.hpp>
+#include <ktr/train/run_directory.hpp>
 
 #include <gtest/gtest.h>
 
@@ -238,6 +240,36 @@ TEST(RunDirectory, SavesKilledAtRandomMomentsAlwaysLeaveALoadableCheckpoint) {
   EXPECT_EQ(entries.count("ktr-manifest"), 1u);
   EXPECT_EQ(loaded_step(cfg, dir), 2);
   EXPECT_EQ(ktr_destroy_model("killed"), KTR_RESULT_SUCCESS);
+}
+
+// A distributed RL system's generation: system.ckpt and config.yaml, and rank-<r>.ckpt for ranks 1 to R - 1; a
+// save refuses any other name, and a load refuses a manifest that skips a rank.
+TEST(RunDirectory, AnRlGenerationHoldsEveryRanksFileAndRefusesAGapOrAnotherName) {
+  std::string const dir = ::testing::TempDir() + "run_directory_ranks";
+  fs::remove_all(dir);
+  auto file = [](std::string const& name) {
+    return ktr::GenerationFile{name, [name](std::string const& path) { ktr::write_atomically(path, name); }};
+  };
+  ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file("rank-1.ckpt"), file("rank-2.ckpt")});
+  ktr::Generation const g = ktr::read_generation(dir);
+  ASSERT_EQ(g.files.size(), 4u);
+  EXPECT_EQ(g.files.at("rank-2.ckpt"), "rank-2.ckpt");
+  for (char const* name : {"rank-0.ckpt", "rank-01.ckpt", "rank-x.ckpt", "rank-.ckpt", "rank-12345678.ckpt"}) {
+    try {
+      ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file(name)});
+      ADD_FAILURE() << name << " was saved";
+    } catch (ktr::Error const& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(ktr::read_generation(dir).files.size(), 4u) << "a refused save changed the directory";
+  ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file("rank-2.ckpt")});  // no rank 1
+  try {
+    ktr::read_generation(dir);
+    ADD_FAILURE() << "a generation without rank-1.ckpt loaded";
+  } catch (ktr::Error const& e) {
+    EXPECT_NE(std::string(e.what()).find("does not list every file"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -111,6 +111,10 @@ void check_checkpoint_output(std::string const& path, std::string const& what) {
 
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
   check_checkpoint_target(path, "checkpoint");
+  write_atomically(path, checkpoint_bytes(path, ckpt));  // flushed to the disk, then renamed into place
+}
+
+std::string checkpoint_bytes(std::string const& path, Checkpoint const& ckpt) {
   std::string out(kCheckpointMagic, sizeof kCheckpointMagic);
   put(out, Checkpoint::current_version);
   std::string header;
@@ -129,8 +133,7 @@ void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
     out.append(reinterpret_cast<char const*>(b.data()), b.size() * sizeof(float));
   }
   put(out, crc_of(out.data(), out.size()));
-
-  write_atomically(path, out);  // flushed to the disk, then renamed into place
+  return out;
 }
 
 Checkpoint read_checkpoint(std::string const& path) {

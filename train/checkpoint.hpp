@@ -36,6 +36,9 @@ struct Checkpoint {
 /// Writes atomically (temporary name, fsync, rename, directory fsync). Throws if `path` exists and is not a ktr
 /// checkpoint.
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt);
+/// The bytes write_checkpoint writes (for a file written elsewhere: another rank's, a generation's); errors name
+/// `name`.
+std::string checkpoint_bytes(std::string const& name, Checkpoint const& ckpt);
 /// Reads and validates; throws ktr::Error("<path>: <reason>") on any problem.
 Checkpoint read_checkpoint(std::string const& path);
 /// Validates the same bytes read_checkpoint reads from a file (for the fuzzer and tests).

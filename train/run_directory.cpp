@@ -27,9 +27,23 @@ char const* const kManifest = "ktr-manifest";
 char const* const kManifestMagic1 = "ktr-run-directory 1";
 char const* const kManifestMagic2 = "ktr-run-directory 2";
 char const* const kGeneration = "ktr-gen-";
-// Every name a generation may hold: a run's three files (all a version-1 directory held), or an RL system's two.
+// Every name a generation may hold: a run's three files (all a version-1 directory held), or an RL system's two,
+// and over several ranks rank-<r>.ckpt for each rank r > 0 (generation_file).
 char const* const kFiles[] = {"model.ckpt", "state.bin", "config.yaml", "system.ckpt"};
 char const* const kRunFiles[] = {"model.ckpt", "state.bin", "config.yaml"};
+
+// rank-<r>.ckpt, r from 1 to 9,999,999 without leading zeros.
+bool rank_file(std::string const& name) {
+  std::size_t const fixed = std::strlen("rank-.ckpt");
+  if (name.size() <= fixed || name.size() > fixed + 7 || name.compare(0, 5, "rank-") != 0 ||
+      name.compare(name.size() - 5, 5, ".ckpt") != 0 || name[5] == '0')
+    return false;
+  return std::all_of(name.begin() + 5, name.end() - 5, [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool generation_file(std::string const& name) {
+  return std::count(std::begin(kFiles), std::end(kFiles), name) == 1 || rank_file(name);
+}
 
 struct Listed {
   std::int64_t size;
@@ -70,8 +84,7 @@ Manifest parse_manifest(std::string const& path, std::string const& text) {
     std::istringstream f(line);
     std::string name, size, crc, extra;
     KTR_REQUIRE(f >> name >> size >> crc && !(f >> extra), path, "has a malformed line");
-    KTR_REQUIRE(std::count(std::begin(kFiles), std::end(kFiles), name) == 1 && m.files.count(name) == 0, path,
-                "lists an unexpected or repeated file");
+    KTR_REQUIRE(generation_file(name) && m.files.count(name) == 0, path, "lists an unexpected or repeated file");
     std::int64_t sz = 0, c = 0;
     KTR_REQUIRE(parse_integer(size, 0, std::int64_t(1) << 50, sz) && parse_integer(crc, 0, 0xffffffffll, c), path,
                 "has a malformed size or checksum");
@@ -79,7 +92,10 @@ Manifest parse_manifest(std::string const& path, std::string const& text) {
   }
   bool const run = m.files.size() == 3 && m.files.count("model.ckpt") && m.files.count("state.bin") &&
                    m.files.count("config.yaml");
-  bool const system = m.files.size() == 2 && m.files.count("system.ckpt") && m.files.count("config.yaml");
+  // An RL system: system.ckpt and config.yaml, and over R ranks rank-1.ckpt to rank-<R-1>.ckpt.
+  bool system = m.files.size() >= 2 && m.files.count("system.ckpt") && m.files.count("config.yaml");
+  for (std::size_t r = 1; system && r + 2 <= m.files.size(); ++r)
+    system = m.files.count("rank-" + std::to_string(r) + ".ckpt") == 1;
   KTR_REQUIRE(run || (system && m.generation > 0), path, "does not list every file of a run or of an RL system");
   return m;
 }
@@ -106,9 +122,8 @@ std::int64_t generation_of(std::string const& entry) {
 
 // True for a name a save writes into a generation's folder: one of its files or their temporaries.
 bool ours(std::string const& name) {
-  for (char const* f : kFiles)
-    if (name == f || name.compare(0, std::strlen(f) + 5, std::string(f) + ".tmp.") == 0) return true;
-  return false;
+  std::size_t const tmp = name.find(".tmp.");
+  return generation_file(name.substr(0, tmp));
 }
 
 // Removes a generation's folder: its files and temporaries, then the folder if nothing else is left in it (another
@@ -232,8 +247,7 @@ RunDirectoryState parse_state(std::string const& path, Checkpoint const& c) {
 void save_generation(std::string const& dir, std::vector<GenerationFile> const& files) {
   KTR_REQUIRE(!dir.empty(), "checkpoint directory", "is empty");
   for (auto const& f : files)
-    KTR_REQUIRE(std::count(std::begin(kFiles), std::end(kFiles), f.name) == 1, "save_generation",
-                "'" + f.name + "' is not a name a generation holds");
+    KTR_REQUIRE(generation_file(f.name), "save_generation", "'" + f.name + "' is not a name a generation holds");
   bool made = false;
   std::optional<Manifest> const current = prepare(dir, made);
   std::int64_t const was = current ? current->generation : 0;
