@@ -4,6 +4,7 @@
 
 #include "../core/error.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <memory>
@@ -226,6 +227,39 @@ bool Communicator::any(bool flag) const {
   }
 #endif
   return flag;
+}
+
+std::vector<std::string> Communicator::gather(std::string const& bytes, int root) const {
+  auto const& s = *state_;
+  if (s.size == 1) return {bytes};
+  std::vector<std::string> all;
+#if defined(KTR_ENABLE_MPI)
+  // Point to point, in pieces of at most 1 GiB: MPI counts are ints, and a rank's replay buffer may be larger.
+  constexpr std::size_t piece = std::size_t(1) << 30;
+  if (s.rank != root) {
+    std::uint64_t const size = bytes.size();
+    MPI_Send(&size, 1, MPI_UINT64_T, root, 0, s.comm);
+    for (std::size_t at = 0; at < bytes.size(); at += piece)
+      MPI_Send(bytes.data() + at, int(std::min(piece, bytes.size() - at)), MPI_BYTE, root, 1, s.comm);
+    return all;
+  }
+  all.resize(std::size_t(s.size));
+  for (int r = 0; r < s.size; ++r) {
+    std::string& b = all[std::size_t(r)];
+    if (r == root) {
+      b = bytes;
+      continue;
+    }
+    std::uint64_t size = 0;
+    MPI_Recv(&size, 1, MPI_UINT64_T, r, 0, s.comm, MPI_STATUS_IGNORE);
+    b.resize(std::size_t(size));
+    for (std::size_t at = 0; at < b.size(); at += piece)
+      MPI_Recv(&b[at], int(std::min(piece, b.size() - at)), MPI_BYTE, r, 1, s.comm, MPI_STATUS_IGNORE);
+  }
+#else
+  (void)root;
+#endif
+  return all;
 }
 
 void Communicator::abort(int code) const {

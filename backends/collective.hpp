@@ -67,6 +67,9 @@ class Communicator {
   void sum(std::vector<double>& values) const;
   /// True on every rank if `flag` is true on any (blocking).
   bool any(bool flag) const;
+  /// Every rank's `bytes` on `root`, in rank order (their sizes may differ); an empty list on the other ranks
+  /// (blocking; checkpoints).
+  std::vector<std::string> gather(std::string const& bytes, int root = 0) const;
   /// Ends every rank of the job with `code` (MPI_Abort); returns only with one rank (it then does nothing).
   void abort(int code) const;
 
