@@ -188,7 +188,8 @@ ktr_result_t ktr_rl_predict(const char* name, int64_t n, const void* state, void
 ktr_result_t ktr_rl_evaluate(const char* name, int64_t n, const void* state, const void* action, void* q,
                              ktr_datatype_t dtype, void* stream);
 /* The whole system (networks, targets, optimisers, buffer, priorities, normalisers, counters) as one checkpoint
- * generation, and back into a system of the same file. */
+ * generation, and back into a system of the same file. A distributed system's are collective: rank 0 writes every
+ * rank's state (rank-<r>.ckpt beside system.ckpt); each rank loads its own, from a save over as many ranks. */
 ktr_result_t ktr_rl_save_checkpoint(const char* name, const char* directory);
 ktr_result_t ktr_rl_load_checkpoint(const char* name, const char* directory);
 ktr_result_t ktr_rl_destroy_system(const char* name);

@@ -122,10 +122,14 @@ class OffPolicySystem {
   /// Saves the whole system into the checkpoint directory `dir` as one generation (train/run_directory.hpp):
   /// every network and target, the optimisers' moments and steps, the buffer, the update count and the draw
   /// counters (so a restored system trains on bit for bit), and `config_text` as config.yaml. Waits for `space`.
+  /// Over several ranks it is collective: rank 0 writes every rank's state into the one generation (the
+  /// directory need only be rank 0's); a refused save throws on every rank.
   void save(ExecSpace const& space, std::string const& dir, std::string const& config_text = "") const;
   /// Restores a save of a system of the same algorithm, networks and buffer (checked first; ktr::Error naming the
   /// file otherwise, the system unchanged). `networks_only` (TorchFort's load_model): the online networks only,
-  /// the targets copied from them, nothing else restored.
+  /// the targets copied from them, nothing else restored. Over several ranks it is collective and every rank
+  /// reads `dir`: each restores its own state from a save over as many ranks (`networks_only`: rank 0's networks,
+  /// from a save over any number); a checkpoint one rank refuses throws on every rank and changes none.
   void load(ExecSpace const& space, std::string const& dir, bool networks_only = false);
 
   Model& policy() { return *policy_; }

@@ -32,12 +32,16 @@ std::vector<float> PriorityTree::download(ExecSpace const& space) const {
   return out;
 }
 
-void PriorityTree::restore(ExecSpace const& space, std::vector<float> const& values, std::string const& what) {
+void PriorityTree::check(std::vector<float> const& values, std::string const& what) const {
   KTR_REQUIRE(std::int64_t(values.size()) == leaves + 1, what,
               "holds " + std::to_string(values.size()) + " priority values, this buffer has " +
                   std::to_string(leaves + 1));
   for (float v : values)
     KTR_REQUIRE(std::isfinite(v) && v >= 0, what, "holds a priority that is negative or not finite");
+}
+
+void PriorityTree::restore(ExecSpace const& space, std::vector<float> const& values, std::string const& what) {
+  check(values, what);
   // Every leaf written again through write(): the same p^alpha and the same sums as the saved run had.
   Kokkos::View<float*, MemSpace> saved(Kokkos::view_alloc(space, "ktr::rl::priority_saved"), std::size_t(leaves));
   Kokkos::deep_copy(space, saved,

@@ -103,6 +103,7 @@ struct PriorityTree {
 
   /// The raw priorities and max_raw on the host (a checkpoint: leaves + 1 values), and back (the tree rebuilt).
   std::vector<float> download(ExecSpace const& space) const;
+  void check(std::vector<float> const& values, std::string const& what) const;  ///< ktr::Error naming `what`
   void restore(ExecSpace const& space, std::vector<float> const& values, std::string const& what);
 };
 

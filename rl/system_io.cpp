@@ -1,8 +1,10 @@
-// OffPolicySystem::save and load: a system as one generation of a checkpoint directory (system.ckpt, config.yaml).
+// OffPolicySystem::save and load: a system as one generation of a checkpoint directory (system.ckpt, config.yaml,
+// and over several ranks rank-<r>.ckpt for ranks 1 and up).
 //
 // system.ckpt is ktr's checkpoint container (train/checkpoint.hpp): a header of the system's shape and counters,
 // then its buffers in a fixed order: the policy and its target, each critic and its target, the policy
-// optimiser's moments, each critic optimiser's, and the transition buffer's rows.
+// optimiser's moments, each critic optimiser's, and the transition buffer's rows. A rank's file is the same
+// container with that rank's state.
 #include "off_policy.hpp"
 
 #include "../core/error.hpp"
@@ -97,7 +99,6 @@ std::vector<Kokkos::View<std::int64_t, MemSpace>> OffPolicySystem::saved_steps()
 }
 
 void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::string const& config_text) const {
-  KTR_REQUIRE(comm_.size() == 1, dir, "a checkpoint of a system over several ranks is not in ktr yet");
   OffPolicyConfig const& c = config_;
   Checkpoint ckpt;
   ckpt.header = {{"kind", "ktr-rl-system"},
@@ -109,7 +110,8 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
                  {"max_size", std::to_string(c.max_size)},
                  {"updates", std::to_string(updates_)},
                  {"pushed", std::to_string(buffer_.pushed())},
-                 {"replay", replay_name(c)}};
+                 {"replay", replay_name(c)},
+                 {"ranks", std::to_string(comm_.size())}};
   auto const steps = saved_steps();
   for (std::size_t i = 0; i < steps.size(); ++i)
     ckpt.header["step_" + std::to_string(i)] = std::to_string(read_count(space, steps[i]));
@@ -130,83 +132,128 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
     ckpt.buffers.push_back(stats.values);
   }
   space.fence();
-  save_generation(dir, {{"system.ckpt", [&](std::string const& path) { write_checkpoint(path, ckpt); }},
-                        {"config.yaml", [&](std::string const& path) { write_atomically(path, config_text); }}});
+  // Over several ranks every rank's whole state travels to rank 0 (each rank's buffer, normalisers, draws and
+  // noise are its own; the networks and optimisers are the same on every rank, and small), which writes one
+  // generation: its own as system.ckpt, rank r's as rank-<r>.ckpt.
+  std::vector<std::string> const parts = comm_.gather(checkpoint_bytes(dir + "/system.ckpt", ckpt));
+  std::string refused;
+  if (comm_.rank() == 0) try {
+      std::vector<GenerationFile> files = {
+          {"system.ckpt", [&](std::string const& path) { write_atomically(path, parts[0]); }},
+          {"config.yaml", [&](std::string const& path) { write_atomically(path, config_text); }}};
+      for (std::size_t r = 1; r < parts.size(); ++r)
+        files.push_back({"rank-" + std::to_string(r) + ".ckpt",
+                         [&, r](std::string const& path) { write_atomically(path, parts[r]); }});
+      save_generation(dir, files);
+    } catch (std::exception const& e) {
+      refused = e.what();
+    }
+  if (comm_.any(!refused.empty()))
+    throw Error(comm_.rank() == 0 ? refused
+                                  : dir + ": rank 0 could not save the system (its error names the reason)");
 }
 
 void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool networks_only) {
-  KTR_REQUIRE(comm_.size() == 1, dir, "a checkpoint of a system over several ranks is not in ktr yet");
   OffPolicyConfig const& c = config_;
-  Generation g = read_generation(dir);
-  KTR_REQUIRE(g.files.count("system.ckpt") == 1, dir,
-              "holds a model's run, not a reinforcement-learning system (ktr_load_checkpoint reads it)");
-  std::string const path = g.folder + "/system.ckpt";
-  Checkpoint const ckpt = parse_checkpoint(path, g.files["system.ckpt"]);
-  KTR_REQUIRE(ckpt.has("kind") && ckpt.get("kind") == "ktr-rl-system", path, "is not a ktr RL system");
-  // Everything checked before anything changes.
-  auto same = [&](char const* key, std::string const& mine) {
-    KTR_REQUIRE(ckpt.has(key) && ckpt.get(key) == mine, path,
-                std::string("holds a system whose ") + key + " is '" + (ckpt.has(key) ? ckpt.get(key) : "") +
-                    "'; this one's is '" + mine + "'");
-  };
-  same("policy", policy_->description());
-  same("critic", critics_[0]->description());
-  same("num_critics", std::to_string(c.num_critics));
-  bool const same_kind = ckpt.has("algorithm") && (ckpt.get("algorithm") == "sac") == sac();
-  KTR_REQUIRE(same_kind, path, "holds a system of another algorithm family (SAC and TD3/DDPG networks differ)");
-  if (!networks_only) {
-    same("algorithm", algorithm_name(c.algorithm));
-    same("n_envs", std::to_string(c.n_envs));
-    same("max_size", std::to_string(c.max_size));
-    std::string const replay = ckpt.has("replay") ? ckpt.get("replay") : "uniform";
-    KTR_REQUIRE(replay == replay_name(c), path,
-                "holds a " + replay + " replay buffer; this system's is " + replay_name(c));
-    for (auto const* key : {"state_count", "reward_count"}) {
-      bool const on = (key[0] == 's' ? states_ : rewards_).on();
-      KTR_REQUIRE(ckpt.has(key) == on, path,
-                  std::string(on ? "holds no " : "holds a ") + (key[0] == 's' ? "state" : "reward") +
-                      " normaliser; this system's is " + (on ? "on" : "off"));
-    }
-  }
-  std::size_t const buffer_count = saved_buffers(false).size() + (c.sampling.prioritized ? 2 : 1) +
-                                   (states_.on() ? 1 : 0) + (rewards_.on() ? 1 : 0);
   std::vector<DeviceView<float*>> const all = saved_buffers(false);
   std::vector<DeviceView<float*>> const networks = saved_buffers(true);
-  KTR_REQUIRE(ckpt.buffers.size() == buffer_count || (networks_only && ckpt.buffers.size() > networks.size()),
-              path,
-              "holds " + std::to_string(ckpt.buffers.size()) + " buffers; this system's save has " +
-                  std::to_string(buffer_count) + " (another optimiser?)");
   std::vector<DeviceView<float*>> const& targets = networks_only ? networks : all;
-  for (std::size_t i = 0; i < targets.size(); ++i)
-    KTR_REQUIRE(ckpt.buffers[i].size() == targets[i].extent(0), path,
-                "buffer " + std::to_string(i) + " holds " + std::to_string(ckpt.buffers[i].size()) +
-                    " values; this system's has " + std::to_string(targets[i].extent(0)));
   auto const steps = saved_steps();
+  // Everything is read and checked before anything changes, on every rank; then the ranks agree, so that a
+  // checkpoint one rank refuses leaves every rank's system as it was.
+  Checkpoint ckpt;
+  TransitionBuffer::Contents rows;
+  std::vector<RunningNormalizer::Stats> normalizer_stats;  // of the normalisers that are on, in order
   std::vector<std::int64_t> step_values;
   std::int64_t updates = 0, draws = 0, explore_draws = 0;
-  std::vector<RunningNormalizer::Stats> normalizer_stats;  // of the normalisers that are on, in order
-  if (!networks_only) {
-    TransitionBuffer::Contents rows;
-    rows.rows = ckpt.buffers[all.size()];
-    std::size_t next = all.size() + 1;
-    if (c.sampling.prioritized) rows.priorities = ckpt.buffers[next++];
-    for (auto const* n : {&states_, &rewards_}) {
-      if (!n->on()) continue;
-      normalizer_stats.push_back(
-          {header_int(ckpt, path, n == &states_ ? "state_count" : "reward_count"), ckpt.buffers[next++]});
-      n->check(normalizer_stats.back(), path);
+  std::string refused;
+  try {
+    Generation g = read_generation(dir);
+    KTR_REQUIRE(g.files.count("system.ckpt") == 1, dir,
+                "holds a model's run, not a reinforcement-learning system (ktr_load_checkpoint reads it)");
+    std::string path = g.folder + "/system.ckpt";
+    ckpt = parse_checkpoint(path, g.files["system.ckpt"]);
+    KTR_REQUIRE(ckpt.has("kind") && ckpt.get("kind") == "ktr-rl-system", path, "is not a ktr RL system");
+    // A system saved over several ranks: rank r's own state is rank-<r>.ckpt (rank 0's is system.ckpt); the
+    // networks alone (load_model) come from rank 0's on every rank.
+    std::int64_t const ranks = ckpt.has("ranks") ? header_int(ckpt, path, "ranks") : 1;
+    if (!networks_only) {
+      KTR_REQUIRE(ranks == comm_.size(), path,
+                  "holds a system saved over " + std::to_string(ranks) + " rank(s); this one runs over " +
+                      std::to_string(comm_.size()) + " (load_model takes its networks alone)");
+      if (comm_.rank() > 0) {
+        std::string const mine = "rank-" + std::to_string(comm_.rank()) + ".ckpt";
+        KTR_REQUIRE(g.files.count(mine) == 1, dir, "has no " + mine + " for rank " + std::to_string(comm_.rank()));
+        path = g.folder + "/" + mine;
+        ckpt = parse_checkpoint(path, g.files[mine]);
+        KTR_REQUIRE(ckpt.has("kind") && ckpt.get("kind") == "ktr-rl-system", path, "is not a ktr RL system");
+      }
     }
-    for (int k = 0; k < 3; ++k) rows.counters[k] = header_int(ckpt, path, "buffer_" + std::to_string(k));
-    rows.pushed = header_int(ckpt, path, "pushed");
-    updates = header_int(ckpt, path, "updates");
-    for (std::size_t i = 0; i < steps.size(); ++i)
-      step_values.push_back(header_int(ckpt, path, "step_" + std::to_string(i)));
-    draws = header_int(ckpt, path, "draws");
-    explore_draws = header_int(ckpt, path, "explore_draws");
-    buffer_.restore(space, rows, path);  // checks its sizes and counters before it changes anything
+    auto same = [&](char const* key, std::string const& mine) {
+      KTR_REQUIRE(ckpt.has(key) && ckpt.get(key) == mine, path,
+                  std::string("holds a system whose ") + key + " is '" + (ckpt.has(key) ? ckpt.get(key) : "") +
+                      "'; this one's is '" + mine + "'");
+    };
+    same("policy", policy_->description());
+    same("critic", critics_[0]->description());
+    same("num_critics", std::to_string(c.num_critics));
+    bool const same_kind = ckpt.has("algorithm") && (ckpt.get("algorithm") == "sac") == sac();
+    KTR_REQUIRE(same_kind, path, "holds a system of another algorithm family (SAC and TD3/DDPG networks differ)");
+    if (!networks_only) {
+      same("algorithm", algorithm_name(c.algorithm));
+      same("n_envs", std::to_string(c.n_envs));
+      same("max_size", std::to_string(c.max_size));
+      std::string const replay = ckpt.has("replay") ? ckpt.get("replay") : "uniform";
+      KTR_REQUIRE(replay == replay_name(c), path,
+                  "holds a " + replay + " replay buffer; this system's is " + replay_name(c));
+      for (auto const* key : {"state_count", "reward_count"}) {
+        bool const on = (key[0] == 's' ? states_ : rewards_).on();
+        KTR_REQUIRE(ckpt.has(key) == on, path,
+                    std::string(on ? "holds no " : "holds a ") + (key[0] == 's' ? "state" : "reward") +
+                        " normaliser; this system's is " + (on ? "on" : "off"));
+      }
+    }
+    std::size_t const buffer_count =
+        all.size() + (c.sampling.prioritized ? 2 : 1) + (states_.on() ? 1 : 0) + (rewards_.on() ? 1 : 0);
+    KTR_REQUIRE(ckpt.buffers.size() == buffer_count || (networks_only && ckpt.buffers.size() > networks.size()),
+                path,
+                "holds " + std::to_string(ckpt.buffers.size()) + " buffers; this system's save has " +
+                    std::to_string(buffer_count) + " (another optimiser?)");
+    for (std::size_t i = 0; i < targets.size(); ++i)
+      KTR_REQUIRE(ckpt.buffers[i].size() == targets[i].extent(0), path,
+                  "buffer " + std::to_string(i) + " holds " + std::to_string(ckpt.buffers[i].size()) +
+                      " values; this system's has " + std::to_string(targets[i].extent(0)));
+    if (!networks_only) {
+      rows.rows = ckpt.buffers[all.size()];
+      std::size_t next = all.size() + 1;
+      if (c.sampling.prioritized) rows.priorities = ckpt.buffers[next++];
+      for (auto const* n : {&states_, &rewards_}) {
+        if (!n->on()) continue;
+        normalizer_stats.push_back(
+            {header_int(ckpt, path, n == &states_ ? "state_count" : "reward_count"), ckpt.buffers[next++]});
+        n->check(normalizer_stats.back(), path);
+      }
+      for (int k = 0; k < 3; ++k) rows.counters[k] = header_int(ckpt, path, "buffer_" + std::to_string(k));
+      rows.pushed = header_int(ckpt, path, "pushed");
+      buffer_.check(rows, path);
+      updates = header_int(ckpt, path, "updates");
+      for (std::size_t i = 0; i < steps.size(); ++i)
+        step_values.push_back(header_int(ckpt, path, "step_" + std::to_string(i)));
+      draws = header_int(ckpt, path, "draws");
+      explore_draws = header_int(ckpt, path, "explore_draws");
+    }
+  } catch (std::exception const& e) {
+    refused = e.what();
+  }
+  if (comm_.any(!refused.empty()))
+    throw Error(!refused.empty() ? refused
+                                 : dir + ": another rank refused the checkpoint (its error names the reason)");
+
+  if (!networks_only) {
+    buffer_.restore(space, rows, dir);
     std::size_t k = 0;
     for (auto const* n : {&states_, &rewards_})
-      if (n->on()) n->restore(space, normalizer_stats[k++], path);
+      if (n->on()) n->restore(space, normalizer_stats[k++], dir);
   }
   for (std::size_t i = 0; i < targets.size(); ++i) device_copy(space, ckpt.buffers[i], targets[i]);
   if (networks_only) {  // TorchFort's load_model: the targets start as the online networks

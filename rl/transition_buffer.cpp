@@ -272,7 +272,7 @@ TransitionBuffer::Contents TransitionBuffer::download(ExecSpace const& space) co
   return out;
 }
 
-void TransitionBuffer::restore(ExecSpace const& space, Contents const& contents, std::string const& what) {
+void TransitionBuffer::check(Contents const& contents, std::string const& what) const {
   KTR_REQUIRE(contents.rows.size() == rows_.size(), what,
               "holds " + std::to_string(contents.rows.size()) + " buffer values, this buffer has " +
                   std::to_string(rows_.size()));
@@ -282,7 +282,12 @@ void TransitionBuffer::restore(ExecSpace const& space, Contents const& contents,
   KTR_REQUIRE(contents.priorities.empty() != sampling_.prioritized, what,
               sampling_.prioritized ? "holds no priorities; this buffer is prioritized"
                                     : "holds priorities; this buffer is uniform");
-  if (sampling_.prioritized) tree_.restore(space, contents.priorities, what);  // checked before anything changes
+  if (sampling_.prioritized) tree_.check(contents.priorities, what);
+}
+
+void TransitionBuffer::restore(ExecSpace const& space, Contents const& contents, std::string const& what) {
+  check(contents, what);  // before anything changes
+  if (sampling_.prioritized) tree_.restore(space, contents.priorities, what);
   Kokkos::View<float const**, Kokkos::LayoutRight, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
       contents.rows.data(), rows_.extent(0), rows_.extent(1));
   Kokkos::deep_copy(space, rows_, h);

@@ -99,6 +99,7 @@ class TransitionBuffer {
     std::vector<float> priorities;  ///< prioritized replay: each leaf's raw priority, then the largest seen
   };
   Contents download(ExecSpace const& space) const;
+  void check(Contents const& contents, std::string const& what) const;  ///< ktr::Error naming `what`
   void restore(ExecSpace const& space, Contents const& contents, std::string const& what);
 
  private:

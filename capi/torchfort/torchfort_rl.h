@@ -1,11 +1,12 @@
 /* TorchFort's reinforcement-learning interface (NVIDIA/TorchFort v0.4.0 and master's load_model calls),
  * declared by ktr. The off-policy systems of TD3, DDPG and SAC work from C and C++ (create_system,
  * update_replay_buffer(_multi), is_ready, train_step, predict, predict_explore, evaluate and their _F forms,
- * save_checkpoint, load_checkpoint, load_model); every other torchfort_rl_* call (PPO, distributed systems,
- * the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences it) and
- * touching none of its arguments. Written by ktr to TorchFort's published signatures; C99 and C++
- * (torchfort_rl_*_is_ready takes `bool&` in C++, as TorchFort's, and `bool*` in C: the same ABI). Included by
- * <torchfort.h>, as TorchFort's is. */
+ * save_checkpoint, load_checkpoint, load_model), over MPI ranks too (create_distributed_system where ktr is
+ * built with MPI; a distributed system's checkpoints are collective); every other torchfort_rl_* call (PPO and
+ * the on-policy calls, the metric log) answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1
+ * silences it) and touching none of its arguments. Written by ktr to TorchFort's published signatures; C99 and
+ * C++ (torchfort_rl_*_is_ready takes `bool&` in C++, as TorchFort's, and `bool*` in C: the same ABI). Included
+ * by <torchfort.h>, as TorchFort's is. */
 #ifndef KTR_TORCHFORT_RL_H
 #define KTR_TORCHFORT_RL_H
 
