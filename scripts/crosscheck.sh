@@ -11,5 +11,6 @@ source scripts/venv.sh
 venv=$(cached_venv flax "" "${pins[@]}")
 build=$(scripts/build.sh openmp | tail -n1)
 cmake --build "$build" --target ktr_crosscheck ktr_rl_crosscheck ktr_cli -j "${KTR_JOBS:-$(nproc)}" >&2
+# The checks run as separate processes, one per core (each JAX process keeps about one busy).
 OMP_PROC_BIND=false "$venv/bin/python" tests/flax/crosscheck.py --ktr "$build/apps/ktr" --tool "$build/tests/ktr_crosscheck" \
-  --rl-tool "$build/tests/ktr_rl_crosscheck"
+  --rl-tool "$build/tests/ktr_rl_crosscheck" --jobs "${KTR_JOBS:-$(nproc)}"

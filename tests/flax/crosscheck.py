@@ -37,15 +37,17 @@
 Any drift in a layer's layout, the flatten order, the loss or an optimiser step fails it.
 
     crosscheck.py --ktr build/openmp/apps/ktr --tool build/openmp/tests/ktr_crosscheck \
-                  --rl-tool build/openmp/tests/ktr_rl_crosscheck
+                  --rl-tool build/openmp/tests/ktr_rl_crosscheck [--jobs 2] [--section NAME]
 """
 import argparse
+import concurrent.futures
 import gzip
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 
 import jax
 import jax.numpy as jnp
@@ -233,9 +235,10 @@ def close(name, got, want, failures):
     print(f"  {name:28s} max |ktr - flax| / max |flax| = {err:.2e} {status}")
 
 
-def same_weights_same_batch(args, work, failures):
-    rng = np.random.default_rng(0)
-    for name, desc in {**MODELS, **LAYER_MODELS, **FIELD_MODELS}.items():
+def same_weights_same_batch(args, work, failures, fields=False):
+    """Check 1 on MODELS and LAYER_MODELS, or (fields) on FIELD_MODELS, each with its own inputs' generator."""
+    rng = np.random.default_rng(1 if fields else 0)
+    for name, desc in (FIELD_MODELS if fields else {**MODELS, **LAYER_MODELS}).items():
         model = FromDescription(desc)
         x = rng.uniform(-1.5, 1.5, (8, *input_shape(desc))).astype(np.float32)
         params = model.init(jax.random.PRNGKey(1), x)
@@ -700,26 +703,71 @@ def jet_derivatives(args, work, failures):
             close(f"grad {k}", ktr[f"grad.{k}"], v, failures)
 
 
+# The checks above, each runnable on its own (--section): they share nothing but the inputs, so --jobs runs them
+# as separate processes, that many at a time (each JAX process keeps about one core busy).
+SECTIONS = {  # the longest first
+    "same_weights": lambda args, data, work, failures: same_weights_same_batch(args, work, failures),
+    "same_weights_fields": lambda args, data, work, failures: same_weights_same_batch(args, work, failures, True),
+    "jets": lambda args, data, work, failures: jet_derivatives(args, work, failures),
+    "bf16": lambda args, data, work, failures: bf16_mixed_precision(args, work, failures),
+    "acceptance": acceptance,
+    "flax_to_ktr": flax_to_ktr,
+    "ktr_to_flax": ktr_to_flax,
+    "rl_sac": lambda args, data, work, failures: rl_sac_update(args, work, failures),
+    "rl_update": lambda args, data, work, failures: rl_one_update(args, work, failures),
+}
+DATA_SECTIONS = {"acceptance", "flax_to_ktr", "ktr_to_flax"}  # the ones that read Fashion-MNIST
+
+
+def run_sections(args, names):
+    """Runs `names` in this process; the failures."""
+    failures = []
+    with tempfile.TemporaryDirectory() as work:
+        data = os.path.join(work, "data")
+        if DATA_SECTIONS.intersection(names):
+            prepare_data(args, data)
+        for name in names:
+            start = time.monotonic()
+            SECTIONS[name](args, data, work, failures)
+            print(f"[{name}: {time.monotonic() - start:.0f} s]")
+    return failures
+
+
+def run_in_parallel(args):
+    """Every section as its own process, args.jobs at a time; each one's output printed whole, in order."""
+    base = [sys.executable, os.path.abspath(__file__), "--ktr", args.ktr, "--tool", args.tool, "--rl-tool",
+            args.rl_tool, "--fashion-mnist", args.fashion_mnist]
+    def one(name):
+        return subprocess.run(base + ["--section", name], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        runs = {name: pool.submit(one, name) for name in SECTIONS}
+        failures = []
+        for name, run in runs.items():
+            out = run.result()
+            sys.stdout.write(out.stdout)
+            sys.stdout.flush()
+            if out.returncode != 0:
+                failures.append(f"section {name} (exit {out.returncode})")
+    return failures
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ktr", required=True)
     p.add_argument("--tool", required=True)
     p.add_argument("--rl-tool", required=True)
     p.add_argument("--fashion-mnist", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--section", choices=list(SECTIONS), help="run this check alone")
+    p.add_argument("--jobs", type=int, default=1, help="run the checks as that many processes at a time")
     args = p.parse_args()
+    if args.section:
+        failures = run_sections(args, [args.section])
+        if failures:
+            print(f"crosscheck {args.section}: FAILED: " + ", ".join(failures))
+        return 1 if failures else 0
     print(f"jax {jax.__version__}, optax {optax.__version__}, numpy {np.__version__}; tolerance {RTOL:g} relative")
-    failures = []
-    with tempfile.TemporaryDirectory() as work:
-        data = os.path.join(work, "data")
-        prepare_data(args, data)
-        same_weights_same_batch(args, work, failures)
-        ktr_to_flax(args, data, work, failures)
-        flax_to_ktr(args, data, work, failures)
-        acceptance(args, data, work, failures)
-        bf16_mixed_precision(args, work, failures)
-        rl_one_update(args, work, failures)
-        rl_sac_update(args, work, failures)
-        jet_derivatives(args, work, failures)
+    failures = run_in_parallel(args) if args.jobs > 1 else run_sections(args, list(SECTIONS))
     print("crosscheck: " + ("all checks passed" if not failures else "FAILED: " + ", ".join(failures)))
     return 1 if failures else 0
 
