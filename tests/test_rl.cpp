@@ -2,8 +2,11 @@
 // environments and pass criteria (tests/rl/test_off_policy.cpp of NVIDIA/TorchFort, its td3.yaml and ddpg.yaml):
 // a constant, a predictable, a delayed, an action and an action-state reward, one-value states and actions.
 #include <ktr/core/error.hpp>
+#include <ktr/core/file.hpp>
 #include <ktr/rl/off_policy.hpp>
 #include <ktr/rl/torchfort_check.hpp>
+#include <ktr/train/checkpoint.hpp>
+#include <ktr/train/run_directory.hpp>
 
 #include <gtest/gtest.h>
 
@@ -14,6 +17,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace {
@@ -192,6 +196,37 @@ TEST(RL, ARestoredSystemPredictsAndTrainsOnBitForBit) {
   std::ofstream(foreign + "/system.ckpt") << "someone else's";
   EXPECT_THROW(a.save(space, foreign), ktr::Error);
   EXPECT_EQ(std::filesystem::file_size(foreign + "/system.ckpt"), 14u);
+}
+
+// A save over two ranks (system.ckpt and rank-1.ckpt, forged here from a one-rank save): a one-rank system refuses
+// a whole restore naming both rank counts and stays as it was; load_model takes rank 0's networks.
+TEST(RL, ASaveOverTwoRanksGivesOneRankItsNetworksButNotAWholeRestore) {
+  ktr::ExecSpace space;
+  std::string const dir = ::testing::TempDir() + "ktr_rl_ckpt_one", two = ::testing::TempDir() + "ktr_rl_ckpt_two";
+  std::filesystem::remove_all(two);
+  OffPolicySystem a(space, torchfort_test_config(td3, 5));
+  ktr::test::rl_drive(space, a, 600, 0, 1);
+  a.save(space, dir);
+  ktr::Generation g = ktr::read_generation(dir);
+  ktr::Checkpoint ckpt = ktr::parse_checkpoint("system.ckpt", g.files["system.ckpt"]);
+  ASSERT_EQ(ckpt.get("ranks"), "1");
+  ckpt.header["ranks"] = "2";
+  std::string const bytes = ktr::checkpoint_bytes("system.ckpt", ckpt);
+  auto write = [&](std::string const& path) { ktr::write_atomically(path, bytes); };
+  ktr::save_generation(two, {{"system.ckpt", write}, {"rank-1.ckpt", write}, {"config.yaml", write}});
+  OffPolicySystem b(space, torchfort_test_config(td3, 6));
+  std::vector<float> const fresh = ktr::test::rl_probe(space, b);
+  try {
+    b.load(space, two);
+    ADD_FAILURE() << "a one-rank system restored a two-rank save";
+  } catch (ktr::Error const& e) {
+    EXPECT_NE(std::string(e.what()).find("saved over 2 rank(s); this one runs over 1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(ktr::test::rl_probe(space, b), fresh) << "a refused restore changed the system";
+  EXPECT_FALSE(b.ready(space));
+  b.load(space, two, true);
+  EXPECT_EQ(ktr::test::rl_probe(space, b), ktr::test::rl_probe(space, a));
 }
 
 TEST(RL, LoadingTheNetworksOnlyLeavesTheBufferEmptyAndTheTargetsEqualToThem) {
