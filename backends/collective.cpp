@@ -8,6 +8,7 @@
 #include <chrono>
 #include <climits>
 #include <memory>
+#include <utility>
 
 #if defined(KTR_ENABLE_MPI) && defined(KOKKOS_ENABLE_CUDA) && defined(OPEN_MPI)
 #include <mpi-ext.h>  // MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
@@ -229,10 +230,13 @@ bool Communicator::any(bool flag) const {
   return flag;
 }
 
-std::vector<std::string> Communicator::gather(std::string const& bytes, int root) const {
+std::vector<std::string> Communicator::gather(std::string bytes, int root) const {
   auto const& s = *state_;
-  if (s.size == 1) return {bytes};
   std::vector<std::string> all;
+  if (s.size == 1) {
+    all.push_back(std::move(bytes));  // a checkpoint's bytes: moved, not copied
+    return all;
+  }
 #if defined(KTR_ENABLE_MPI)
   // Point to point, in pieces of at most 1 GiB: MPI counts are ints, and a rank's replay buffer may be larger.
   constexpr std::size_t piece = std::size_t(1) << 30;
@@ -247,7 +251,7 @@ std::vector<std::string> Communicator::gather(std::string const& bytes, int root
   for (int r = 0; r < s.size; ++r) {
     std::string& b = all[std::size_t(r)];
     if (r == root) {
-      b = bytes;
+      b = std::move(bytes);
       continue;
     }
     std::uint64_t size = 0;

@@ -69,7 +69,7 @@ class Communicator {
   bool any(bool flag) const;
   /// Every rank's `bytes` on `root`, in rank order (their sizes may differ); an empty list on the other ranks
   /// (blocking; checkpoints).
-  std::vector<std::string> gather(std::string const& bytes, int root = 0) const;
+  std::vector<std::string> gather(std::string bytes, int root = 0) const;
   /// Ends every rank of the job with `code` (MPI_Abort); returns only with one rank (it then does nothing).
   void abort(int code) const;
 
