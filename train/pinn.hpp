@@ -1,0 +1,252 @@
+// Physics-informed training with every step on the device (the fused path of docs/derivatives.md): a residual is
+// written once, as a functor templated on its number type; ktr differentiates it with respect to the value and the
+// derivative columns it reads by dual numbers (train/dual.hpp), draws its collocation points on the device, and
+// runs K steps per call with nothing read back.
+//
+//   struct Heat {  // u_t = 0.4 u_xx, inputs (x, t), spec "d1 d0,0"
+//     template <class D>
+//     KOKKOS_INLINE_FUNCTION D operator()(ktr::pinn::Point<D> const& p) const { return p.d(0) - 0.4 * p.d(1); }
+//   };
+//   ktr::Pinn pinn(space, model, adam);
+//   pinn.add_term("interior", "d1 d0,0", Heat{}, ktr::pinn::Points::box({0, 0}, {1, 1}), 1024);
+//   pinn.add_term("walls", "", Wall{}, ktr::pinn::Points::walls({0, 0}, {1, 1}, 0), 256);
+//   pinn.train(space, 1000);  // 1,000 steps queued; losses() reads back
+//
+// A step, per term: its points (drawn again, or kept), the jet of its spec (models/jet.hpp), one kernel that
+// evaluates the residual r, its loss weight * mean(r^2) and its seeds weight * 2 r dr/dc / n for every column c,
+// the jet's reverse pass into the gradient; then one optimiser update, refused on the device (as every update is)
+// if the gradient or the loss is not finite. A term's draws are a pure function of (seed, term, step, point), so a
+// run replays bit for bit, and K steps in one call equal K calls of one step.
+#pragma once
+
+#include "../models/jet.hpp"
+#include "../models/model.hpp"
+#include "../optim/optimizer.hpp"
+#include "dual.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace ktr {
+
+namespace pinn {
+
+/// One point as a residual sees it: its coordinates, the model's outputs and the spec's derivative columns. With
+/// D = double every column is a value; with D = dual::Dual the one column being differentiated carries tangent 1.
+template <class D>
+class Point {
+ public:
+  KOKKOS_INLINE_FUNCTION Point(float const* x, float const* u, float const* d, int tokens, int seed)
+      : x_(x), u_(u), d_(d), tokens_(tokens), seed_(seed) {}
+  /// Coordinate i of the point.
+  KOKKOS_INLINE_FUNCTION double x(int i) const { return double(x_[i]); }
+  /// Output k.
+  KOKKOS_INLINE_FUNCTION D u(int k = 0) const { return lift(u_[k], k * (1 + tokens_)); }
+  /// The spec's token t (in the order written) of output k: d(0) is the first token's column of u.
+  KOKKOS_INLINE_FUNCTION D d(int t, int k = 0) const {
+    return lift(d_[k * tokens_ + t], k * (1 + tokens_) + 1 + t);
+  }
+
+ private:
+  KOKKOS_INLINE_FUNCTION D lift(float v, int column) const {
+    if constexpr (std::is_same_v<D, double>) {
+      (void)column;
+      return double(v);
+    } else {
+      return D(double(v), column == seed_ ? 1.0 : 0.0);
+    }
+  }
+  float const* x_;
+  float const* u_;
+  float const* d_;
+  int tokens_, seed_;
+};
+
+/// Where a term's collocation points come from.
+struct Points {
+  std::vector<double> lo, hi;    ///< the box, one bound per input; lo == hi fixes a coordinate
+  int wall = -1;                 ///< >= 0: that coordinate is lo or hi (even points lo, odd hi), the rest uniform
+  bool redraw = true;            ///< new points every step (false: drawn once, kept; what L-BFGS needs)
+  JetMatrix<float const> given;  ///< not empty: these points (N, inputs), every step
+
+  /// Uniform in [lo, hi].
+  static Points box(std::vector<double> lo, std::vector<double> hi);
+  /// On the two walls of [lo, hi] across coordinate `wall`: both ends of a 1-D domain in space, say.
+  static Points walls(std::vector<double> lo, std::vector<double> hi, int wall);
+  /// The caller's points (N, inputs), used as they are.
+  static Points fixed(JetMatrix<float const> points);
+  /// The same draw kept for every step.
+  Points once() const;
+};
+
+/// A residual's device kernel: value, loss and seeds at each point (see the file comment).
+template <class Residual>
+struct ResidualKernel {
+  Residual residual;
+  JetMatrix<float const> x, u;
+  JetCube<float const> derivs;
+  JetMatrix<float> u_seed;
+  JetCube<float> derivs_seed;
+  int outputs, tokens;
+  double weight_over_n;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, float& loss) const {
+    float const* xi = &x(i, 0);
+    float const* ui = &u(i, 0);
+    float const* di = tokens > 0 ? &derivs(i, 0, 0) : nullptr;
+    double const r = residual(Point<double>(xi, ui, di, tokens, -1));
+    loss += float(weight_over_n * r * r);
+    for (int k = 0; k < outputs; ++k)
+      for (int c = 0; c <= tokens; ++c) {
+        double const dr = dual::value(residual(Point<dual::Dual>(xi, ui, di, tokens, k * (1 + tokens) + c)).t);
+        float const seed = float(2 * weight_over_n * r * dr);
+        if (c == 0)
+          u_seed(i, k) = seed;
+        else
+          derivs_seed(i, k, c - 1) = seed;
+      }
+  }
+};
+
+/// One term of a Pinn: its points, jet and seeds (the residual kernel is the subclass's).
+class Term {
+ public:
+  Term(Model const& model, std::string name, std::string const& spec, Points points, std::int64_t count,
+       double weight, std::uint64_t key);
+  virtual ~Term() = default;
+  Term(Term const&) = delete;
+  Term& operator=(Term const&) = delete;
+
+  std::string const& name() const { return name_; }
+  JetSpec const& spec() const { return jet_.spec(); }
+  std::int64_t count() const { return count_; }
+  bool redraws() const { return points_.given.size() == 0 && points_.redraw; }
+  /// The points of the last step (N, inputs).
+  JetMatrix<float const> points() const { return x_; }
+  /// Adds this term's gradient at step `step` into `grads` and writes its loss into `losses(index)`.
+  void step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
+            Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step);
+
+ protected:
+  virtual void residual(ExecSpace const& space, Kokkos::View<float*, MemSpace> const& losses,
+                        std::size_t index) = 0;
+
+  std::string name_;
+  Points points_;
+  std::int64_t count_;
+  double weight_;
+  std::uint64_t key_;
+  Jet<float> jet_;
+  JetMatrix<float> x_, u_, u_seed_;
+  JetCube<float> derivs_, derivs_seed_;
+  Kokkos::View<double*, MemSpace> lo_, hi_;  // the box (drawn points)
+  bool drawn_ = false;
+};
+
+template <class Residual>
+class ResidualTerm final : public Term {
+ public:
+  ResidualTerm(Model const& model, std::string name, std::string const& spec, Residual residual, Points points,
+               std::int64_t count, double weight, std::uint64_t key)
+      : Term(model, std::move(name), spec, std::move(points), count, weight, key), residual_(residual) {}
+
+ private:
+  void residual(ExecSpace const& space, Kokkos::View<float*, MemSpace> const& losses, std::size_t index) override {
+    ResidualKernel<Residual> const kernel{residual_,
+                                          x_,
+                                          u_,
+                                          derivs_,
+                                          u_seed_,
+                                          derivs_seed_,
+                                          int(jet_.outputs()),
+                                          int(jet_.spec().size()),
+                                          weight_ / double(count_)};
+    Kokkos::parallel_reduce("ktr::pinn::residual",
+                            Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, count_),
+                            kernel, Kokkos::subview(losses, index));
+  }
+  Residual residual_;
+};
+
+/// The points of a grid over [lo, hi] with `per_side` points on each side (per_side^inputs in all, the first
+/// coordinate fastest), as a check of a trained model takes them.
+JetMatrix<float> grid(ExecSpace const& space, std::vector<double> const& lo, std::vector<double> const& hi,
+                      std::int64_t per_side);
+
+/// The squared error of the first output against `exact` at each point, and exact's square (relative_l2's sums).
+template <class Exact>
+struct ErrorKernel {
+  Exact exact;
+  JetMatrix<float const> x, u;
+  bool norm;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, double& sum) const {
+    double const v = exact(&x(i, 0)), e = norm ? v : double(u(i, 0)) - v;
+    sum += e * e;
+  }
+};
+
+/// The relative L2 error sqrt(sum (u - exact)^2 / sum exact^2) of the model's first output at points x (N,
+/// inputs); `exact(x)` takes a point's coordinates (a float pointer) and returns a double, on the device.
+template <class Exact>
+double relative_l2(ExecSpace const& space, Model const& model, JetMatrix<float const> const& x, Exact exact) {
+  std::int64_t const n = std::int64_t(x.extent(0));
+  Jet<float> values(model, JetSpec::parse("", std::int64_t(x.extent(1))), n);
+  JetMatrix<float> u("ktr::pinn::u", n, values.outputs());
+  values.forward(space, model.arena().params(), {}, {}, x, u, {});
+  Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>> const range(space, 0, n);
+  double err = 0, norm = 0;
+  Kokkos::parallel_reduce("ktr::pinn::error", range, ErrorKernel<Exact>{exact, x, u, false}, err);
+  Kokkos::parallel_reduce("ktr::pinn::norm", range, ErrorKernel<Exact>{exact, x, u, true}, norm);
+  return std::sqrt(err / norm);
+}
+
+}  // namespace pinn
+
+/// A physics-informed training of one model: weighted residual terms, one optimiser, K steps per call.
+class Pinn {
+ public:
+  /// Trains `model`'s parameters (in place) with `optimizer`; draws are keyed by `seed`.
+  Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimizer, std::uint64_t seed = 0);
+
+  /// Adds the term weight * mean over `count` points of residual(point)^2, its columns those of `spec` (the
+  /// derivative tokens of models/jet.hpp). Throws UsageError naming the term and what is wrong: a spec token the
+  /// model cannot give, bounds that do not match the inputs, no points, a weight that is negative or not finite.
+  template <class Residual>
+  void add_term(std::string name, std::string const& spec, Residual residual, pinn::Points points,
+                std::int64_t count, double weight = 1) {
+    check_term(name, points, count, weight);
+    terms_.push_back(std::make_unique<pinn::ResidualTerm<Residual>>(
+        *model_, std::move(name), spec, residual, std::move(points), count, weight, key_ + terms_.size()));
+    losses_ = Kokkos::View<float*, MemSpace>("ktr::pinn::losses", terms_.size() + 1);
+  }
+
+  /// Queues `steps` steps on `space` with nothing read back. Throws UsageError if there is no term, or (L-BFGS)
+  /// if a term draws new points every step, naming it.
+  void train(ExecSpace const& space, int steps);
+
+  /// Each term's loss at the last step (weighted), then their sum: reads back.
+  std::vector<double> losses(ExecSpace const& space) const;
+  /// The gradient of the last step (arena layout).
+  DeviceView<float*> const& gradient() const { return grads_; }
+  std::int64_t steps() const { return steps_; }
+  Optimizer const& optimizer() const { return optimizer_; }
+  std::vector<std::unique_ptr<pinn::Term>> const& terms() const { return terms_; }
+
+ private:
+  void check_term(std::string const& name, pinn::Points const& points, std::int64_t count, double weight) const;
+
+  Model* model_;
+  Optimizer optimizer_;
+  DeviceView<float*> grads_;
+  Kokkos::View<std::int64_t, MemSpace> step_;
+  Kokkos::View<float*, MemSpace> losses_;  // per term, then the total
+  std::vector<std::unique_ptr<pinn::Term>> terms_;
+  std::uint64_t key_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace ktr
