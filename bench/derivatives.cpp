@@ -2,7 +2,9 @@
 // u_xx, the residual u_t + u u_x - nu u_xx and its seeds on the device, the reverse pass over the jet, an Adam
 // update) beside a plain training step (forward, mean squared error, backward, the same update) at the same batch
 // and width, in interleaved rounds: the jet's cost against its channel count C (issue 45's target: at most 1.25 C
-// plain steps), and PINN steps per second.
+// plain steps), and PINN steps per second; and the same step through ktr::Pinn (train/pinn.hpp: the residual as a
+// functor, its seeds by dual numbers, the loss reduced on the device), whose cost over the hand-written one is the
+// fused path's.
 #include "bench.hpp"
 #include "measure.hpp"
 
@@ -12,6 +14,7 @@
 #include <ktr/models/jet.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/optim/optimizer.hpp>
+#include <ktr/train/pinn.hpp>
 
 #include <cstdio>
 #include <random>
@@ -23,6 +26,13 @@ namespace ktr::bench {
 namespace {
 
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+
+struct Burgers {  // u_t + u u_x - nu u_xx, spec "d1 d0 d0,0"
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(pinn::Point<D> const& p) const {
+    return p.d(0) + p.u() * p.d(1) - (0.01 / 3.14159265358979323846) * p.d(2);
+  }
+};
 
 // One width's two steps on the same model, points and optimiser kind.
 struct Case {
@@ -36,7 +46,8 @@ struct Case {
         derivs("ktr::bench::derivs", points, 1, 3),
         u_seed("ktr::bench::u_seed", points, 1),
         d_seed("ktr::bench::d_seed", points, 1, 3),
-        step("ktr::bench::step") {
+        step("ktr::bench::step"),
+        fused(space, model, OptimizerConfig{}) {
     model.init(space, 1);
     // Collocation points in [-1, 1] x [0, 1] (x, t), drawn once on the host.
     std::mt19937 rng(5);
@@ -45,6 +56,7 @@ struct Case {
     for (std::int64_t n = 0; n < points; ++n) h(n, 0) = 2.0f * unit(rng) - 1.0f, h(n, 1) = unit(rng);
     Kokkos::deep_copy(space, x, h);
     xs = Tensor(DeviceView<float*>(x.data(), x.size()), Shape{points, 2});
+    fused.add_term("burgers", "d1 d0 d0,0", Burgers{}, pinn::Points::fixed(x), points);
   }
   static std::string description(std::int64_t width, int depth) {
     std::string d = "in=2";
@@ -95,6 +107,7 @@ struct Case {
   JetCube<float> d_seed;
   Kokkos::View<std::int64_t, MemSpace> step;
   Tensor xs;
+  Pinn fused;
 };
 
 }  // namespace
@@ -105,13 +118,14 @@ int run_derivatives(ExecSpace const& space, DerivativesBenchOptions const& o) {
       "Burgers' physics-informed step (jet of u, u_t, u_x, u_xx: C = 4 channels; residual and seeds on the "
       "device; "
       "reverse pass; Adam) beside a plain step (forward, MSE, backward, Adam), %lld points, %d tanh layers; "
-      "%d interleaved rounds of %d steps, medians\n",
+      "%d interleaved rounds of %d steps, medians; 'fused': the same step through ktr::Pinn\n",
       static_cast<long long>(o.points), o.depth, o.rounds, o.steps);
-  std::printf("  %6s %14s %14s %10s %16s\n", "width", "plain us/step", "jet us/step", "jet/plain", "jet/(1.25 C)");
+  std::printf("  %6s %14s %14s %14s %10s %16s %10s\n", "width", "plain us/step", "jet us/step", "fused us/step",
+              "jet/plain", "jet/(1.25 C)", "fused/jet");
   for (std::int64_t width : o.widths) {
     Case c(space, width, o.depth, o.points);
-    std::vector<double> plain, jet, ratio;
-    for (int w = 0; w < 3; ++w) c.plain_step(space), c.jet_step(space);
+    std::vector<double> plain, jet, fused, ratio, fused_ratio;
+    for (int w = 0; w < 3; ++w) c.plain_step(space), c.jet_step(space), c.fused.train(space, 1);
     for (int round = 0; round < o.rounds; ++round) {
       double const tp = median_seconds(
           space,
@@ -125,11 +139,14 @@ int run_derivatives(ExecSpace const& space, DerivativesBenchOptions const& o) {
             for (int s = 0; s < o.steps; ++s) c.jet_step(space);
           },
           1, 0);
-      plain.push_back(1e6 * tp / o.steps), jet.push_back(1e6 * tj / o.steps), ratio.push_back(tj / tp);
+      double const tf = median_seconds(
+          space, [&] { c.fused.train(space, o.steps); }, 1, 0);
+      plain.push_back(1e6 * tp / o.steps), jet.push_back(1e6 * tj / o.steps), fused.push_back(1e6 * tf / o.steps);
+      ratio.push_back(tj / tp), fused_ratio.push_back(tf / tj);
     }
     double const r = median(ratio);
-    std::printf("  %6lld %14.1f %14.1f %10.2f %16.2f\n", static_cast<long long>(width), median(plain), median(jet),
-                r, r / (1.25 * c.jet.channels()));
+    std::printf("  %6lld %14.1f %14.1f %14.1f %10.2f %16.2f %10.2f\n", static_cast<long long>(width),
+                median(plain), median(jet), median(fused), r, r / (1.25 * c.jet.channels()), median(fused_ratio));
   }
   std::printf(
       "PINN steps per second = 1e6 / (jet us/step); a ratio jet/(1.25 C) at most 1 meets issue 45's target\n");
