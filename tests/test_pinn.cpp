@@ -19,8 +19,8 @@ namespace {
 using ktr::Pinn;
 using ktr::pinn::Point;
 using ktr::pinn::Points;
-using Matrix = ktr::JetMatrix<float>;
-using Cube = ktr::JetCube<float>;
+using PinnMatrix = ktr::JetMatrix<float>;
+using PinnCube = ktr::JetCube<float>;
 using PinnRange = Kokkos::RangePolicy<ktr::ExecSpace, Kokkos::IndexType<std::int64_t>>;
 constexpr double pinn_pi = 3.14159265358979323846;
 
@@ -41,8 +41,8 @@ ktr::OptimizerConfig pinn_adam() {
 }
 
 // Points in [0, 1]^2 from a fixed recurrence (the same on every backend).
-Matrix pinn_points(std::int64_t n, double a, double b) {
-  Matrix x("x", n, 2);
+PinnMatrix pinn_points(std::int64_t n, double a, double b) {
+  PinnMatrix x("x", n, 2);
   auto h = Kokkos::create_mirror_view(x);
   for (std::int64_t i = 0; i < n; ++i) {
     double const u = (i + 1) * a, v = (i + 1) * b;
@@ -97,7 +97,8 @@ struct LogOfU {  // log(u - 1e9): not finite for any u the model gives
 
 // The seeds written by hand (free functions: CUDA forbids extended lambdas inside a TEST body, a private member).
 // Poisson's interior r = -lap u - f: d loss / d lap = 2 r (-1) / n.
-void poisson_seeds(ktr::ExecSpace const& space, Matrix const& xi, Cube const& lap, Cube const& lap_seed) {
+void poisson_seeds(ktr::ExecSpace const& space, PinnMatrix const& xi, PinnCube const& lap,
+                   PinnCube const& lap_seed) {
   std::int64_t const n = std::int64_t(xi.extent(0));
   Kokkos::parallel_for(
       "test::poisson_seed", PinnRange(space, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
@@ -109,7 +110,7 @@ void poisson_seeds(ktr::ExecSpace const& space, Matrix const& xi, Cube const& la
 }
 
 // The edges' r = u, weighted: d loss / d u = 2 w u / n.
-void edge_seeds(ktr::ExecSpace const& space, Matrix const& ub, Matrix const& ub_seed, double w) {
+void edge_seeds(ktr::ExecSpace const& space, PinnMatrix const& ub, PinnMatrix const& ub_seed, double w) {
   std::int64_t const n = std::int64_t(ub.extent(0));
   Kokkos::parallel_for(
       "test::edge_seed", PinnRange(space, 0, n),
@@ -117,8 +118,8 @@ void edge_seeds(ktr::ExecSpace const& space, Matrix const& ub, Matrix const& ub_
 }
 
 // Burgers' r = u_t + u u_x - nu u_xx, weighted: dr/du = u_x, dr/du_t = 1, dr/du_x = u, dr/du_xx = -nu.
-void burgers_seeds(ktr::ExecSpace const& space, Matrix const& u, Cube const& d, Matrix const& u_seed,
-                   Cube const& d_seed, double nu, double w) {
+void burgers_seeds(ktr::ExecSpace const& space, PinnMatrix const& u, PinnCube const& d, PinnMatrix const& u_seed,
+                   PinnCube const& d_seed, double nu, double w) {
   std::int64_t const n = std::int64_t(u.extent(0));
   Kokkos::parallel_for(
       "test::burgers_seed", PinnRange(space, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
@@ -160,15 +161,15 @@ TEST(Pinn, AFusedPoissonStepEqualsTheHandWrittenStepBitForBit) {
   char const* const desc = "in=2 dense:16:tanh dense:16:tanh dense:1";
   ktr::Model hand(space, desc, n), fused(space, desc, n);
   hand.init(space, 5), fused.init(space, 5);
-  Matrix const xi = pinn_points(n, 0.7548776662466927, 0.5698402909980532), xb = pinn_points(ne, 0.618, 0.382);
+  PinnMatrix const xi = pinn_points(n, 0.7548776662466927, 0.5698402909980532), xb = pinn_points(ne, 0.618, 0.382);
 
   // By hand, as examples/poisson_pinn.cpp did before the fused path.
   ktr::Optimizer optimizer(pinn_adam(), hand.arena().size(), space);
   Kokkos::View<std::int64_t, ktr::MemSpace> step("step");
   Kokkos::View<float*, ktr::MemSpace> grads("grads", std::size_t(hand.arena().size()));
   ktr::Jet<float> interior(hand, ktr::JetSpec::parse("lap", 2), n), edge(hand, ktr::JetSpec::parse("", 2), ne);
-  Matrix ui("ui", n, 1), ub("ub", ne, 1), ub_seed("ub_seed", ne, 1);
-  Cube lap("lap", n, 1, 1), lap_seed("lap_seed", n, 1, 1);
+  PinnMatrix ui("ui", n, 1), ub("ub", ne, 1), ub_seed("ub_seed", ne, 1);
+  PinnCube lap("lap", n, 1, 1), lap_seed("lap_seed", n, 1, 1);
   auto const params = hand.arena().params();
   for (int s = 0; s < 3; ++s) {
     Kokkos::deep_copy(space, grads, 0.0f);
@@ -200,12 +201,12 @@ TEST(Pinn, ANonlinearResidualsDualSeedsGiveTheGradientOfItsHandWrittenDerivative
   constexpr double nu = 0.01 / pinn_pi, w = 3;
   ktr::Model model(space, "in=2 dense:16:tanh dense:16:tanh dense:1", n);
   model.init(space, 7);
-  Matrix const x = pinn_points(n, 0.7548776662466927, 0.5698402909980532);
+  PinnMatrix const x = pinn_points(n, 0.7548776662466927, 0.5698402909980532);
 
   // Burgers: r = u_t + u u_x - nu u_xx; dr/du = u_x, dr/du_t = 1, dr/du_x = u, dr/du_xx = -nu.
   ktr::Jet<float> jet(model, ktr::JetSpec::parse("d1 d0 d0,0", 2), n);
-  Matrix u("u", n, 1), u_seed("u_seed", n, 1);
-  Cube d("d", n, 1, 3), d_seed("d_seed", n, 1, 3);
+  PinnMatrix u("u", n, 1), u_seed("u_seed", n, 1);
+  PinnCube d("d", n, 1, 3), d_seed("d_seed", n, 1, 3);
   Kokkos::View<float*, ktr::MemSpace> grads("grads", std::size_t(model.arena().size()));
   auto const params = model.arena().params();
   jet.forward(space, params, {}, {}, x, u, d);
