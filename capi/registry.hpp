@@ -8,6 +8,7 @@
 #include "../train/replay_buffer.hpp"
 #include "../train/trainer.hpp"
 #include "arrays.hpp"
+#include "metric_log.hpp"
 
 #include <cstdint>
 #include <map>
@@ -25,9 +26,8 @@ struct Entry {
   std::int64_t inference_calls = 0;
   std::unique_ptr<ReplayBuffer> buffer;  // general.buffer_size samples, made by the first push
   bool torchfort = false;                // created by TorchFort's door: its configuration's rules
-  std::string metric_log;          // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
-  StreamInstances instances;       // one per caller stream, for the model's life (captured programs refer to them)
-  bool metric_log_warned = false;  // a metric line that could not be written has been reported once
+  MetricLog metric_log;       // TorchFort's $TORCHFORT_LOGDIR/torchfort.log (enable_wandb_hook), or none
+  StreamInstances instances;  // one per caller stream, for the model's life (captured programs refer to them)
   Kokkos::View<float**, Kokkos::LayoutRight, MemSpace> outputs;  // ktr_inference's, kept between calls
   std::shared_ptr<void> jets;  // the input derivatives' state (derivatives.cpp), made by the first such call
 };

@@ -38,6 +38,8 @@ void add_system(char const* name, char const* config_file, std::int64_t n_envs, 
   e->config_text = std::move(text);
   e->system = std::make_unique<rl::OffPolicySystem>(ExecSpace(), cfg.system, comm);
   e->report_frequency = cfg.report_frequency;
+  if (cfg.enable_wandb_hook)
+    e->metric_log = open_metric_log(config_file, e->config_text, name, comm.rank() == 0, true);
   if (!g_finalize_hook) {  // the systems' views go before Kokkos does
     Kokkos::push_finalize_hook([] {
       std::unique_lock<std::recursive_mutex> hook_lock(api_mutex(), std::defer_lock);

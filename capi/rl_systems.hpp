@@ -6,6 +6,7 @@
 #include "../backends/stream_instances.hpp"
 #include "../rl/off_policy.hpp"
 #include "arrays.hpp"
+#include "metric_log.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +20,7 @@ struct RlEntry {
   std::int64_t report_frequency = 0;
   std::int64_t refused_reported = 0;  // buffer refusals already returned as a failure
   std::string config_text;            // the file it was created from, saved with its checkpoints
+  MetricLog metric_log;               // general.enable_wandb_hook's lines, or none
   DeviceView<float*> scratch;         // the calls' outputs and host scalars on the device, grown, never shrunk
 };
 

@@ -8,6 +8,7 @@
 #include "torchfort/torchfort.h"
 
 #include "../core/types.hpp"
+#include "metric_log.hpp"
 #include "torchfort_door.hpp"
 
 #include <cstdio>
@@ -24,14 +25,6 @@ namespace {
 using ktr::capi::ktr_dtype;
 using ktr::capi::refused;
 using ktr::capi::reported;
-
-// A value as TorchFort's log writes it (an ostream's default format).
-template <class T>
-std::string text_of(T value) {
-  std::ostringstream o;
-  o << value;
-  return o.str();
-}
 
 // A shape as ktr reads it (row-major, batch first): Fortran's reversed. At most 8 dimensions are read (none of a
 // larger rank, which ktr refuses by name, more than 5).
@@ -189,15 +182,18 @@ torchfort_result_t torchfort_set_cuda_manual_seed(const int seed) {
 }
 
 torchfort_result_t torchfort_wandb_log_int(char const* name, char const* metric_name, int64_t step, int value) {
-  return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
+  return reported("torchfort_wandb_log",
+                  ktr::capi::log_metric(name, metric_name, step, ktr::capi::metric_text(value)));
 }
 torchfort_result_t torchfort_wandb_log_float(char const* name, char const* metric_name, int64_t step,
                                              float value) {
-  return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
+  return reported("torchfort_wandb_log",
+                  ktr::capi::log_metric(name, metric_name, step, ktr::capi::metric_text(value)));
 }
 torchfort_result_t torchfort_wandb_log_double(char const* name, char const* metric_name, int64_t step,
                                               double value) {
-  return reported("torchfort_wandb_log", ktr::capi::log_metric(name, metric_name, step, text_of(value)));
+  return reported("torchfort_wandb_log",
+                  ktr::capi::log_metric(name, metric_name, step, ktr::capi::metric_text(value)));
 }
 
 }  // extern "C"

@@ -36,7 +36,8 @@ torchfort_result_t rl_refused(char const* call) {
   return torchfort_result_t(ktr::capi::torchfort_refused(
       call, KTR_RESULT_NOT_SUPPORTED,
       "not in ktr's reinforcement learning yet (it has torchfort_rl_off_policy_* systems of TD3, DDPG and SAC: "
-      "create_system, update_replay_buffer, is_ready, train_step, predict, predict_explore, evaluate)"));
+      "create_system, update_replay_buffer, is_ready, train_step, predict, predict_explore, evaluate, "
+      "save_checkpoint, load_checkpoint, load_model, wandb_log)"));
 }
 
 using ktr::capi::device_floats;
@@ -75,6 +76,36 @@ void store(ktr::ExecSpace const& space, ktr::Tensor const& values, Array const& 
 
 torchfort_result_t call(char const* fn, std::function<void()> const& body) {
   return ktr::capi::reported(fn, ktr::capi::guarded(body));
+}
+
+// TorchFort's metric lines of a reported update (general.enable_wandb_hook): the critic's loss and rate
+// ("critic_0"; DDPG's one critic is "critic") at the update count, and the actor's where this update moved the
+// policy, at its own count (updates / policy_lag) when that is a multiple of the frequency, as TorchFort's critic
+// and actor report. SAC's alpha loss is not read back, so it has no line.
+void log_losses(RlEntry& e, ktr::ExecSpace const& space, float p, float q) {
+  if (e.metric_log.path.empty() || !e.metric_log.writer) return;
+  ktr::rl::OffPolicySystem const& sys = *e.system;
+  ktr::rl::OffPolicyConfig const& c = sys.config();
+  std::pair<float, float> const lr = sys.learning_rates(space);
+  std::int64_t const updates = sys.updates();
+  using ktr::capi::metric_text;
+  bool const ddpg = c.algorithm == ktr::rl::OffPolicyConfig::Algorithm::ddpg;
+  ktr::capi::append_step_metrics(e.metric_log, ddpg ? "critic" : "critic_0", updates,
+                                 {{"train_loss", metric_text(q)}, {"train_lr", metric_text(lr.second)}});
+  if (updates % c.policy_lag == 0 && (updates / c.policy_lag) % e.report_frequency == 0)
+    ktr::capi::append_step_metrics(e.metric_log, "actor", updates / c.policy_lag,
+                                   {{"train_loss", metric_text(p)}, {"train_lr", metric_text(lr.first)}});
+}
+
+// torchfort_rl_off_policy_wandb_log_*: "model: NAME, step: STEP, METRIC: VALUE" in the system's metric log, where
+// it has one; nothing otherwise. An unknown system or an empty metric name is refused.
+torchfort_result_t log_metric(char const* fn, char const* name, char const* metric, int64_t step,
+                              std::string const& value) {
+  return call(fn, [&] {
+    RlEntry& e = system_named(name);
+    KTR_REQUIRE(metric != nullptr && metric[0] != '\0', "metric_name", "is null or empty");
+    ktr::capi::append_metric(e.metric_log, name, step, metric, value);
+  });
 }
 
 torchfort_result_t predict(char const* fn, char const* name, void* state, std::size_t state_dim,
@@ -264,6 +295,7 @@ torchfort_result_t torchfort_rl_off_policy_train_step(char const* name, float* p
     if (report && !ktr::capi::torchfort_quiet())
       std::printf("TORCHFORT::INFO: system: %s, step_train: %lld, policy loss: %g, critic loss: %g\n", name,
                   static_cast<long long>(sys.updates()), double(p), double(q));
+    if (report) log_losses(e, space, p, q);
   });
 }
 
@@ -379,10 +411,23 @@ torchfort_result_t torchfort_rl_off_policy_load_model(char const* name, char con
   });
 }
 
+torchfort_result_t torchfort_rl_off_policy_wandb_log_int(char const* name, char const* metric_name, int64_t step,
+                                                         int value) {
+  return log_metric("torchfort_rl_off_policy_wandb_log_int", name, metric_name, step,
+                    ktr::capi::metric_text(value));
+}
+torchfort_result_t torchfort_rl_off_policy_wandb_log_float(char const* name, char const* metric_name, int64_t step,
+                                                           float value) {
+  return log_metric("torchfort_rl_off_policy_wandb_log_float", name, metric_name, step,
+                    ktr::capi::metric_text(value));
+}
+torchfort_result_t torchfort_rl_off_policy_wandb_log_double(char const* name, char const* metric_name,
+                                                            int64_t step, double value) {
+  return log_metric("torchfort_rl_off_policy_wandb_log_double", name, metric_name, step,
+                    ktr::capi::metric_text(value));
+}
+
 // Not built yet: each answers NOT_SUPPORTED with its reason.
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_int, const char*, const char*, int64_t, int)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_float, const char*, const char*, int64_t, float)
-KTR_TF_RL_REFUSE(torchfort_rl_off_policy_wandb_log_double, const char*, const char*, int64_t, double)
 KTR_TF_RL_REFUSE_FAMILY(on_policy)
 KTR_TF_RL_REFUSE_BUFFER(on_policy, rollout, void*, size_t, int64_t*, void*, size_t, int64_t*)
 KTR_TF_RL_REFUSE(torchfort_rl_on_policy_reset_rollout_buffer, const char*)

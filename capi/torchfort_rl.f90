@@ -2,7 +2,7 @@
 ! module `torchfort`, which re-exports it: the generic names, arguments and kinds of TorchFort's, so that a program
 ! that calls them builds and links. The off-policy systems ktr has (TD3, DDPG, SAC: create_system,
 ! update_replay_buffer for one or n_envs environments, is_ready, train_step, predict, predict_explore, evaluate,
-! save_checkpoint, load_checkpoint, load_model)
+! save_checkpoint, load_checkpoint, load_model, wandb_log)
 ! run through TorchFort's C calls (torchfort_rl.cpp; the arrays' descriptors go through fortran.c), real32 or
 ! real64; every other call answers TORCHFORT_RESULT_NOT_SUPPORTED, printing why to stderr (KTR_QUIET=1 silences
 ! it), and touches no argument.
@@ -97,6 +97,26 @@ module ktr_torchfort_rl
       import :: c_char, c_int
       character(kind=c_char), dimension(*), intent(in) :: name, dir
     end function
+    integer(c_int) function c_rl_log_int(name, metric, step, val) bind(C, name="torchfort_rl_off_policy_wandb_log_int")
+      import :: c_char, c_int, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: name, metric
+      integer(c_int64_t), value :: step
+      integer(c_int), value :: val
+    end function
+    integer(c_int) function c_rl_log_float(name, metric, step, val) &
+        bind(C, name="torchfort_rl_off_policy_wandb_log_float")
+      import :: c_char, c_int, c_int64_t, c_float
+      character(kind=c_char), dimension(*), intent(in) :: name, metric
+      integer(c_int64_t), value :: step
+      real(c_float), value :: val
+    end function
+    integer(c_int) function c_rl_log_double(name, metric, step, val) &
+        bind(C, name="torchfort_rl_off_policy_wandb_log_double")
+      import :: c_char, c_int, c_int64_t, c_double
+      character(kind=c_char), dimension(*), intent(in) :: name, metric
+      integer(c_int64_t), value :: step
+      real(c_double), value :: val
+    end function
     integer(c_int) function c_rl_is_ready(name, ready) bind(C, name="torchfort_rl_off_policy_is_ready")
       import :: c_char, c_int, c_bool
       character(kind=c_char), dimension(*), intent(in) :: name
@@ -171,35 +191,35 @@ contains
     character(len=*), intent(in) :: mname, metric_name
     integer(int64), intent(in) :: step
     integer(int32), intent(in) :: val
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+    res = c_rl_log_int(c_string(mname), c_string(metric_name), int(step, c_int64_t), int(val, c_int))
   end function
 
   integer(c_int) function rl_off_policy_wandb_log_float(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int64), intent(in) :: step
     real(real32), intent(in) :: val
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+    res = c_rl_log_float(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_float))
   end function
 
   integer(c_int) function rl_off_policy_wandb_log_double(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int64), intent(in) :: step
     real(real64), intent(in) :: val
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+    res = c_rl_log_double(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_double))
   end function
 
   integer(c_int) function rl_off_policy_wandb_log_float_int32step(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int32), intent(in) :: step
     real(real32), intent(in) :: val
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+    res = c_rl_log_float(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_float))
   end function
 
   integer(c_int) function rl_off_policy_wandb_log_double_int32step(mname, metric_name, step, val) result(res)
     character(len=*), intent(in) :: mname, metric_name
     integer(int32), intent(in) :: step
     real(real64), intent(in) :: val
-    res = c_rl_refused(c_string('torchfort_rl_off_policy_wandb_log'))
+    res = c_rl_log_double(c_string(mname), c_string(metric_name), int(step, c_int64_t), real(val, c_double))
   end function
 
   integer(c_int) function rl_off_policy_update_replay(mname, state_old, act_old, state_new, &

@@ -110,7 +110,10 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
            [&](YAML::Node const& n, std::string const& k) {
              r.section(n, k,
                        {{"report_frequency", count(out.report_frequency, 0, kMaxCount)},
-                        {"enable_wandb_hook", r.ignored()},
+                        {"enable_wandb_hook",
+                         [&](YAML::Node const& v, std::string const& key) {
+                           out.enable_wandb_hook = r.boolean(v, key);
+                         }},
                         {"verbose", r.ignored()}});
            }},
           {"algorithm",

@@ -14,6 +14,7 @@ namespace ktr {
 struct RlFileConfig {
   rl::OffPolicyConfig system;
   std::int64_t report_frequency = 0;  ///< general.report_frequency: a line every this many updates (0: none)
+  bool enable_wandb_hook = false;     ///< general.enable_wandb_hook: TorchFort's metric log (capi/metric_log.hpp)
 };
 
 /// Parses TorchFort's off-policy file `yaml` (read from `path`, named in messages); `n_envs` > 0 replaces its

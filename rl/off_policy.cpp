@@ -271,6 +271,14 @@ std::int64_t OffPolicySystem::refused(ExecSpace const& space) const {
   return n;
 }
 
+std::pair<float, float> OffPolicySystem::learning_rates(ExecSpace const& space) const {
+  float p = 0, q = 0;
+  Kokkos::deep_copy(space, p, Kokkos::subview(policy_opt_->scalars(), 0));
+  Kokkos::deep_copy(space, q, Kokkos::subview(critic_opts_[0]->scalars(), 0));
+  space.fence();
+  return {p, q};
+}
+
 void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float* p_loss, float* q_loss) {
   KTR_REQUIRE(updates >= 1, "train", "asks for " + std::to_string(updates) + " updates");
   bool policy_updated = false;

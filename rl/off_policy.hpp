@@ -27,6 +27,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ktr::rl {
@@ -112,6 +113,8 @@ class OffPolicySystem {
   void train(ExecSpace const& space, std::int64_t updates = 1, float* p_loss = nullptr, float* q_loss = nullptr);
   /// Updates made so far (the policy-lag count).
   std::int64_t updates() const { return updates_; }
+  /// The learning rates the last updates used: the policy's, then critic 0's (reads back).
+  std::pair<float, float> learning_rates(ExecSpace const& space) const;
 
   /// action (N, A) = clamp(policy(state), a_low, a_high), state (N, S); with `explore`, plus sigma_explore N(0,1)
   /// noise before the clamp (draws counted on the device).

@@ -307,6 +307,66 @@ TEST(TorchFortRL, NStepPrioritizedNormalizedAndParameterNoiseSystemsFromTorchFor
 
 // TorchFort's checkpoint calls: save_checkpoint, then load_checkpoint into another system of the same file (the
 // same actions and values), load_model (the networks only: its buffer stays empty).
+// enable_wandb_hook with TORCHFORT_LOGDIR: TorchFort's metric lines of a TD3 system (policy_lag 2,
+// report_frequency 2): the critic's at updates 2 and 4, the actor's at its own second update (update 4) only; the
+// torchfort_rl_off_policy_wandb_log_* lines; the configuration with its identifier beside them. A system without
+// the hook logs nothing and its wandb_log calls succeed; an unknown system or an empty metric name is refused.
+TEST(TorchFortRL, WandbHookLogsTheCriticsAndActorsLinesAndTheWandbLogCalls) {
+  std::string yaml = config("td3");
+  yaml.replace(yaml.find("report_frequency: 0"), 19, "report_frequency: 2");
+  yaml.replace(yaml.find("enable_wandb_hook: 0"), 20, "enable_wandb_hook: 1");
+  yaml.replace(yaml.find("batch_size: 128"), 15, "batch_size: 8");
+  yaml.replace(yaml.find("min_size: 512"), 13, "min_size: 16");
+  std::string const dir = ::testing::TempDir() + "tf_rl_logdir";
+  std::remove((dir + "/torchfort.log").c_str());
+  ::setenv("TORCHFORT_LOGDIR", dir.c_str(), 1);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_rl_wandb", write_file("tf_rl_wandb.yaml", yaml).c_str(),
+                                                  kTfDevice, kTfDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  ::unsetenv("TORCHFORT_LOGDIR");
+  std::string quiet = config("td3");
+  quiet.replace(quiet.find("min_size: 512"), 13, "min_size: 16");
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_rl_quiet", write_file("tf_rl_quiet.yaml", quiet).c_str(),
+                                                  kTfDevice, kTfDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  float s = 0.5f, a = 0, r = 1;
+  int64_t one[1] = {1};
+  for (int i = 0; i < 16; ++i)
+    ASSERT_EQ(torchfort_rl_off_policy_update_replay_buffer("tf_rl_wandb", &s, &s, 1, one, &a, 1, one, &r, false,
+                                                           TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+  ::testing::internal::CaptureStdout();
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(torchfort_rl_off_policy_train_step("tf_rl_wandb", nullptr, nullptr, 0), TORCHFORT_RESULT_SUCCESS);
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(torchfort_rl_off_policy_wandb_log_float("tf_rl_wandb", "reward", 9, 0.5f), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(torchfort_rl_off_policy_wandb_log_int("tf_rl_wandb", "episode", 9, 3), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(torchfort_rl_off_policy_wandb_log_double("tf_rl_wandb", "drag", 9, 0.25), TORCHFORT_RESULT_SUCCESS);
+  std::string const log = ktr::test::slurp(dir + "/torchfort.log");
+  for (char const* line : {"TORCHFORT::WANDB: model: critic_0, step: 2, train_loss: ",
+                           "TORCHFORT::WANDB: model: critic_0, step: 2, train_lr: ",
+                           "TORCHFORT::WANDB: model: critic_0, step: 4, train_loss: ",
+                           "TORCHFORT::WANDB: model: actor, step: 2, train_loss: ",
+                           "TORCHFORT::WANDB: model: actor, step: 2, train_lr: ",
+                           "TORCHFORT::WANDB: model: tf_rl_wandb, step: 9, reward: 0.5\n",
+                           "TORCHFORT::WANDB: model: tf_rl_wandb, step: 9, episode: 3\n",
+                           "TORCHFORT::WANDB: model: tf_rl_wandb, step: 9, drag: 0.25\n"})
+    EXPECT_NE(log.find(line), std::string::npos) << line << " in\n" << log;
+  for (char const* absent : {"critic_0, step: 1,", "critic_0, step: 3,", "actor, step: 1,"})
+    EXPECT_EQ(log.find(absent), std::string::npos) << absent << " in\n" << log;
+  EXPECT_NE(ktr::test::slurp(dir + "/config_tf_rl_wandb.yaml").find("identifier: tf_rl_wandb"), std::string::npos);
+
+  EXPECT_EQ(torchfort_rl_off_policy_wandb_log_float("tf_rl_quiet", "reward", 9, 0.5f), TORCHFORT_RESULT_SUCCESS);
+  EXPECT_EQ(ktr::test::slurp(dir + "/torchfort.log"), log) << "a system without the hook logs nothing";
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_rl_off_policy_wandb_log_float("tf_rl_nobody", "reward", 9, 0.5f),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  EXPECT_EQ(torchfort_rl_off_policy_wandb_log_int("tf_rl_wandb", "", 9, 1), TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("system 'tf_rl_nobody': does not exist"), std::string::npos) << err;
+  EXPECT_NE(err.find("metric_name: is null or empty"), std::string::npos) << err;
+}
+
 TEST(TorchFortRL, ASavedSystemLoadsWholeOrAsItsNetworksOnly) {
   std::string const path = write_file("tf_ckpt.yaml", config("td3"));
   for (char const* n : {"tf_ckpt_a", "tf_ckpt_b", "tf_ckpt_c"})
