@@ -2,6 +2,9 @@
 #include "apps/cli.hpp"
 #include "apps/flags.hpp"
 #include "bench/bench.hpp"
+#if defined(KTR_CLI_TORCHFORT_BENCH)
+#include "apps/bench_torchfort_rl.hpp"
+#endif
 
 #include <ktr/backends/gemm.hpp>
 #include <ktr/train/runtime.hpp>
@@ -105,7 +108,13 @@ int bench(int argc, char* argv[]) {
     throw FlagError("--steps: must be a multiple of --k (" + std::to_string(po.k) + ")");
   if (rl->parsed() && ro.updates % 16 != 0) throw FlagError("--updates: must be a multiple of 16");
   Runtime runtime(threads);
-  if (rl->parsed()) return bench::run_rl(ExecSpace(), ro);
+  if (rl->parsed()) {
+    int const failed = bench::run_rl(ExecSpace(), ro);
+#if defined(KTR_CLI_TORCHFORT_BENCH)
+    if (!ro.suite) run_torchfort_rl_layer(ro.rounds);
+#endif
+    return failed;
+  }
   if (derivatives->parsed()) return bench::run_derivatives(ExecSpace(), dopt);
   if (pipeline->parsed()) return bench::run_pipeline(ExecSpace(), o);
   if (profile->parsed()) return bench::run_profile(ExecSpace(), po);

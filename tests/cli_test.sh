@@ -79,6 +79,8 @@ case $case_name in
     expect 0 "ktr::gemm 8x512x784 NN" -- "$ktr" bench profile --models mlp --steps 2 --k 1 --mlp-batch 8
     expect 0 "ktr::conv2d::direct_forward" -- "$ktr" bench profile --models cnn --steps 2 --k 2 --cnn-batch 2
     expect 2 "--steps: must be a multiple of --k" -- "$ktr" bench profile --steps 3 --k 2
+    # bench rl ends with TorchFort's calls beside the system's own (every build here has the C API).
+    expect 0 "train_step \(losses\) +[0-9.]+ +[0-9.]+ +[0-9.]+" -- "$ktr" bench rl --updates 16 --rounds 1
     expect 0 "Usage: ktr synth" -- "$ktr" synth --help
     expect 0 "usage: ktr info" -- "$ktr" info --help
     expect 0 "usage: ktr <command>" -- "$ktr" --help
