@@ -54,6 +54,12 @@ std::string read_network(Reader const& r, YAML::Node const& root, char const* se
     std::string const t = lower(copy["type"].as<std::string>());
     std::string const wanted = critic ? "criticmlp" : (sac ? "sacmlp" : "mlp");
     if (t == "sacmlp" && t == wanted) return read_sacmlp(r, n, section, c);
+    // TorchFort's CriticMLP takes dropout and layer_sizes only; its MLP (a policy) also flatten_non_batch_dims,
+    // which changes nothing over a system's (environments, values) rows.
+    if (t == "criticmlp" && copy["parameters"].IsMap() && copy["parameters"]["flatten_non_batch_dims"].IsDefined())
+      r.fail(copy["parameters"]["flatten_non_batch_dims"],
+             std::string(section) + ".parameters.flatten_non_batch_dims",
+             "TorchFort's CriticMLP has no such key (its keys: dropout, layer_sizes)");
     if (t == wanted)
       copy["type"] = "mlp";
     else if (t != "ktr")

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 namespace ktr::test {
 bool rl_suite_runs();  // test_rl.cpp
@@ -307,6 +308,46 @@ TEST(TorchFortRL, NStepPrioritizedNormalizedAndParameterNoiseSystemsFromTorchFor
 
 // TorchFort's checkpoint calls: save_checkpoint, then load_checkpoint into another system of the same file (the
 // same actions and values), load_model (the networks only: its buffer stays empty).
+// flatten_non_batch_dims on TorchFort's MLP policy: a system's arrays are (environments, values) rows, so false
+// (the per-point network) gives the same actions and values as true. TorchFort's CriticMLP has no such key, and a
+// critic that names it is refused, naming it.
+TEST(TorchFortRL, FlattenNonBatchDimsFalseOnThePolicyGivesTheSameNetworkAndTheCriticRefusesIt) {
+  std::string flat = config("td3"), per_point = flat, critic = flat;
+  auto set_key = [](std::string& y, char const* section, char const* value) {
+    std::size_t const at = y.find("dropout: 0.0\n", y.find(section));
+    y.replace(at, 13, std::string("dropout: 0.0\n    flatten_non_batch_dims: ") + value + "\n");
+  };
+  set_key(flat, "policy_model", "true");
+  set_key(per_point, "policy_model", "false");
+  set_key(critic, "critic_model", "false");
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("tf_flat", write_file("tf_flat.yaml", flat).c_str(), kTfDevice,
+                                                  kTfDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  ASSERT_EQ(torchfort_rl_off_policy_create_system(
+                "tf_per_point", write_file("tf_per_point.yaml", per_point).c_str(), kTfDevice, kTfDevice),
+            TORCHFORT_RESULT_SUCCESS);
+  float states[3] = {-0.5f, 0.1f, 0.7f}, a_flat[3] = {}, a_point[3] = {}, q_flat[3] = {}, q_point[3] = {};
+  int64_t shape[2] = {3, 1}, three[1] = {3};
+  for (auto [name, a, q] : {std::tuple{"tf_flat", a_flat, q_flat}, std::tuple{"tf_per_point", a_point, q_point}}) {
+    ASSERT_EQ(torchfort_rl_off_policy_predict(name, states, 2, shape, a, 2, shape, TORCHFORT_FLOAT, 0),
+              TORCHFORT_RESULT_SUCCESS);
+    ASSERT_EQ(
+        torchfort_rl_off_policy_evaluate(name, states, 2, shape, a, 2, shape, q, 1, three, TORCHFORT_FLOAT, 0),
+        TORCHFORT_RESULT_SUCCESS);
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(a_flat[i], a_point[i]) << i;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(q_flat[i], q_point[i]) << i;
+  EXPECT_NE(a_flat[0], a_flat[2]);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(torchfort_rl_off_policy_create_system(
+                "tf_critic_flat", write_file("tf_critic_flat.yaml", critic).c_str(), kTfDevice, kTfDevice),
+            TORCHFORT_RESULT_INVALID_USAGE);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("critic_model.parameters.flatten_non_batch_dims: TorchFort's CriticMLP has no such key"),
+            std::string::npos)
+      << err;
+}
+
 // enable_wandb_hook with TORCHFORT_LOGDIR: TorchFort's metric lines of a TD3 system (policy_lag 2,
 // report_frequency 2): the critic's at updates 2 and 4, the actor's at its own second update (update 4) only; the
 // torchfort_rl_off_policy_wandb_log_* lines; the configuration with its identifier beside them. A system without
