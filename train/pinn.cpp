@@ -131,12 +131,17 @@ void Term::step(ExecSpace const& space, DeviceView<float*> const& params, Device
 
 }  // namespace pinn
 
-Pinn::Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimizer, std::uint64_t seed)
+Pinn::Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimizer, std::uint64_t seed,
+           Communicator const& comm)
     : model_(&model),
+      comm_(comm),
       optimizer_(optimizer, model.arena().size(), space),
       grads_("ktr::pinn::grads", std::size_t(model.arena().size())),
       step_("ktr::pinn::step"),
-      key_(mix64(seed ^ 0x9E6C63D0676A9A99ull)) {}
+      // Rank r's terms are keyed apart from every other rank's (rank 0's as a one-rank run's).
+      key_(mix64(seed ^ 0x9E6C63D0676A9A99ull) ^ (comm.rank() == 0 ? 0 : mix64(std::uint64_t(comm.rank())))) {
+  if (comm_.size() > 1) comm_.broadcast(space, model.arena().params());
+}
 
 void Pinn::check_term(std::string const& name, pinn::Points const& points, std::int64_t count,
                       double weight) const {
@@ -189,9 +194,23 @@ void Pinn::train(ExecSpace const& space, int steps) {
           for (std::size_t t = 0; t < n; ++t) total += losses(t);
           losses(n) = total;
         });
+    if (comm_.size() > 1) mean_over_ranks(space);
     optimizer_.update(space, params, grads_, step_, losses_.data() + n, 1);
     ++steps_;
   }
+}
+
+void Pinn::mean_over_ranks(ExecSpace const& space) {
+  float const share = 1.0f / float(comm_.size());
+  auto const grads = grads_, losses = losses_;
+  Kokkos::parallel_for(
+      "ktr::pinn::rank_share", Range(space, 0, std::int64_t(grads.extent(0))),
+      KOKKOS_LAMBDA(std::int64_t i) { grads(i) *= share; });
+  Kokkos::parallel_for(
+      "ktr::pinn::rank_loss_share", Range(space, 0, std::int64_t(losses.extent(0))),
+      KOKKOS_LAMBDA(std::int64_t i) { losses(i) *= share; });
+  comm_.allreduce_sum(space, grads_);
+  comm_.allreduce_sum(space, losses_);
 }
 
 std::vector<double> Pinn::losses(ExecSpace const& space) const {

@@ -19,6 +19,7 @@
 // run replays bit for bit, and K steps in one call equal K calls of one step.
 #pragma once
 
+#include "../backends/collective.hpp"
 #include "../models/jet.hpp"
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
@@ -207,10 +208,15 @@ double relative_l2(ExecSpace const& space, Model const& model, JetMatrix<float c
 }  // namespace pinn
 
 /// A physics-informed training of one model: weighted residual terms, one optimiser, K steps per call.
+///
+/// Over several ranks (`comm`): every rank's model starts as rank 0's, each rank draws its own points (its draws
+/// keyed by its rank too; fixed points are each rank's own), and every update takes the ranks' mean gradient and
+/// mean losses (two allreduces a step), so the models stay equal to the bit and a refusal is every rank's.
 class Pinn {
  public:
-  /// Trains `model`'s parameters (in place) with `optimizer`; draws are keyed by `seed`.
-  Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimizer, std::uint64_t seed = 0);
+  /// Trains `model`'s parameters (in place) with `optimizer`; draws are keyed by `seed`. Collective over `comm`.
+  Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimizer, std::uint64_t seed = 0,
+       Communicator const& comm = Communicator());
 
   /// Adds the term weight * mean over `count` points of residual(point)^2, its columns those of `spec` (the
   /// derivative tokens of models/jet.hpp). Throws UsageError naming the term and what is wrong: a spec token the
@@ -224,22 +230,29 @@ class Pinn {
     losses_ = Kokkos::View<float*, MemSpace>("ktr::pinn::losses", terms_.size() + 1);
   }
 
-  /// Queues `steps` steps on `space` with nothing read back. Throws UsageError if there is no term, or (L-BFGS)
+  /// Queues `steps` steps on `space` with nothing read back (over several ranks: collective, each step's
+  /// allreduces wait for the host where the transport does). Throws UsageError if there is no term, or (L-BFGS)
   /// if a term draws new points every step, naming it.
   void train(ExecSpace const& space, int steps);
 
-  /// Each term's loss at the last step (weighted), then their sum: reads back.
+  /// Each term's loss at the last step (weighted; over several ranks the ranks' mean), then their sum: reads back.
   std::vector<double> losses(ExecSpace const& space) const;
   /// The gradient of the last step (arena layout).
   DeviceView<float*> const& gradient() const { return grads_; }
   std::int64_t steps() const { return steps_; }
   Optimizer const& optimizer() const { return optimizer_; }
   std::vector<std::unique_ptr<pinn::Term>> const& terms() const { return terms_; }
+  Communicator const& communicator() const { return comm_; }
+
+  /// The step's gradient and losses become the ranks' means (train's; public because the CUDA compiler refuses
+  /// device lambdas in private members).
+  void mean_over_ranks(ExecSpace const& space);
 
  private:
   void check_term(std::string const& name, pinn::Points const& points, std::int64_t count, double weight) const;
 
   Model* model_;
+  Communicator comm_;
   Optimizer optimizer_;
   DeviceView<float*> grads_;
   Kokkos::View<std::int64_t, MemSpace> step_;
