@@ -168,26 +168,26 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
   std::int64_t updates = 0, draws = 0, explore_draws = 0;
   std::string refused;
   try {
-    Generation g = read_generation(dir);
-    KTR_REQUIRE(g.files.count("system.ckpt") == 1, dir,
+    // A system saved over several ranks: rank r's own state is rank-<r>.ckpt (rank 0's is system.ckpt), and each
+    // rank reads its own file alone; the networks alone (load_model) come from rank 0's on every rank. A save
+    // without this rank's file is read from system.ckpt, which names the rank count it was saved over.
+    std::string file =
+        networks_only || comm_.rank() == 0 ? "system.ckpt" : "rank-" + std::to_string(comm_.rank()) + ".ckpt";
+    Generation g = read_generation(dir, {file});
+    KTR_REQUIRE(g.names.count("system.ckpt") == 1, dir,
                 "holds a model's run, not a reinforcement-learning system (ktr_load_checkpoint reads it)");
-    std::string path = g.folder + "/system.ckpt";
-    ckpt = parse_checkpoint(path, g.files["system.ckpt"]);
+    if (g.files.count(file) == 0) file = "system.ckpt", g = read_generation(dir, {file});
+    std::string path = g.folder + "/" + file;
+    ckpt = parse_checkpoint(path, g.files[file]);
     KTR_REQUIRE(ckpt.has("kind") && ckpt.get("kind") == "ktr-rl-system", path, "is not a ktr RL system");
-    // A system saved over several ranks: rank r's own state is rank-<r>.ckpt (rank 0's is system.ckpt); the
-    // networks alone (load_model) come from rank 0's on every rank.
     std::int64_t const ranks = ckpt.has("ranks") ? header_int(ckpt, path, "ranks") : 1;
     if (!networks_only) {
       KTR_REQUIRE(ranks == comm_.size(), path,
                   "holds a system saved over " + std::to_string(ranks) + " rank(s); this one runs over " +
                       std::to_string(comm_.size()) + " (load_model takes its networks alone)");
-      if (comm_.rank() > 0) {
-        std::string const mine = "rank-" + std::to_string(comm_.rank()) + ".ckpt";
-        KTR_REQUIRE(g.files.count(mine) == 1, dir, "has no " + mine + " for rank " + std::to_string(comm_.rank()));
-        path = g.folder + "/" + mine;
-        ckpt = parse_checkpoint(path, g.files[mine]);
-        KTR_REQUIRE(ckpt.has("kind") && ckpt.get("kind") == "ktr-rl-system", path, "is not a ktr RL system");
-      }
+      KTR_REQUIRE(
+          comm_.rank() == 0 || file != "system.ckpt", dir,
+          "has no rank-" + std::to_string(comm_.rank()) + ".ckpt for rank " + std::to_string(comm_.rank()));
     }
     auto same = [&](char const* key, std::string const& mine) {
       KTR_REQUIRE(ckpt.has(key) && ckpt.get(key) == mine, path,

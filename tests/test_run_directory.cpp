@@ -6,6 +6,8 @@
 #include <ktr/core/file.hpp>
 #include <ktr/train/run_directory.hpp>
 
+#include "helpers.hpp"
+
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -270,6 +272,33 @@ TEST(RunDirectory, AnRlGenerationHoldsEveryRanksFileAndRefusesAGapOrAnotherName)
   } catch (ktr::Error const& e) {
     EXPECT_NE(std::string(e.what()).find("does not list every file"), std::string::npos) << e.what();
   }
+}
+
+// A rank of a distributed RL system reads its own file alone (read_generation's `only`): a file it does not read
+// may change bytes without refusing its read, but every file must still be there at its manifest size, and a full
+// read or a read of the changed file is refused.
+TEST(RunDirectory, AReadOfNamedFilesReadsThoseAloneAndStillChecksEveryFilesSize) {
+  std::string const dir = ::testing::TempDir() + "run_directory_only";
+  fs::remove_all(dir);
+  auto file = [](std::string const& name) {
+    return ktr::GenerationFile{name, [name](std::string const& path) { ktr::write_atomically(path, name); }};
+  };
+  ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file("rank-1.ckpt"), file("rank-2.ckpt")});
+  std::string const folder = ktr::read_generation(dir).folder;
+  std::ofstream(folder + "/rank-1.ckpt", std::ios::binary | std::ios::trunc) << "rank-X.ckpt";  // same size
+  ktr::Generation const mine = ktr::read_generation(dir, {"rank-2.ckpt"});
+  ASSERT_EQ(mine.files.size(), 1u);
+  EXPECT_EQ(mine.files.at("rank-2.ckpt"), "rank-2.ckpt");
+  EXPECT_EQ(mine.names, (std::set<std::string>{"system.ckpt", "config.yaml", "rank-1.ckpt", "rank-2.ckpt"}));
+  for (std::vector<std::string> const& only :
+       {std::vector<std::string>{}, std::vector<std::string>{"rank-1.ckpt"}})
+    EXPECT_NE(ktr::test::error_of([&] { ktr::read_generation(dir, only); }).find("does not match the manifest"),
+              std::string::npos);
+  std::ofstream(folder + "/rank-1.ckpt", std::ios::binary | std::ios::trunc) << "short";
+  EXPECT_NE(ktr::test::error_of([&] {
+              ktr::read_generation(dir, {"rank-2.ckpt"});
+            }).find("is missing or not the size the manifest lists"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -310,7 +310,7 @@ RunConfig RunDirectory::restorable_into(std::string const& model, std::int64_t b
   return config;
 }
 
-Generation read_generation(std::string const& dir) {
+Generation read_generation(std::string const& dir, std::vector<std::string> const& only) {
   std::string const manifest = dir + "/" + kManifest;
   KTR_REQUIRE(exists(manifest), dir,
               "is not a ktr checkpoint directory (no ktr-manifest: not one, or its first save was cut short)");
@@ -322,6 +322,8 @@ Generation read_generation(std::string const& dir) {
     struct stat st {};
     KTR_REQUIRE(::lstat(path.c_str(), &st) == 0 && std::int64_t(st.st_size) == entry.size, path,
                 "is missing or not the size the manifest lists: refusing the directory");
+    g.names.insert(name);
+    if (!only.empty() && std::find(only.begin(), only.end(), name) == only.end()) continue;
     std::string& bytes = g.files[name] = read_regular_file(path);  // at most the host memory available
     KTR_REQUIRE(std::int64_t(bytes.size()) == entry.size && crc_of(bytes) == entry.crc, path,
                 "does not match the manifest (the file changed after the save): refusing the directory");

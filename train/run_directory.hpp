@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,11 @@ void save_generation(std::string const& dir, std::vector<GenerationFile> const& 
 struct Generation {
   std::string folder;
   std::map<std::string, std::string> files;
+  std::set<std::string> names;  ///< every file the manifest lists (read or not)
 };
-Generation read_generation(std::string const& dir);
+/// `only` not empty: just those of the listed files are read and checked against their CRC (a rank of a
+/// distributed RL system reads its own file, not every rank's); every file is still checked to be there at its
+/// manifest size.
+Generation read_generation(std::string const& dir, std::vector<std::string> const& only = {});
 
 }  // namespace ktr
