@@ -131,9 +131,9 @@ class OffPolicySystem {
   /// Restores a save of a system of the same algorithm, networks and buffer (checked first; ktr::Error naming the
   /// file otherwise, the system unchanged). `networks_only` (TorchFort's load_model): the online networks only,
   /// the targets copied from them, nothing else restored. Over several ranks it is collective and every rank
-  /// reads `dir`: each reads and restores its own file alone, from a save over as many ranks (`networks_only`: rank
-  /// 0's networks, from a save over any number); a checkpoint one rank refuses throws on every rank and changes
-  /// none.
+  /// reads `dir`: each reads and restores its own file alone, from a save over as many ranks (`networks_only`:
+  /// rank 0's networks, from a save over any number); a checkpoint one rank refuses throws on every rank and
+  /// changes none.
   void load(ExecSpace const& space, std::string const& dir, bool networks_only = false);
 
   Model& policy() { return *policy_; }
