@@ -228,6 +228,62 @@ TEST(Pinn, ANonlinearResidualsDualSeedsGiveTheGradientOfItsHandWrittenDerivative
     EXPECT_NEAR(got[k], expected[k], 1e-6 * largest) << "parameter " << k;
 }
 
+struct RawResidual {  // u_x + 0.3 u_yy - 0.01 x in raw coordinates, spec "d0 d1,1"
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(Point<D> const& p) const {
+    return p.d(0) + 0.3 * p.d(1) - 0.01 * p.x(0);
+  }
+};
+
+struct ScaledResidual {  // the same residual in transformed coordinates x' = x s + b
+  double s0, s1, b0;
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(Point<D> const& p) const {
+    return s0 * p.d(0) + 0.3 * s1 * s1 * p.d(1) - 0.01 * ((p.x(0) - b0) / s0);
+  }
+};
+
+TEST(Pinn, AnInputTransformGivesDerivativesWithRespectToTheRawInputs) {
+  ktr::ExecSpace space;
+  constexpr std::int64_t n = 64;
+  double const s0 = 0.1, s1 = 0.5, b0 = -0.5, b1 = -0.5;
+  char const* const desc = "in=2 dense:16:tanh dense:16:tanh dense:1";
+  ktr::Model raw(space, desc, n), scaled(space, desc, n);
+  raw.init(space, 4), scaled.init(space, 4);
+  PinnMatrix const unit = pinn_points(n, 0.7548776662466927, 0.5698402909980532);
+  PinnMatrix x("x", n, 2), xs("xs", n, 2);  // raw points in [0, 10] x [0, 2], and x s + b
+  auto const uh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), unit);
+  auto xh = Kokkos::create_mirror_view(x), xsh = Kokkos::create_mirror_view(xs);
+  for (std::int64_t i = 0; i < n; ++i) {
+    xh(i, 0) = 10 * uh(i, 0), xh(i, 1) = 2 * uh(i, 1);
+    xsh(i, 0) = float(double(xh(i, 0)) * s0 + b0), xsh(i, 1) = float(double(xh(i, 1)) * s1 + b1);
+  }
+  Kokkos::deep_copy(x, xh), Kokkos::deep_copy(xs, xsh);
+  ktr::OptimizerConfig sgd;
+  sgd.kind = ktr::OptimizerConfig::Kind::sgd;
+  Pinn with(space, raw, sgd), without(space, scaled, sgd);
+  with.set_input_transform(space, {s0, s1}, {b0, b1});
+  with.add_term("raw", "d0 d1,1", RawResidual{}, Points::fixed(x), n);
+  without.add_term("scaled", "d0 d1,1", ScaledResidual{s0, s1, b0}, Points::fixed(xs), n);
+  with.train(space, 1), without.train(space, 1);
+  std::vector<float> const a = pinn_host(with.gradient()), b = pinn_host(without.gradient());
+  double largest = 0;
+  for (float g : b) largest = std::max(largest, double(std::abs(g)));
+  ASSERT_GT(largest, 0);
+  for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k], b[k], 1e-4 * largest) << "parameter " << k;
+  EXPECT_NEAR(with.losses(space)[0], without.losses(space)[0], 1e-4 * without.losses(space)[0]);
+
+  using ktr::test::error_of;
+  EXPECT_NE(error_of([&] {
+              with.set_input_transform(space, {1}, {0});
+            }).find("pinn input transform: it has 1 scales and 1 shifts, the model 2 inputs"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              with.set_input_transform(space, {1, 0}, {0, 0});
+            }).find("input 1's scale"),
+            std::string::npos);
+}
+
 TEST(Pinn, KStepsInOneCallEqualKCallsOfOneStepBitForBit) {
   ktr::ExecSpace space;
   char const* const desc = "in=2 dense:16:tanh dense:16:tanh dense:1";

@@ -102,7 +102,9 @@ Term::Term(Model const& model, std::string name, std::string const& spec, Points
 }
 
 void Term::step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
-                Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step) {
+                Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step,
+                Kokkos::View<float const*, MemSpace> const& scale,
+                Kokkos::View<float const*, MemSpace> const& shift) {
   if (points_.given.size() != 0) {
     if (!drawn_) Kokkos::deep_copy(space, x_, points_.given), drawn_ = true;
   } else if (points_.redraw || !drawn_) {
@@ -124,7 +126,7 @@ void Term::step(ExecSpace const& space, DeviceView<float*> const& params, Device
         });
     drawn_ = true;
   }
-  jet_.forward(space, params, {}, {}, x_, u_, derivs_);
+  jet_.forward(space, params, scale, shift, x_, u_, derivs_);
   residual(space, losses, index);
   jet_.backward(space, params, u_seed_, derivs_seed_, grads, {});
 }
@@ -141,6 +143,25 @@ Pinn::Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimize
       // Rank r's terms are keyed apart from every other rank's (rank 0's as a one-rank run's).
       key_(mix64(seed ^ 0x9E6C63D0676A9A99ull) ^ (comm.rank() == 0 ? 0 : mix64(std::uint64_t(comm.rank())))) {
   if (comm_.size() > 1) comm_.broadcast(space, model.arena().params());
+}
+
+void Pinn::set_input_transform(ExecSpace const& space, std::vector<double> const& scale,
+                               std::vector<double> const& shift) {
+  std::size_t const d = std::size_t(model_->input_shape(1).inner());
+  KTR_PINN_REQUIRE(scale.size() == d && shift.size() == d, "pinn input transform",
+                   "it has " + std::to_string(scale.size()) + " scales and " + std::to_string(shift.size()) +
+                       " shifts, the model " + std::to_string(d) + " inputs");
+  for (std::size_t j = 0; j < d; ++j)
+    KTR_PINN_REQUIRE(std::isfinite(scale[j]) && std::isfinite(shift[j]) && scale[j] != 0, "pinn input transform",
+                     "input " + std::to_string(j) + "'s scale " + std::to_string(scale[j]) + " and shift " +
+                         std::to_string(shift[j]) + " are not finite with a scale other than 0");
+  scale_ = Kokkos::View<float*, MemSpace>("ktr::pinn::scale", d);
+  shift_ = Kokkos::View<float*, MemSpace>("ktr::pinn::shift", d);
+  auto sh = Kokkos::create_mirror_view(scale_), bh = Kokkos::create_mirror_view(shift_);
+  for (std::size_t j = 0; j < d; ++j) sh(j) = float(scale[j]), bh(j) = float(shift[j]);
+  Kokkos::deep_copy(space, scale_, sh);
+  Kokkos::deep_copy(space, shift_, bh);
+  space.fence();
 }
 
 void Pinn::check_term(std::string const& name, pinn::Points const& points, std::int64_t count,
@@ -187,7 +208,8 @@ void Pinn::train(ExecSpace const& space, int steps) {
   std::size_t const n = terms_.size();
   for (int s = 0; s < steps; ++s) {
     Kokkos::deep_copy(space, grads_, 0.0f);
-    for (std::size_t t = 0; t < n; ++t) terms_[t]->step(space, params, grads_, losses_, t, std::uint64_t(steps_));
+    for (std::size_t t = 0; t < n; ++t)
+      terms_[t]->step(space, params, grads_, losses_, t, std::uint64_t(steps_), scale_, shift_);
     Kokkos::parallel_for(
         "ktr::pinn::total_loss", Range(space, 0, 1), KOKKOS_LAMBDA(std::int64_t) {
           float total = 0;

@@ -128,9 +128,11 @@ class Term {
   bool redraws() const { return points_.given.size() == 0 && points_.redraw; }
   /// The points of the last step (N, inputs).
   JetMatrix<float const> points() const { return x_; }
-  /// Adds this term's gradient at step `step` into `grads` and writes its loss into `losses(index)`.
+  /// Adds this term's gradient at step `step` into `grads` and writes its loss into `losses(index)`. `scale` and
+  /// `shift`: the model's input transform x' = x * scale + shift (empty: none).
   void step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
-            Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step);
+            Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step,
+            Kokkos::View<float const*, MemSpace> const& scale, Kokkos::View<float const*, MemSpace> const& shift);
 
  protected:
   virtual void residual(ExecSpace const& space, Kokkos::View<float*, MemSpace> const& losses,
@@ -191,13 +193,16 @@ struct ErrorKernel {
 };
 
 /// The relative L2 error sqrt(sum (u - exact)^2 / sum exact^2) of the model's first output at points x (N,
-/// inputs); `exact(x)` takes a point's coordinates (a float pointer) and returns a double, on the device.
+/// inputs); `exact(x)` takes a point's coordinates (a float pointer) and returns a double, on the device. `scale`
+/// and `shift`: the input transform the model was trained with (Pinn::scale(), Pinn::shift()).
 template <class Exact>
-double relative_l2(ExecSpace const& space, Model const& model, JetMatrix<float const> const& x, Exact exact) {
+double relative_l2(ExecSpace const& space, Model const& model, JetMatrix<float const> const& x, Exact exact,
+                   Kokkos::View<float const*, MemSpace> const& scale = {},
+                   Kokkos::View<float const*, MemSpace> const& shift = {}) {
   std::int64_t const n = std::int64_t(x.extent(0));
   Jet<float> values(model, JetSpec::parse("", std::int64_t(x.extent(1))), n);
   JetMatrix<float> u("ktr::pinn::u", n, values.outputs());
-  values.forward(space, model.arena().params(), {}, {}, x, u, {});
+  values.forward(space, model.arena().params(), scale, shift, x, u, {});
   Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>> const range(space, 0, n);
   double err = 0, norm = 0;
   Kokkos::parallel_reduce("ktr::pinn::error", range, ErrorKernel<Exact>{exact, x, u, false}, err);
@@ -230,6 +235,15 @@ class Pinn {
     losses_ = Kokkos::View<float*, MemSpace>("ktr::pinn::losses", terms_.size() + 1);
   }
 
+  /// Sets the model's input transform x' = x * scale + shift (one value per input; a PINN on a domain far from
+  /// [-1, 1] takes it there). Residuals still see raw coordinates, and every derivative column is with respect to
+  /// the raw inputs: the jet carries the transform exactly. Throws UsageError unless both have one finite value
+  /// per input and no scale is 0.
+  void set_input_transform(ExecSpace const& space, std::vector<double> const& scale,
+                           std::vector<double> const& shift);
+  Kokkos::View<float const*, MemSpace> scale() const { return scale_; }
+  Kokkos::View<float const*, MemSpace> shift() const { return shift_; }
+
   /// Queues `steps` steps on `space` with nothing read back (over several ranks: collective, each step's
   /// allreduces wait for the host where the transport does). Throws UsageError if there is no term, or (L-BFGS)
   /// if a term draws new points every step, naming it.
@@ -256,7 +270,8 @@ class Pinn {
   Optimizer optimizer_;
   DeviceView<float*> grads_;
   Kokkos::View<std::int64_t, MemSpace> step_;
-  Kokkos::View<float*, MemSpace> losses_;  // per term, then the total
+  Kokkos::View<float*, MemSpace> losses_;         // per term, then the total
+  Kokkos::View<float*, MemSpace> scale_, shift_;  // the input transform (empty: none)
   std::vector<std::unique_ptr<pinn::Term>> terms_;
   std::uint64_t key_;
   std::int64_t steps_ = 0;
