@@ -246,26 +246,30 @@ TEST(RunDirectory, SavesKilledAtRandomMomentsAlwaysLeaveALoadableCheckpoint) {
 
 // A distributed RL system's generation: system.ckpt and config.yaml, and rank-<r>.ckpt for ranks 1 to R - 1; a
 // save refuses any other name, and a load refuses a manifest that skips a rank.
+// A generation's file that holds its own name.
+ktr::GenerationFile named_file(std::string const& name) {
+  return ktr::GenerationFile{name, [name](std::string const& path) { ktr::write_atomically(path, name); }};
+}
+
 TEST(RunDirectory, AnRlGenerationHoldsEveryRanksFileAndRefusesAGapOrAnotherName) {
   std::string const dir = ::testing::TempDir() + "run_directory_ranks";
   fs::remove_all(dir);
-  auto file = [](std::string const& name) {
-    return ktr::GenerationFile{name, [name](std::string const& path) { ktr::write_atomically(path, name); }};
-  };
-  ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file("rank-1.ckpt"), file("rank-2.ckpt")});
+  ktr::save_generation(dir, {named_file("system.ckpt"), named_file("config.yaml"), named_file("rank-1.ckpt"),
+                             named_file("rank-2.ckpt")});
   ktr::Generation const g = ktr::read_generation(dir);
   ASSERT_EQ(g.files.size(), 4u);
   EXPECT_EQ(g.files.at("rank-2.ckpt"), "rank-2.ckpt");
   for (char const* name : {"rank-0.ckpt", "rank-01.ckpt", "rank-x.ckpt", "rank-.ckpt", "rank-12345678.ckpt"}) {
     try {
-      ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file(name)});
+      ktr::save_generation(dir, {named_file("system.ckpt"), named_file("config.yaml"), named_file(name)});
       ADD_FAILURE() << name << " was saved";
     } catch (ktr::Error const& e) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   }
   EXPECT_EQ(ktr::read_generation(dir).files.size(), 4u) << "a refused save changed the directory";
-  ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file("rank-2.ckpt")});  // no rank 1
+  ktr::save_generation(
+      dir, {named_file("system.ckpt"), named_file("config.yaml"), named_file("rank-2.ckpt")});  // no rank 1
   try {
     ktr::read_generation(dir);
     ADD_FAILURE() << "a generation without rank-1.ckpt loaded";
@@ -280,10 +284,8 @@ TEST(RunDirectory, AnRlGenerationHoldsEveryRanksFileAndRefusesAGapOrAnotherName)
 TEST(RunDirectory, AReadOfNamedFilesReadsThoseAloneAndStillChecksEveryFilesSize) {
   std::string const dir = ::testing::TempDir() + "run_directory_only";
   fs::remove_all(dir);
-  auto file = [](std::string const& name) {
-    return ktr::GenerationFile{name, [name](std::string const& path) { ktr::write_atomically(path, name); }};
-  };
-  ktr::save_generation(dir, {file("system.ckpt"), file("config.yaml"), file("rank-1.ckpt"), file("rank-2.ckpt")});
+  ktr::save_generation(dir, {named_file("system.ckpt"), named_file("config.yaml"), named_file("rank-1.ckpt"),
+                             named_file("rank-2.ckpt")});
   std::string const folder = ktr::read_generation(dir).folder;
   std::ofstream(folder + "/rank-1.ckpt", std::ios::binary | std::ios::trunc) << "rank-X.ckpt";  // same size
   ktr::Generation const mine = ktr::read_generation(dir, {"rank-2.ckpt"});
