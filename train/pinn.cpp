@@ -85,12 +85,12 @@ Term::Term(Model const& model, std::string name, std::string const& spec, Points
       key_(key),
       jet_(make_jet(model, name_, spec, count)) {
   std::int64_t const d = jet_.inputs(), m = jet_.outputs(), T = std::int64_t(jet_.spec().size());
-  x_ = JetMatrix<float>("ktr::pinn::points", count, d);
   u_ = JetMatrix<float>("ktr::pinn::u", count, m);
   u_seed_ = JetMatrix<float>("ktr::pinn::u_seed", count, m);
   derivs_ = JetCube<float>("ktr::pinn::derivs", count, m, T);
   derivs_seed_ = JetCube<float>("ktr::pinn::derivs_seed", count, m, T);
   if (points_.given.size() == 0) {
+    x_ = JetMatrix<float>("ktr::pinn::points", count, d);
     lo_ = Kokkos::View<double*, MemSpace>("ktr::pinn::lo", std::size_t(d));
     hi_ = Kokkos::View<double*, MemSpace>("ktr::pinn::hi", std::size_t(d));
     auto lo_h = Kokkos::create_mirror_view(lo_), hi_h = Kokkos::create_mirror_view(hi_);
@@ -105,9 +105,7 @@ void Term::step(ExecSpace const& space, DeviceView<float*> const& params, Device
                 Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step,
                 Kokkos::View<float const*, MemSpace> const& scale,
                 Kokkos::View<float const*, MemSpace> const& shift) {
-  if (points_.given.size() != 0) {
-    if (!drawn_) Kokkos::deep_copy(space, x_, points_.given), drawn_ = true;
-  } else if (points_.redraw || !drawn_) {
+  if (points_.given.size() == 0 && (points_.redraw || !drawn_)) {
     // Coordinate j of point i at step s: lo_j + (hi_j - lo_j) u, u a hash of (key, s, i, j); a wall coordinate
     // alternates between its ends.
     std::int64_t const d = jet_.inputs();
@@ -126,7 +124,7 @@ void Term::step(ExecSpace const& space, DeviceView<float*> const& params, Device
         });
     drawn_ = true;
   }
-  jet_.forward(space, params, scale, shift, x_, u_, derivs_);
+  jet_.forward(space, params, scale, shift, points(), u_, derivs_);
   residual(space, losses, index);
   jet_.backward(space, params, u_seed_, derivs_seed_, grads, {});
 }

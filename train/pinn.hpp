@@ -78,7 +78,7 @@ struct Points {
   static Points box(std::vector<double> lo, std::vector<double> hi);
   /// On the two walls of [lo, hi] across coordinate `wall`: both ends of a 1-D domain in space, say.
   static Points walls(std::vector<double> lo, std::vector<double> hi, int wall);
-  /// The caller's points (N, inputs), used as they are.
+  /// The caller's points (N, inputs), read in place at every step.
   static Points fixed(JetMatrix<float const> points);
   /// The same draw kept for every step.
   Points once() const;
@@ -126,8 +126,8 @@ class Term {
   JetSpec const& spec() const { return jet_.spec(); }
   std::int64_t count() const { return count_; }
   bool redraws() const { return points_.given.size() == 0 && points_.redraw; }
-  /// The points of the last step (N, inputs).
-  JetMatrix<float const> points() const { return x_; }
+  /// The points of the last step (N, inputs): the caller's fixed ones, or this term's draws.
+  JetMatrix<float const> points() const { return points_.given.size() != 0 ? points_.given : x_; }
   /// Adds this term's gradient at step `step` into `grads` and writes its loss into `losses(index)`. `scale` and
   /// `shift`: the model's input transform x' = x * scale + shift (empty: none).
   void step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
@@ -144,7 +144,8 @@ class Term {
   double weight_;
   std::uint64_t key_;
   Jet<float> jet_;
-  JetMatrix<float> x_, u_, u_seed_;
+  JetMatrix<float> x_;  // drawn points (empty for fixed ones)
+  JetMatrix<float> u_, u_seed_;
   JetCube<float> derivs_, derivs_seed_;
   Kokkos::View<double*, MemSpace> lo_, hi_;  // the box (drawn points)
   bool drawn_ = false;
@@ -160,7 +161,7 @@ class ResidualTerm final : public Term {
  private:
   void residual(ExecSpace const& space, Kokkos::View<float*, MemSpace> const& losses, std::size_t index) override {
     ResidualKernel<Residual> const kernel{residual_,
-                                          x_,
+                                          points(),
                                           u_,
                                           derivs_,
                                           u_seed_,
