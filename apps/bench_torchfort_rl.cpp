@@ -7,11 +7,14 @@
 #include "bench/measure.hpp"
 #include "capi/rl_systems.hpp"
 
+#include <ktr/core/file.hpp>
+
 #include <torchfort.h>
+
+#include <stdlib.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,11 +44,21 @@ void check(torchfort_result_t r, char const* call) {
 
 void run_torchfort_rl_layer(int rounds) {
   char const* const name = "ktr_bench_torchfort_layer";
-  std::string const path = (std::filesystem::temp_directory_path() / "ktr_bench_torchfort_td3.yaml").string();
-  { std::ofstream(path) << kTd3; }
-  torchfort_result_t const made =
-      torchfort_rl_off_policy_create_system(name, path.c_str(), TORCHFORT_DEVICE_CPU, TORCHFORT_DEVICE_CPU);
-  std::filesystem::remove(path);
+  // The configuration goes through a file (TorchFort's call reads one): in a folder of this run's own, made
+  // exclusively under an unpredictable name, so no link or file planted in the temporary folder is written
+  // through.
+  std::string folder = (std::filesystem::temp_directory_path() / "ktr_bench_XXXXXX").string();
+  if (::mkdtemp(folder.data()) == nullptr) throw Error("ktr bench rl: cannot make a folder like " + folder);
+  std::string const path = folder + "/td3.yaml";
+  torchfort_result_t made = TORCHFORT_RESULT_INTERNAL_ERROR;
+  try {
+    write_atomically(path, kTd3);
+    made = torchfort_rl_off_policy_create_system(name, path.c_str(), TORCHFORT_DEVICE_CPU, TORCHFORT_DEVICE_CPU);
+  } catch (...) {
+    std::filesystem::remove_all(folder);
+    throw;
+  }
+  std::filesystem::remove_all(folder);
   check(made, "torchfort_rl_off_policy_create_system");
   capi::RlEntry& e = capi::rl_system(name);
   rl::OffPolicySystem& sys = *e.system;
