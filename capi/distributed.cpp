@@ -42,7 +42,8 @@ ktr_result_t rl_over(char const* call, char const* name, char const* config_file
   ktr_result_t const r = mpi_ready(call, own_thread);
   return r != KTR_RESULT_SUCCESS
              ? r
-             : create_rl_system(name, config_file, device, n_envs, Communicator(comm), own_thread);
+             : create_rl_system(name, config_file, device, n_envs, Communicator(comm), own_thread,
+                                /*torchfort=*/std::string(call).rfind("torchfort", 0) == 0);
 }
 #else
 ktr_result_t without_mpi(char const* call) {

@@ -27,7 +27,8 @@ std::string key_of(char const* name) {
   return k;
 }
 
-void add_system(char const* name, char const* config_file, std::int64_t n_envs, Communicator const& comm) {
+void add_system(char const* name, char const* config_file, std::int64_t n_envs, Communicator const& comm,
+                bool torchfort) {
   std::string const key = key_of(name);
   KTR_REQUIRE(config_file != nullptr, "config_fname", "is a null pointer");
   KTR_REQUIRE(systems().count(key) == 0, "system '" + std::string(name) + "'", "exists already");
@@ -39,7 +40,7 @@ void add_system(char const* name, char const* config_file, std::int64_t n_envs, 
   e->system = std::make_unique<rl::OffPolicySystem>(ExecSpace(), cfg.system, comm);
   e->report_frequency = cfg.report_frequency;
   if (cfg.enable_wandb_hook)
-    e->metric_log = open_metric_log(config_file, e->config_text, name, comm.rank() == 0, true);
+    e->metric_log = open_metric_log(config_file, e->config_text, name, comm.rank() == 0, torchfort);
   if (!g_finalize_hook) {  // the systems' views go before Kokkos does
     Kokkos::push_finalize_hook([] {
       std::unique_lock<std::recursive_mutex> hook_lock(api_mutex(), std::defer_lock);
@@ -55,11 +56,11 @@ void add_system(char const* name, char const* config_file, std::int64_t n_envs, 
 }  // namespace
 
 ktr_result_t create_rl_system(char const* name, char const* config_file, int device, std::int64_t n_envs,
-                              Communicator const& comm, bool own_thread) {
+                              Communicator const& comm, bool own_thread, bool torchfort) {
   std::lock_guard<std::recursive_mutex> lock(api_mutex());
   ktr_result_t const started = guarded([&] { ensure_runtime(device, own_thread); });
   if (started != KTR_RESULT_SUCCESS) return started;
-  return guarded([&] { add_system(name, config_file, n_envs, comm); });
+  return guarded([&] { add_system(name, config_file, n_envs, comm, torchfort); });
 }
 
 RlEntry& rl_system(char const* name) {

@@ -29,9 +29,11 @@ struct RlEntry {
 /// sizes then count that many environments). A call of its own (guarded): the result, and the message naming the
 /// name, file or key.
 /// Over `comm`'s ranks (one by default); `own_thread`: Kokkos may start on a worker thread of ktr's (not where
-/// the MPI allows the main thread only).
+/// the MPI allows the main thread only). `torchfort`: made by TorchFort's door, which may print (an
+/// enable_wandb_hook without TORCHFORT_LOGDIR says so once); ktr's door never prints.
 ktr_result_t create_rl_system(char const* name, char const* config_file, int device, std::int64_t n_envs = 0,
-                              Communicator const& comm = Communicator(), bool own_thread = true);
+                              Communicator const& comm = Communicator(), bool own_thread = true,
+                              bool torchfort = false);
 /// The system `name`; throws ktr::UsageError if there is none.
 RlEntry& rl_system(char const* name);
 /// Removes system `name` (false: there was none).

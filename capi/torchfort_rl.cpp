@@ -269,8 +269,9 @@ torchfort_result_t torchfort_rl_off_policy_create_system(char const* name, char 
                                                          int model_device, int) {
   int const device =
       ktr::device_is_host || model_device == TORCHFORT_DEVICE_CPU ? KTR_DEVICE_DEFAULT : model_device;
-  return ktr::capi::reported("torchfort_rl_off_policy_create_system",
-                             ktr::capi::create_rl_system(name, config_fname, device));
+  return ktr::capi::reported(
+      "torchfort_rl_off_policy_create_system",
+      ktr::capi::create_rl_system(name, config_fname, device, 0, ktr::Communicator(), true, /*torchfort=*/true));
 }
 
 torchfort_result_t torchfort_rl_off_policy_is_ready(char const* name, bool& ready) {

@@ -86,6 +86,27 @@ TEST(KtrRl, KUpdatesInOneCallEqualKCallsOfOne) {
   EXPECT_EQ(ktr_rl_destroy_system("ktr_rl_one"), KTR_RESULT_SUCCESS);
 }
 
+// ktr's door never prints: a file with enable_wandb_hook and no TORCHFORT_LOGDIR gives TorchFort's door its
+// notice on stderr, and ktr's none.
+TEST(KtrRl, AWandbHookWithoutALogdirIsANoticeFromTorchFortsDoorOnly) {
+  std::string const path = ::testing::TempDir() + "ktr_rl_wandb.yaml";
+  {
+    std::ifstream in(config_file());
+    std::ofstream(path) << "general:\n  enable_wandb_hook: 1\n" << in.rdbuf();
+  }
+  ::unsetenv("TORCHFORT_LOGDIR");
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(ktr_rl_create_system("ktr_rl_wandb_quiet", path.c_str(), 0, kKtrDevice), KTR_RESULT_SUCCESS)
+      << ktr_last_error();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  ::testing::internal::CaptureStderr();
+  ASSERT_EQ(torchfort_rl_off_policy_create_system("ktr_rl_wandb_notice", path.c_str(), TORCHFORT_DEVICE_CPU,
+                                                  TORCHFORT_DEVICE_CPU),
+            TORCHFORT_RESULT_SUCCESS);
+  std::string const err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("enable_wandb_hook is true but TORCHFORT_LOGDIR is not set"), std::string::npos) << err;
+}
+
 TEST(KtrRl, RefusalsNameTheSystemTheArgumentOrTheCount) {
   std::string const path = config_file();
   float x[8] = {};
