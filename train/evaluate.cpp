@@ -3,6 +3,7 @@
 
 #include "../backends/region.hpp"
 #include "../core/error.hpp"
+#include "sobolev.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -29,11 +30,42 @@ Evaluator::Evaluator(ExecSpace const& space, Model const& model, std::int64_t ba
                                           std::size_t(kLossPartials))
                     : DeviceView<double*>()) {}
 
+void Evaluator::set_derivatives(ExecSpace const& space, Model const& model, std::string const& spec,
+                                float weight) {
+  KTR_REQUIRE(task_ == Task::regression, "derivatives", "Sobolev targets are float values; this model classifies");
+  sobolev_ = std::make_shared<SobolevLoss>(space, model, spec, weight, batch_);
+  values_ = Tensor(space, "ktr::eval::values", Shape{batch_, model.output_width() * sobolev_->columns()});
+}
+
+// Sobolev targets: the squared errors of values and derivatives summed over every batch (loss_[0] and loss_[1]).
+EvalResult Evaluator::run_sobolev(ExecSpace const& space, Model& model, DeviceDataset const& data) {
+  std::int64_t const width = model.output_width() * sobolev_->columns();
+  KTR_REQUIRE(data.target_width() == width, "ktr::Evaluator",
+              "the targets have " + std::to_string(data.target_width()) + " values per sample, derivatives '" +
+                  sobolev_->spec().str() + "' need " + std::to_string(width));
+  for (std::int64_t first = 0; first < data.count; first += batch_) {
+    std::int64_t const b = std::min(batch_, data.count - first);
+    Tensor const x = x_.reshaped(model.input_shape(b)), values = values_.reshaped(Shape{b, width});
+    gather_range(space, data, first, sobolev_->raw(), Batch{x, y_, values});
+    sobolev_->pass(space, model, norm_, x, values, LossOutput{loss_, correct_, 0, true, Reduction::mean, {}}, {});
+  }
+  float sums[2] = {0, 0};
+  Kokkos::deep_copy(space, Kokkos::View<float*, HostSpace, Kokkos::MemoryUnmanaged>(sums, 2), loss_);
+  space.fence();
+  double const values_count = double(data.count) * double(model.output_width());
+  EvalResult r{0, std::numeric_limits<double>::quiet_NaN(), data.count, sums[0] / values_count};
+  r.derivatives = true;
+  r.derivative_mse = sums[1] / (values_count * double(sobolev_->spec().size()));
+  r.loss = r.mse + double(sobolev_->weight()) * r.derivative_mse;
+  return r;
+}
+
 EvalResult Evaluator::run(ExecSpace const& space, Model& model, DeviceDataset const& data) {
   Region const region("ktr::Evaluator::run");
   KTR_REQUIRE(data.task() == task_, "ktr::Evaluator", "the data's targets do not match the model's task");
   Kokkos::deep_copy(space, loss_, 0.0f);
   Kokkos::deep_copy(space, correct_, 0);
+  if (sobolev_) return run_sobolev(space, model, data);
   for (std::int64_t first = 0; first < data.count; first += batch_) {
     std::int64_t const b = std::min(batch_, data.count - first);
     Tensor const x = x_.reshaped(model.input_shape(b));

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 namespace ktr {
 
@@ -36,9 +38,15 @@ class Predictor {
 struct EvalResult {
   double loss = 0, accuracy = 0;
   std::int64_t count = 0;
-  double mse = 0;  ///< regression
+  double mse = 0;  ///< regression (of the values alone where the targets carry derivatives)
   double rmse() const { return std::sqrt(mse); }
+  /// Sobolev targets (Evaluator::set_derivatives): the mean squared error of the derivatives; the loss is then
+  /// mse + weight * derivative_mse.
+  bool derivatives = false;
+  double derivative_mse = 0;
 };
+
+class SobolevLoss;
 
 class Evaluator {
  public:
@@ -51,8 +59,15 @@ class Evaluator {
   void set_regression_loss(RegressionLoss loss) { regression_ = loss; }
   /// The precision of the model's matmuls (default fp32; evaluator_for sets the run's).
   void set_precision(MatmulPrecision p) { precision_ = p; }
+  /// Sobolev targets (train/sobolev.hpp): the data's targets carry the derivatives `spec` after each value, and
+  /// the result gives their mean squared error beside the values'. Buffers are allocated on `space`; throws
+  /// UsageError naming a token or a layer the jet refuses.
+  void set_derivatives(ExecSpace const& space, Model const& model, std::string const& spec, float weight);
 
  private:
+  EvalResult run_sobolev(ExecSpace const& space, Model& model, DeviceDataset const& data);
+
+  std::shared_ptr<SobolevLoss> sobolev_;
   RegressionLoss regression_;
   MatmulPrecision precision_ = MatmulPrecision::fp32;
   std::int64_t batch_;

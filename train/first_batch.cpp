@@ -13,7 +13,7 @@ std::unique_ptr<Trainer> trainer_from_first_batch(ExecSpace const& space, RunCon
                                                   DeviceDataset const& first, bool stepped, TrainerOptions options,
                                                   Communicator comm) {
   ModelPlan const plan = Model::plan(run.model, 1);
-  std::string const why = targets_mismatch(plan, first, false);
+  std::string const why = targets_mismatch(plan, first, false, run.derivatives);
   KTR_REQUIRE(why.empty(), "label", why);
   run.batch = batch > 0 ? batch : first.count * comm.size() * std::max(run.accumulate, 1);
   std::int64_t const micro = micro_batch(run, comm.size()) > 0 ? micro_batch(run, comm.size()) : run.batch;

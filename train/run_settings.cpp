@@ -2,10 +2,12 @@
 #include "run_settings.hpp"
 
 #include "../backends/gemm.hpp"
+#include "../models/jet.hpp"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
 namespace ktr {
 
@@ -62,6 +64,18 @@ void set_seed(RunConfig& c, std::string const& t) {
   std::uint64_t const v = digits ? std::strtoull(t.c_str(), nullptr, 10) : 0;
   if (!digits || errno == ERANGE) throw Error("'" + escaped(t) + "' is not an integer in [0, 2^64)");
   c.seed = v;
+}
+
+// A derivative spec: its tokens' form is checked here (their inputs against the model's, when the run is made);
+// kept with single spaces.
+void set_derivatives(RunConfig& c, std::string const& t) {
+  std::istringstream words(t);
+  std::string token, spec;
+  while (words >> token) {
+    if (token != "lap") (void)JetSpec::parse(token, std::int64_t(1) << 20);
+    spec += (spec.empty() ? "" : " ") + token;
+  }
+  c.derivatives = spec;
 }
 
 std::vector<RunSetting> make_table() {
@@ -167,6 +181,21 @@ std::vector<RunSetting> make_table() {
   // checkpoints are what they were, and older checkpoints read as fp32.
   precision.omit_default = true, precision.required = false;
   t.push_back(precision);
+  // Sobolev targets: absent from files and checkpoints of plain targets.
+  RunSetting derivatives = text(
+      "derivatives",
+      "Sobolev targets: the derivatives by the raw inputs each target carries after its value, space-separated "
+      "tokens such as d0 (du/dx0), d0,1 (a second derivative), lap (the Laplacian), lap0,1 (over the inputs "
+      "listed); "
+      "targets (N, outputs, 1 + tokens)",
+      [](RunConfig const& c) { return c.derivatives; }, set_derivatives);
+  RunSetting derivative_weight = number(
+      "derivative_weight", 0, 1e6, "Sobolev targets: the weight of the derivatives' mean squared error",
+      [](auto& c) -> auto& { return c.derivative_weight; });
+  for (RunSetting* s : {&derivatives, &derivative_weight}) {
+    s->omit_default = true, s->required = false;
+    t.push_back(*s);
+  }
   return t;
 }
 

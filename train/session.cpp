@@ -9,6 +9,7 @@
 #include "../core/parse.hpp"
 #include "checkpoint.hpp"
 #include "run_settings.hpp"
+#include "sobolev.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -64,7 +65,8 @@ RunConfig const& fitting_in_memory(RunConfig const& config, int ranks) {
 
 }  // namespace
 
-std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, bool check_classes) {
+std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, bool check_classes,
+                             std::string const& derivatives) {
   std::string const outputs = std::to_string(plan.output_width);
   if (data.task() == Task::classification) {
     if (plan.output.rank != 2)
@@ -75,6 +77,15 @@ std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, b
              ": float targets make a regression";
     if (check_classes && plan.output_width != data.num_classes)
       return "the model outputs " + outputs + " classes, the data has " + std::to_string(data.num_classes);
+    return "";
+  }
+  if (!derivatives.empty()) {
+    std::int64_t const columns = sobolev_columns(derivatives, plan.input.inner());
+    if (data.target_width() != plan.output_width * columns)
+      return "with derivatives '" + derivatives + "' the targets are (N, " + outputs + ", " +
+             std::to_string(columns) + "): each of the model's " + outputs + " outputs' value and " +
+             std::to_string(columns - 1) + " derivatives, " + std::to_string(plan.output_width * columns) +
+             " values per sample; the targets have " + std::to_string(data.target_width());
     return "";
   }
   if (data.target_width() != plan.output_width)
@@ -132,8 +143,28 @@ Session::Session(ExecSpace const& space, RunConfig const& config, int max_k, Com
   state_.normalize = config.normalize;
   state_.regression = config.loss;
   state_.reduction = config.reduction;
+  if (!config.derivatives.empty()) make_sobolev(space);
   model_.init(space, config.seed);
   comm.broadcast(space, model_.arena().params());  // identical starting points, whatever each rank computed
+}
+
+void Session::make_sobolev(ExecSpace const& space) {
+  RunConfig const& c = config_;
+  KTR_REQUIRE(c.task == Task::regression, "derivatives",
+              "Sobolev targets are float values with their derivatives; this run's are class labels");
+  KTR_REQUIRE(c.precision == MatmulPrecision::fp32, "derivatives",
+              std::string("derivative channels run in fp32; the run's precision is ") +
+                  matmul_precision_name(c.precision));
+  KTR_REQUIRE(c.loss.kind == RegressionLoss::Kind::mse, "derivatives",
+              "the loss is the mean squared error of values and derivatives; the run's is " + c.loss.str());
+  try {
+    state_.sobolev =
+        std::make_shared<SobolevLoss>(space, model_, c.derivatives, c.derivative_weight, state_.micro_batch);
+  } catch (UsageError const& e) {  // a token or a layer the jet refuses: named as the setting's
+    throw UsageError(std::string("derivatives: ") + e.what());
+  }
+  state_.values = Tensor(space, "ktr::train::values",
+                         Shape{state_.micro_batch, model_.output_width() * state_.sobolev->columns()});
 }
 
 void Session::save(ExecSpace const& space, std::string const& path) const {
@@ -180,8 +211,10 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
   std::int64_t floats = checked_mul(plan.arena_floats, 2 + moments + sums, what);
   floats = checked_add(floats, plan.workspace_floats, what);
   // the micro-batch (b, ...) and its targets, and the evaluator's batch of up to 1000
-  std::int64_t const per_sample =
-      checked_add(sample, config.task == Task::regression ? plan.output_width : 1, what);
+  std::int64_t const targets = config.task == Task::regression
+                                   ? plan.output_width * sobolev_columns(config.derivatives, plan.input.inner())
+                                   : 1;
+  std::int64_t const per_sample = checked_add(sample, targets, what);
   std::int64_t const micro = std::max<std::int64_t>(micro_batch(config, ranks), 1);
   floats = checked_add(floats, checked_mul(micro, per_sample, what), what);
   floats = checked_add(floats, checked_mul(std::min<std::int64_t>(config.batch, 1000), per_sample, what), what);
@@ -304,6 +337,8 @@ Evaluator evaluator_for(ExecSpace const& space, Session& session, std::int64_t b
   Evaluator e(space, session.model(), batch, session.config().input_transform, session.config().task);
   e.set_regression_loss(session.config().loss);
   e.set_precision(session.config().precision);
+  if (!session.config().derivatives.empty())
+    e.set_derivatives(space, session.model(), session.config().derivatives, session.config().derivative_weight);
   return e;
 }
 
@@ -311,6 +346,8 @@ Evaluator evaluator_for(ExecSpace const& space, TrainedModel const& model, std::
   Evaluator e(space, *model.model, batch, model.config.input_transform, model.config.task);
   e.set_regression_loss(model.config.loss);
   e.set_precision(model.config.precision);
+  if (!model.config.derivatives.empty())
+    e.set_derivatives(space, *model.model, model.config.derivatives, model.config.derivative_weight);
   return e;
 }
 

@@ -26,6 +26,11 @@ struct RunConfig {
   /// precision: backends/gemm.hpp). Checkpoints record a precision other than fp32; a resume continues in it
   /// unless told otherwise (`ktr train --resume --precision`).
   MatmulPrecision precision = MatmulPrecision::fp32;
+  /// Sobolev training (train/sobolev.hpp): a JetSpec ("d0 d1", "d0,0 lap", ...) whose derivatives the regression
+  /// targets carry beside each value ((N, m, 1 + T)), and the weight of their mean squared error in the loss.
+  /// Empty: plain targets. Checkpoints record both where the spec is not empty.
+  std::string derivatives;
+  float derivative_weight = 1.0f;
 };
 
 class Session {
@@ -68,6 +73,8 @@ class Session {
   }
 
  private:
+  void make_sobolev(ExecSpace const& space);  // RunConfig::derivatives: the Sobolev loss and its targets' buffer
+
   RunConfig config_;
   Model model_;
   TrainState state_;
@@ -106,8 +113,10 @@ std::int64_t run_device_bytes(RunConfig const& config, ModelPlan const& plan, in
 
 /// Why a model of `plan` cannot learn `data`'s targets, "" if it can (the one statement of the rule, for every
 /// door): class labels need a model that ends in (B, classes) with at least 2 outputs, and (`check_classes`)
-/// exactly the data's num_classes; float targets one value per output.
-std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, bool check_classes);
+/// exactly the data's num_classes; float targets one value per output, or with `derivatives` (a run's
+/// RunConfig::derivatives) 1 + its tokens per output.
+std::string targets_mismatch(ModelPlan const& plan, DeviceDataset const& data, bool check_classes,
+                             std::string const& derivatives = "");
 
 /// Refuses (ktr::Error) a run whose model, optimiser state and workspace on one of `ranks` ranks
 /// (run_device_bytes) exceed the device memory free now: a model of hundreds of GiB is refused by name, not by a

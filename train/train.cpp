@@ -8,6 +8,7 @@
 #include "../core/ops.hpp"
 #include "../models/loss.hpp"
 #include "program_cache.hpp"
+#include "sobolev.hpp"
 
 #include <limits>
 
@@ -57,22 +58,34 @@ Precision run_precision(ExecSpace const& space, TrainState& state, Model const& 
   return precision;
 }
 
-// One micro-batch of an update: gather (cursor), forward (dropout keyed by key_row), loss into metric entry
-// `index`, backward; with accumulation, the gradient added into the update's sum (weighted by `share`).
-void micro_batch_pass(ExecSpace const& space, Precision const& precision, TrainState& state, Model& model,
-                      DeviceDataset const& data, BatchCursor const& cursor, std::int64_t key_row, int index,
-                      float share, bool first) {
-  gather_batch(space, data, cursor, state.input_transform,
-               Batch{state.x, state.y, state.values});  // x (b, ...), targets
+// The model's forward pass of state.x, its loss into `metrics` and its backward pass.
+void forward_loss_backward(ExecSpace const& space, Precision const& precision, TrainState& state, Model& model,
+                           std::int64_t key_row, LossOutput const& metrics) {
   // Dropout draws by (seed, step, layer, the sample's row in the update): what one rank would draw.
   RandomKey const key{state.seed, state.step.data(), key_row};
   Tensor const out = model.forward(space, precision, state.x, &key);  // (b, classes) or (b, T)
-  LossOutput const metrics{state.loss, state.correct, index, false, state.reduction, state.loss_partials};
   if (state.task == Task::classification)
     softmax_cross_entropy(space, out, state.y, model.dlogits(), metrics);
   else
     regression_loss(space, state.regression, out, state.values, model.dlogits(), metrics);
   model.backward(space, precision);
+}
+
+// One micro-batch of an update: gather (cursor), forward (dropout keyed by key_row), loss into metric entry
+// `index`, backward; with accumulation, the gradient added into the update's sum (weighted by `share`).
+void micro_batch_pass(ExecSpace const& space, Precision const& precision, TrainState& state, Model& model,
+                      DeviceDataset const& data, BatchCursor const& cursor, std::int64_t key_row, int index,
+                      float share, bool first) {
+  LossOutput const metrics{state.loss, state.correct, index, false, state.reduction, state.loss_partials};
+  if (state.sobolev) {  // raw inputs: the jet applies the run's transform, so derivatives are by the raw inputs
+    gather_batch(space, data, cursor, state.sobolev->raw(), Batch{state.x, state.y, state.values});
+    state.sobolev->pass(space, model, state.input_transform, state.x, state.values, metrics,
+                        model.arena().grads());
+  } else {
+    gather_batch(space, data, cursor, state.input_transform,
+                 Batch{state.x, state.y, state.values});  // x (b, ...), targets
+    forward_loss_backward(space, precision, state, model, key_row, metrics);
+  }
   if (state.parallel.accumulate > 1)
     accumulate_gradients(space, state.grad_sum, model.arena().grads(), share, first);
 }

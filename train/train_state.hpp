@@ -16,6 +16,7 @@
 namespace ktr {
 
 class ProgramCache;
+class SobolevLoss;
 
 /// Where each rank's training data comes from.
 enum class DataLayout {
@@ -87,6 +88,9 @@ struct TrainState {
   /// train_micro_step: an update over calls takes the sum of their gradients (TorchFort's
   /// grad_accumulation_steps), not their mean.
   bool sum_over_calls = false;
+  /// Sobolev training (train/sobolev.hpp; Session makes it for RunConfig::derivatives): the batch's raw inputs
+  /// go through the model's jet, `values` holds (b, m (1 + T)) targets, and the loss is of values and derivatives.
+  std::shared_ptr<SobolevLoss> sobolev;
 
   /// Optimiser steps taken, as the host counts them: dispatch advances it by K (the device's own count is `step`).
   std::int64_t host_step() const { return host_step_; }

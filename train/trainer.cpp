@@ -14,9 +14,10 @@ namespace ktr {
 
 namespace {
 
-// A regression's training RMSE: the root of its loss where that is the mean squared error, else none (NaN).
+// A regression's training RMSE: the root of its loss where that is the mean squared error (of values alone), else
+// none (NaN).
 double regression_rmse(RunConfig const& cfg, double loss) {
-  return cfg.loss.kind == RegressionLoss::Kind::mse && cfg.reduction == Reduction::mean
+  return cfg.loss.kind == RegressionLoss::Kind::mse && cfg.reduction == Reduction::mean && cfg.derivatives.empty()
              ? std::sqrt(loss)
              : std::numeric_limits<double>::quiet_NaN();
 }
@@ -31,7 +32,7 @@ RunConfig fitted(ExecSpace const& space, RunConfig config, DeviceDataset const& 
   KTR_REQUIRE(!config.model.empty(), "ktr::Trainer", "no model description (RunConfig::model) given");
   config.task = train.task();
   ModelPlan const plan = Model::plan(config.model, 1);
-  std::string const why = targets_mismatch(plan, train, false);
+  std::string const why = targets_mismatch(plan, train, false, config.derivatives);
   KTR_REQUIRE(why.empty(), "ktr::Trainer", "'" + config.model + "': " + why);
   config.input_transform = fit_input_transform(space, train, config.normalize);
   return config;
