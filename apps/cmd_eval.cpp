@@ -3,9 +3,11 @@
 #include <ktr/train/run_settings.hpp>
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/session.hpp>
+#include <ktr/train/sobolev.hpp>
 #include "apps/cli.hpp"
 #include "apps/data.hpp"
 #include "apps/flags.hpp"
+#include "apps/metrics.hpp"
 #include "apps/progress.hpp"
 
 #include <algorithm>
@@ -54,7 +56,9 @@ int eval(int argc, char* argv[]) {
   else
     which += " split";
   config.batch = std::min(batch, data.count);  // one model sized for the evaluation batch
-  if (config.task == Task::regression) check_target_shape(loaded, Model::plan(config.model, 1).output, ckpt);
+  ModelPlan const plan = Model::plan(config.model, 1);
+  if (config.task == Task::regression)
+    check_target_shape(loaded, plan.output, ckpt, sobolev_columns(config.derivatives, plan.input.inner()));
   validate_run(config, data, nullptr, ckpt);
   ExecSpace const space;
   MatmulPrecision const arithmetic = parse_matmul_precision(precision, "--precision");
@@ -63,8 +67,7 @@ int eval(int argc, char* argv[]) {
   evaluator.set_precision(arithmetic);  // the flag's, whatever the checkpoint's run used
   EvalResult const r = evaluator.run(space, *m.model, data);
   std::string const result = config.task == Task::regression
-                                 ? fmt("mse %.6g, rmse %.6g", r.mse, r.rmse()) +
-                                       (r.loss != r.mse ? fmt(", loss %.6g", r.loss) : std::string())
+                                 ? regression_figures(r, "")
                                  : fmt("accuracy %.2f%%, loss %.4f", 100 * r.accuracy, r.loss);
   std::printf("%s: %s on %s: %s over %lld samples (step %s)\n", ckpt.c_str(), config.model.c_str(), which.c_str(),
               result.c_str(), (long long)r.count, c.get("step").c_str());

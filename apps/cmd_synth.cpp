@@ -1,7 +1,8 @@
 // `ktr synth`: a small synthetic dataset in MNIST format (gzip IDX), easily learnable: each class is a
 // random smooth template, each sample its class template plus noise and a random shift. For tests and demos
 // on machines without Fashion-MNIST. With --arrays, NumPy arrays instead: a regression problem (8 features of
-// mixed scales, 2 smooth targets) and a 3-class problem on the same features.
+// mixed scales, 2 smooth targets) and a 3-class problem on the same features; with --fields a field-to-field
+// problem; with --sobolev a smooth function of two inputs and its derivatives (Sobolev targets).
 #include <ktr/data/idx.hpp>
 #include <ktr/data/npy.hpp>
 #include "apps/cli.hpp"
@@ -86,6 +87,23 @@ double make_fields(std::string const& dir, std::string const& prefix, std::int64
   return sse / double(x.size());
 }
 
+// Sobolev targets: points.npy x (N, 2) float32 uniform in [-2, 2]^2, values.npy f(x) (N, 1) and sobolev.npy
+// (N, 1, 3): f and its derivatives by x0 and x1 (derivatives "d0 d1"), of f = sin(x0) cos(x1).
+void make_sobolev(std::string const& dir, std::string const& prefix, std::int64_t count, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> x(std::size_t(count * 2)), f(static_cast<std::size_t>(count)), jet(std::size_t(count * 3));
+  for (std::size_t n = 0; n < std::size_t(count); ++n) {
+    double const a = x[2 * n] = u(rng), b = x[2 * n + 1] = u(rng);
+    f[n] = jet[3 * n] = float(std::sin(a) * std::cos(b));
+    jet[3 * n + 1] = float(std::cos(a) * std::cos(b));
+    jet[3 * n + 2] = float(-std::sin(a) * std::sin(b));
+  }
+  write_npy(dir + "/" + prefix + "points.npy", {count, 2}, x);
+  write_npy(dir + "/" + prefix + "values.npy", {count, 1}, f);
+  write_npy(dir + "/" + prefix + "sobolev.npy", {count, 1, 3}, jet);
+}
+
 }  // namespace
 
 int synth(int argc, char* argv[]) {
@@ -94,18 +112,23 @@ int synth(int argc, char* argv[]) {
       "({train,test}-features.npy (N, 8) float32, {train,test}-targets.npy (N, 2) float32 regression "
       "targets, {train,test}-labels.npy (N) int32 labels of 3 classes), or with --fields a field-to-field "
       "problem ({train,test}-fields.npy and -next.npy, (N, 16, 16, 1) float32: a field and its next diffusion "
-      "step).",
+      "step), or with --sobolev a function and its derivatives ({train,test}-points.npy (N, 2), -values.npy "
+      "(N, 1) and -sobolev.npy (N, 1, 3): f = sin(x0) cos(x1), then its derivatives by x0 and x1, for "
+      "--derivatives 'd0 d1').",
       "ktr synth"};
   std::string dir;
   std::int64_t train = 6000, test = 1000, seed_value = 1;
-  bool arrays = false, fields = false;
+  bool arrays = false, fields = false, sobolev = false;
   app.add_option("--out", dir, "the folder to write")->required();
   app.add_option("--train", train, "training samples")->check(integer_in(1, 10000000))->capture_default_str();
   app.add_option("--test", test, "test samples")->check(integer_in(1, 10000000))->capture_default_str();
   app.add_option("--seed", seed_value, "seed")->check(integer_in(0, UINT32_MAX))->capture_default_str();
   auto* as_arrays = app.add_flag("--arrays", arrays, "NumPy arrays instead of IDX images");
-  app.add_flag("--fields", fields, "NumPy fields (N, 16, 16, 1) and their next diffusion step")
-      ->excludes(as_arrays);
+  auto* as_fields = app.add_flag("--fields", fields, "NumPy fields (N, 16, 16, 1) and their next diffusion step")
+                        ->excludes(as_arrays);
+  app.add_flag("--sobolev", sobolev, "NumPy points, values and values with derivatives (Sobolev targets)")
+      ->excludes(as_arrays)
+      ->excludes(as_fields);
   if (!parse(app, argc, argv, 2)) return 0;
   auto const seed = std::uint32_t(seed_value);
   std::error_code ec;
@@ -116,6 +139,15 @@ int synth(int argc, char* argv[]) {
     double const persistence = make_fields(dir, "test-", test, seed + 2);
     std::printf("wrote %lld train and %lld test fields as .npy arrays to %s (test mse of persistence %.6g)\n",
                 (long long)train, (long long)test, dir.c_str(), persistence);
+    return 0;
+  }
+  if (sobolev) {
+    make_sobolev(dir, "train-", train, seed + 1);
+    make_sobolev(dir, "test-", test, seed + 2);
+    std::printf(
+        "wrote %lld train and %lld test points of f = sin(x0) cos(x1) with its derivatives as .npy arrays to "
+        "%s\n",
+        (long long)train, (long long)test, dir.c_str());
     return 0;
   }
   if (arrays) {

@@ -15,6 +15,7 @@
 #include <ktr/train/runtime.hpp>
 #include <ktr/train/safetensors.hpp>
 #include <ktr/train/session.hpp>
+#include <ktr/train/sobolev.hpp>
 #include <ktr/train/trainer.hpp>
 #include "apps/cli.hpp"
 #include "apps/data.hpp"
@@ -287,8 +288,7 @@ int finish_run(Trainer& trainer, RunSummary const& s, CliHooks& hooks, MetricsFi
   bool const regression = trainer.config().task == Task::regression;
   std::string const result =
       !evaluate    ? ""
-      : regression ? fmt(", test mse %.6g, test rmse %.6g", s.test.mse, s.test.rmse()) +
-                         (s.test.loss != s.test.mse ? fmt(", test loss %.6g", s.test.loss) : std::string())
+      : regression ? ", " + regression_figures(s.test, "test ")
                    : fmt(", test accuracy %.2f%%, test loss %.4f", 100 * s.test.accuracy, s.test.loss);
   std::printf("done: %lld steps in %.2f s, %.0f samples/s%s\n", (long long)(s.last_step - s.first_step), s.wall_s,
               s.samples_per_s, result.c_str());
@@ -406,7 +406,8 @@ int train(int argc, char* argv[]) {
       config.batch = std::min<std::int64_t>(config.batch, data.train.count);
   }
   if (config.task == Task::regression)  // a field's shape first: the width check alone would say less
-    check_target_shape(data, Model::plan(config.model, 1).output, f.resume.empty() ? "--model" : f.resume);
+    check_target_shape(data, Model::plan(config.model, 1).output, f.resume.empty() ? "--model" : f.resume,
+                       sobolev_columns(config.derivatives, Model::plan(config.model, 1).input.inner()));
   validate_run(config, data.train, evaluate ? &data.test : nullptr, f.resume.empty() ? "--model" : f.resume,
                comm.size());
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed

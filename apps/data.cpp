@@ -207,8 +207,16 @@ RunData load_run_data(DataOptions const& d, bool want_test, std::uint64_t seed) 
   return r;
 }
 
-void check_target_shape(RunData const& data, Shape const& output, std::string const& flag) {
+void check_target_shape(RunData const& data, Shape const& output, std::string const& flag, int columns) {
   std::vector<std::int64_t> const& t = data.target_sample;
+  if (columns > 1) {  // Sobolev targets: each output's value and derivatives
+    std::vector<std::int64_t> const want{output.dims[1], columns};
+    if (output.rank != 2 || t != want)
+      throw Error(flag + ": with derivatives the targets are (N, outputs, 1 + derivatives) = (N, " +
+                  std::to_string(output.dims[1]) + ", " + std::to_string(columns) + "), they are " +
+                  shape_text(t));
+    return;
+  }
   if (t.size() < 2 && output.rank <= 2) return;  // (N) or (N, T) targets of a (B, T) model: the width decides
   std::vector<std::int64_t> const want(output.dims.begin() + 1, output.dims.begin() + output.rank);
   if (t != want)
@@ -239,7 +247,7 @@ void validate_run(RunConfig const& cfg, DeviceDataset const& train_data, DeviceD
               cfg.task == Task::regression ? "the model was trained for regression, the data has class labels"
                                            : "the model was trained for classification, the data has regression "
                                              "targets");
-  std::string const why = targets_mismatch(plan, train_data, true);
+  std::string const why = targets_mismatch(plan, train_data, true, cfg.derivatives);
   KTR_REQUIRE(why.empty(), model_flag, why);
   if (test_data) {
     KTR_REQUIRE(test_data->batch_shape(1) == sample, "--data",

@@ -20,8 +20,9 @@ struct RunData {
 };
 
 /// Throws ktr::Error naming `flag` unless float targets of `data` (a field's included) have the shape of one
-/// sample of the model's output `output` (1, ...); targets of rank 1 or 2 need only the same width.
-void check_target_shape(RunData const& data, Shape const& output, std::string const& flag);
+/// sample of the model's output `output` (1, ...); targets of rank 1 or 2 need only the same width. With `columns`
+/// > 1 (Sobolev targets: 1 + derivatives per output) they must be (N, m, columns) of a (1, m) model.
+void check_target_shape(RunData const& data, Shape const& output, std::string const& flag, int columns = 1);
 
 /// The data flags train and eval share.
 struct DataOptions {

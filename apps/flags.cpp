@@ -93,6 +93,8 @@ std::vector<SettingFlag> const& setting_flags() {
       {"--seed", "seed", ""},
       {"--loss-reduction", "reduction", " (mean: over the batch's B x T elements, B rows for cross_entropy)"},
       {"--accumulate", "accumulate", "; each rank's micro-batch is B / (ranks x N), a whole number"},
+      {"--derivatives", "derivatives", "; the loss: mse of the values + weight x mse of the derivatives"},
+      {"--derivative-weight", "derivative_weight", ""},
   };
   return flags;
 }

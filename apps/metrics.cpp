@@ -1,5 +1,6 @@
 // The command line's metrics file: see metrics.hpp.
 #include "apps/metrics.hpp"
+#include "apps/progress.hpp"
 
 #include <ktr/core/error.hpp>
 #include <ktr/core/file.hpp>
@@ -56,9 +57,17 @@ void add_test_metrics(Json& record, bool evaluated, bool regression, EvalResult 
     record["test_loss"] = nullptr;
   } else if (regression) {
     record["test_loss"] = r.loss, record["test_mse"] = r.mse, record["test_rmse"] = r.rmse();
+    if (r.derivatives) record["test_derivative_mse"] = r.derivative_mse;
   } else {
     record["test_loss"] = r.loss, record["test_accuracy"] = r.accuracy;
   }
+}
+
+std::string regression_figures(EvalResult const& r, std::string const& p) {
+  std::string out = fmt((p + "mse %.6g, " + p + "rmse %.6g").c_str(), r.mse, r.rmse());
+  if (r.derivatives) out += fmt((", " + p + "derivative mse %.6g").c_str(), r.derivative_mse);
+  if (r.loss != r.mse) out += fmt((", " + p + "loss %.6g").c_str(), r.loss);
+  return out;
 }
 
 }  // namespace ktr::cli

@@ -37,5 +37,8 @@ class MetricsFile {
 
 // The held-out figures of an epoch or summary record (null when there is no held-out data).
 void add_test_metrics(Json& record, bool evaluated, bool regression, EvalResult const& r);
+/// A regression's figures for a line: "<p>mse M, <p>rmse R" and, where they differ from the MSE, ", <p>derivative
+/// mse D" (Sobolev targets) and ", <p>loss L"; `p` is "test " or "".
+std::string regression_figures(EvalResult const& r, std::string const& p);
 
 }  // namespace ktr::cli

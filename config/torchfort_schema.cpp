@@ -126,6 +126,8 @@ void read_loss(Reader const& r, YAML::Node const& n, std::string const& k, Draft
                                  {"delta", [&](auto const& v,
                                                auto const& key) { huber_delta = r.number(v, key, 1e-30, kBig); }},
                                  {"reduction", r.setting(c.run, "reduction")},
+                                 {"derivatives", r.setting(c.run, "derivatives")},
+                                 {"derivative_weight", r.setting(c.run, "derivative_weight")},
                              });
                  }},
             });

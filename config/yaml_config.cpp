@@ -199,6 +199,8 @@ std::vector<YamlKey> const& yaml_run_keys() {
       {"reduction", "loss.parameters.reduction", "sum"},
       {"normalize", "general.normalize (none, standard)", "none"},
       {"precision", "general.precision", "bf16"},
+      {"derivatives", "loss.parameters.derivatives (Sobolev targets)", "'d0 d1'"},
+      {"derivative_weight", "loss.parameters.derivative_weight", "0.5"},
   };
   return keys;
 }
