@@ -50,7 +50,7 @@ ktr_result_t train(char const* name, Array const& x_in, Array const& y_in, float
     Array const x = as_points(e.cfg, x_in, "input"), y = as_points(e.cfg, y_in, "label");
     ExecSpace const space = e.instances.of(stream);
     Trainer* t = &trainer_for(space, e, x, y, true);
-    DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->model().output_width()));
+    DeviceDataset const batch = batch_of(space, x, y, t->model(), int(t->target_width()));
     if (batch.count > t->model().max_batch() && e.cfg.general.batch_size == 0 && t->pending_calls() == 0) {
       // TorchFort takes any batch: without general.batch_size the run grows to the larger one, exactly as it was.
       e.trainer = t->with_batch(space, batch.count * e.comm.size() * e.cfg.run.accumulate);
@@ -106,10 +106,10 @@ ktr_result_t push(char const* name, Array const& x_in, Array const& y_in, void* 
       throw Error(e.cfg.path + ": general.buffer_size is not set: the model has no replay buffer to push to");
     ExecSpace const space = e.instances.of(stream);
     Trainer& t = trainer_for(space, e, x, y, false);
-    DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.model().output_width()));
+    DeviceDataset const batch = batch_of(space, x, y, t.model(), int(t.target_width()));
     if (!e.buffer)  // made whole before it is kept: a failed allocation leaves no half-made buffer
       e.buffer = std::make_unique<ReplayBuffer>(space, capacity, t.model().input_shape(1), t.config().task,
-                                                t.model().output_width());
+                                                t.target_width());
     e.buffer->push(space, batch);
   });
 }

@@ -157,14 +157,7 @@ void Session::make_sobolev(ExecSpace const& space) {
                   matmul_precision_name(c.precision));
   KTR_REQUIRE(c.loss.kind == RegressionLoss::Kind::mse, "derivatives",
               "the loss is the mean squared error of values and derivatives; the run's is " + c.loss.str());
-  try {
-    state_.sobolev =
-        std::make_shared<SobolevLoss>(space, model_, c.derivatives, c.derivative_weight, state_.micro_batch);
-  } catch (UsageError const& e) {  // a token or a layer the jet refuses: named as the setting's
-    throw UsageError(std::string("derivatives: ") + e.what());
-  }
-  state_.values = Tensor(space, "ktr::train::values",
-                         Shape{state_.micro_batch, model_.output_width() * state_.sobolev->columns()});
+  train_on_derivatives(space, state_, model_, c.derivatives, c.derivative_weight);
 }
 
 void Session::save(ExecSpace const& space, std::string const& path) const {

@@ -3,6 +3,7 @@
 
 #include "../core/error.hpp"
 #include "../models/model.hpp"
+#include "train_state.hpp"
 
 namespace ktr {
 
@@ -111,6 +112,17 @@ void SobolevLoss::pass(ExecSpace const& space, Model const& model, InputTransfor
   Kokkos::deep_copy(space, grads, 0.0f);  // the jet's reverse pass adds
   jet_.backward(space, model.arena().params(), JetMatrix<float const>(us, b, m), JetCube<float const>(ds, b, m, t),
                 grads, JetMatrix<float>());
+}
+
+void train_on_derivatives(ExecSpace const& space, TrainState& state, Model const& model, std::string const& spec,
+                          float weight) {
+  try {
+    state.sobolev = std::make_shared<SobolevLoss>(space, model, spec, weight, state.micro_batch);
+  } catch (UsageError const& e) {  // a token or a layer the jet refuses: named as the setting's
+    throw UsageError(std::string("derivatives: ") + e.what());
+  }
+  state.values =
+      Tensor(space, "ktr::train::values", Shape{state.micro_batch, model.output_width() * state.sobolev->columns()});
 }
 
 }  // namespace ktr

@@ -55,4 +55,11 @@ class SobolevLoss {
   JetCube<float> derivs_, derivs_seed_;
 };
 
+struct TrainState;
+/// Makes `state` train on Sobolev targets (RunConfig::derivatives `spec`, weighted `weight`): its SobolevLoss for
+/// its micro-batch and room for targets (b, m (1 + T)). Throws UsageError "derivatives: ..." naming a token or a
+/// layer the jet refuses.
+void train_on_derivatives(ExecSpace const& space, TrainState& state, Model const& model, std::string const& spec,
+                          float weight);
+
 }  // namespace ktr

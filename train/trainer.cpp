@@ -4,6 +4,7 @@
 
 #include "../backends/region.hpp"
 #include "../core/error.hpp"
+#include "sobolev.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +57,18 @@ Trainer::Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDa
               "batch",
               "lbfgs evaluates one fixed batch: the batch must be the whole training set (" +
                   std::to_string(train_.count) + " samples), not " + std::to_string(config().batch));
+}
+
+std::int64_t Trainer::target_width() const {
+  auto const& sobolev = session_->state().sobolev;
+  return session_->model().output_width() * (sobolev ? sobolev->columns() : 1);
+}
+
+std::string Trainer::derivatives_note() const {
+  return config().derivatives.empty() ? std::string()
+                                      : " with derivatives '" + config().derivatives + "': targets (N, " +
+                                            std::to_string(session_->model().output_width()) + ", " +
+                                            std::to_string(target_width() / session_->model().output_width()) + ")";
 }
 
 std::int64_t Trainer::samples_per_update_here() const {

@@ -108,6 +108,9 @@ class Trainer {
   std::unique_ptr<Trainer> with_batch(ExecSpace const& space, std::int64_t batch) const;
   /// Online calls taken toward the current accumulated update (0 when every update is complete).
   int pending_calls() const { return pending_; }
+  /// Values per sample of the run's targets: the model's outputs (its classes, for labels), times 1 + the
+  /// derivative tokens where the targets carry derivatives (RunConfig::derivatives).
+  std::int64_t target_width() const;
 
   /// Trains on `space` until `epochs` epochs are done, counting those a resumed run had done (none left: it only
   /// evaluates). Throws DivergenceError on a non-finite loss (the checkpoint keeps its last finite state).
@@ -226,6 +229,7 @@ class Trainer {
   Trainer(std::unique_ptr<Session> session, DeviceDataset train, DeviceDataset test, TrainerOptions options,
           Communicator comm);
   bool lead() const { return comm_.rank() == 0; }
+  std::string derivatives_note() const;  // ", with derivatives '...': targets (N, m, 1 + T)", or ""
   // One dispatch of k steps and its read-back: divergence checked, the record reported; the sum of its k losses
   // and its correct answers in `loss` and `hits`.
   DispatchRecord run_dispatch(ExecSpace const& space, int k, TrainerHooks& hooks, double& loss,

@@ -4,6 +4,7 @@
 
 #include "../backends/region.hpp"
 #include "../core/error.hpp"
+#include "sobolev.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -16,10 +17,10 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
   TrainState& run = session_->state();
   RunConfig const& cfg = config();
   KTR_REQUIRE(batch.has_targets(), "ktr::Trainer::step", "the batch has no targets to learn from");
-  KTR_REQUIRE(batch.task() == cfg.task && batch.target_width() == model().output_width(), "ktr::Trainer::step",
+  KTR_REQUIRE(batch.task() == cfg.task && batch.target_width() == target_width(), "ktr::Trainer::step",
               "the batch's targets do not match the model (" +
                   std::string(cfg.task == Task::regression ? "regression" : "classification") + ", " +
-                  std::to_string(model().output_width()) + " outputs)");
+                  std::to_string(model().output_width()) + " outputs" + derivatives_note() + ")");
   KTR_REQUIRE(batch.batch_shape(1) == model().input_shape(1), "ktr::Trainer::step",
               "the batch's samples are " + batch.batch_shape(1).str() + ", the model takes " +
                   model().input_shape(1).str());
@@ -42,6 +43,7 @@ void Trainer::enqueue_step(ExecSpace const& space, DeviceDataset const& batch) {
     slot->regression = cfg.loss;
     slot->reduction = cfg.reduction;
     slot->sum_over_calls = options_.sum_accumulated_calls;
+    if (run.sobolev) train_on_derivatives(space, *slot, model(), cfg.derivatives, cfg.derivative_weight);
   }
   // The plain step, never a captured program: a caller's batch usually lives at a new address every call, and a
   // program is keyed by the data's address (one step gains little from a graph anyway).
@@ -74,7 +76,7 @@ float Trainer::last_loss(ExecSpace const& space) {
 void Trainer::set_data(DeviceDataset train, DeviceDataset test) {
   for (DeviceDataset const* d : {&train, &test}) {
     if (d->count == 0 && d == &test) continue;
-    KTR_REQUIRE(d->has_targets() && d->task() == config().task && d->target_width() == model().output_width() &&
+    KTR_REQUIRE(d->has_targets() && d->task() == config().task && d->target_width() == target_width() &&
                     d->batch_shape(1) == model().input_shape(1),
                 "ktr::Trainer::set_data",
                 "the data's samples " + d->batch_shape(1).str() + " or targets do not match the model's (" +
