@@ -121,8 +121,8 @@ void train_on_derivatives(ExecSpace const& space, TrainState& state, Model const
   } catch (UsageError const& e) {  // a token or a layer the jet refuses: named as the setting's
     throw UsageError(std::string("derivatives: ") + e.what());
   }
-  state.values =
-      Tensor(space, "ktr::train::values", Shape{state.micro_batch, model.output_width() * state.sobolev->columns()});
+  state.values = Tensor(space, "ktr::train::values",
+                        Shape{state.micro_batch, model.output_width() * state.sobolev->columns()});
 }
 
 }  // namespace ktr

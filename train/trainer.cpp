@@ -65,10 +65,11 @@ std::int64_t Trainer::target_width() const {
 }
 
 std::string Trainer::derivatives_note() const {
-  return config().derivatives.empty() ? std::string()
-                                      : " with derivatives '" + config().derivatives + "': targets (N, " +
-                                            std::to_string(session_->model().output_width()) + ", " +
-                                            std::to_string(target_width() / session_->model().output_width()) + ")";
+  return config().derivatives.empty()
+             ? std::string()
+             : " with derivatives '" + config().derivatives + "': targets (N, " +
+                   std::to_string(session_->model().output_width()) + ", " +
+                   std::to_string(target_width() / session_->model().output_width()) + ")";
 }
 
 std::int64_t Trainer::samples_per_update_here() const {
