@@ -226,18 +226,17 @@ void Jet<T>::forward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> co
   T* const acts = acts_buf_.data();
   T* const zs = zs_buf_.data();
   T const* const p = params.data();
-  // The input's jet: the transformed value, scale_i in first channel i's column, zeros elsewhere.
+  // The input's jet (d, C, N): the transformed value, scale_i in first channel i of input i, zeros elsewhere.
   {
     T* a0 = acts + act_offset_[0] * capacity_;
-    std::int64_t const P = N * d;
     auto first_inputs = first_inputs_;
     bool const scaled = scale.extent(0) > 0, shifted = shift.extent(0) > 0;
     Kokkos::parallel_for(
-        "ktr::jet::input", Range(space, 0, P), KOKKOS_LAMBDA(std::int64_t e) {
-          std::int64_t const n = e / d, f = e % d;
+        "ktr::jet::input", Range(space, 0, N * d), KOKKOS_LAMBDA(std::int64_t e) {
+          std::int64_t const f = e / N, n = e % N, at = f * C * N + n;
           T const sc = scaled ? scale(f) : T(1);
-          a0[e] = x(n, f) * sc + (shifted ? shift(f) : T(0));
-          for (int c = 1; c < C; ++c) a0[c * P + e] = c <= F && first_inputs(c - 1) == f ? sc : T(0);
+          a0[at] = x(n, f) * sc + (shifted ? shift(f) : T(0));
+          for (int c = 1; c < C; ++c) a0[at + c * N] = c <= F && first_inputs(c - 1) == f ? sc : T(0);
         });
   }
   jet::Tables const tables{F, second_, laps_, pairs_, lap_start_, lap_channels_};
@@ -246,20 +245,20 @@ void Jet<T>::forward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> co
     T* a = acts + act_offset_[l] * capacity_;
     T* z = zs + z_offset_[l] * capacity_;
     T* next = acts + act_offset_[l + 1] * capacity_;
-    jet::product<T>(space, false, false, a, p + kernel_offset_[l], T(0), z, C * N, out, in, products_.data());
+    // z (out, C N) = W^T a, W (in, out) as the arena holds it
+    jet::product<T>(space, true, false, p + kernel_offset_[l], a, T(0), z, out, C * N, in, products_.data());
     T const* bias = p + bias_offset_[l];
     with_jet_activation(acts_[l], [&](auto act) {
-      jet::activation_forward<T, decltype(act)>(space, tables, N, out, bias, z, next);
+      jet::activation_forward<T, decltype(act)>(space, tables, N, out, C, bias, z, next);
     });
   }
   T const* last = acts + act_offset_.back() * capacity_;
   auto channel = token_channel_d_;
-  std::int64_t const P = N * m;
   Kokkos::parallel_for(
-      "ktr::jet::output", Range(space, 0, P), KOKKOS_LAMBDA(std::int64_t e) {
-        std::int64_t const n = e / m, o = e % m;
-        u(n, o) = last[e];
-        for (std::int64_t k = 0; k < Tn; ++k) derivs(n, o, k) = last[channel(k) * P + e];
+      "ktr::jet::output", Range(space, 0, N * m), KOKKOS_LAMBDA(std::int64_t e) {
+        std::int64_t const n = e / m, o = e % m, at = o * C * N + n;
+        u(n, o) = last[at];
+        for (std::int64_t k = 0; k < Tn; ++k) derivs(n, o, k) = last[at + channel(k) * N];
       });
 }
 
@@ -294,15 +293,14 @@ void Jet<T>::backward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> c
   T* const ga = grad_a_.data();
   T* const gz = grad_z_.data();
   {
-    std::int64_t const P = N * m;
     auto channel = token_channel_d_;
     Kokkos::parallel_for(
-        "ktr::jet::seed", Range(space, 0, P), KOKKOS_LAMBDA(std::int64_t e) {
-          std::int64_t const n = e / m, o = e % m;
-          for (int c = 0; c < C; ++c) ga[c * P + e] = T(0);
-          if (has_u) ga[e] = u_seed(n, o);
+        "ktr::jet::seed", Range(space, 0, N * m), KOKKOS_LAMBDA(std::int64_t e) {
+          std::int64_t const o = e / N, n = e % N, at = o * C * N + n;
+          for (int c = 0; c < C; ++c) ga[at + c * N] = T(0);
+          if (has_u) ga[at] = u_seed(n, o);
           if (has_d)
-            for (std::int64_t k = 0; k < Tn; ++k) ga[channel(k) * P + e] = derivs_seed(n, o, k);
+            for (std::int64_t k = 0; k < Tn; ++k) ga[at + channel(k) * N] = derivs_seed(n, o, k);
         });
   }
   T const* const p = params.data();
@@ -312,28 +310,33 @@ void Jet<T>::backward(ExecSpace const& space, Kokkos::View<T const*, MemSpace> c
     std::int64_t const in = widths_[l], out = widths_[l + 1];
     T const* a = acts_buf_.data() + act_offset_[l] * capacity_;
     T const* z = zs_buf_.data() + z_offset_[l] * capacity_;
-    with_jet_activation(
-        acts_[l], [&](auto act) { jet::activation_backward<T, decltype(act)>(space, tables, N, out, z, ga, gz); });
+    with_jet_activation(acts_[l], [&](auto act) {
+      jet::activation_backward<T, decltype(act)>(space, tables, N, out, C, z, ga, gz);
+    });
     if (want_params) {
-      jet::product<T>(space, true, false, a, gz, T(1), g + kernel_offset_[l], in, out, C * N, products_.data());
+      // dW (in, out) += a gz^T over every channel and point; the bias's gradient is the value channel's sum
+      jet::product<T>(space, false, true, a, gz, T(1), g + kernel_offset_[l], in, out, C * N, products_.data());
       T* gb = g + bias_offset_[l];
+      std::int64_t const stride = C * N;
       Kokkos::parallel_for(
           "ktr::jet::bias_gradient", Range(space, 0, out), KOKKOS_LAMBDA(std::int64_t o) {
             T s = 0;
-            for (std::int64_t n = 0; n < N; ++n) s += gz[n * out + o];
+            for (std::int64_t n = 0; n < N; ++n) s += gz[o * stride + n];
             gb[o] += s;
           });
     }
-    if (l > 0 || want_input)
-      jet::product<T>(space, false, true, gz, p + kernel_offset_[l], T(0), ga, C * N, in, out, products_.data());
+    if (l > 0 || want_input)  // ga (in, C N) = W gz
+      jet::product<T>(space, false, false, p + kernel_offset_[l], gz, T(0), ga, in, C * N, out, products_.data());
   }
   if (want_input) {
     // Only the value channel depends on x: the first channels' scale_i are constants.
     T const* const s = scale_.data();
     bool const scaled = scale_.extent(0) > 0;
     Kokkos::parallel_for(
-        "ktr::jet::input_gradient", Range(space, 0, N * d),
-        KOKKOS_LAMBDA(std::int64_t e) { input_grad(e / d, e % d) = ga[e] * (scaled ? s[e % d] : T(1)); });
+        "ktr::jet::input_gradient", Range(space, 0, N * d), KOKKOS_LAMBDA(std::int64_t e) {
+          std::int64_t const n = e / d, f = e % d;
+          input_grad(n, f) = ga[f * C * N + n] * (scaled ? s[f] : T(1));
+        });
   }
 }
 

@@ -9,11 +9,12 @@
 //   jet.forward(space, model.arena().params(), {}, {}, x, u, derivs);  // u (N, m), derivs (N, m, 4)
 //   jet.backward(space, params, u_seed, derivs_seed, grads, {});        // grads += sum seed . d/dtheta
 //
-// Channels, each an (N, width) slab of one (C, N, width) buffer: 0 the value, then one per input some token
-// differentiates by (first derivatives), one per second-derivative token and one per Laplacian token. A dense
-// layer multiplies every channel by its kernel in one matrix product (C N rows: more columns, not more products)
-// and adds its bias to the value only; an activation maps z's channels with f', f'' (and f''' in the reverse
-// pass): a_i = f' z_i, a_ij = f'' z_i z_j + f' z_ij, lap a = f'' sum_k z_k^2 + f' lap z.
+// Channels: 0 the value, then one per input some token differentiates by (first derivatives), one per
+// second-derivative token and one per Laplacian token. A layer's jet is one feature-major (width, C, N) buffer,
+// the points contiguous. A dense layer multiplies every channel by its kernel in one matrix product (C N columns:
+// more columns, not more products) and adds its bias to the value only; an activation maps z's channels with f',
+// f'' (and f''' in the reverse pass): a_i = f' z_i, a_ij = f'' z_i z_j + f' z_ij, lap a = f'' sum_k z_k^2 + f' lap
+// z.
 //
 // Models: dense layers with any fused activation, and flatten. Second derivatives and Laplacians need f'' and are
 // refused through relu, leaky_relu and elu (first derivatives only) naming the layer; any other layer is refused
@@ -110,7 +111,7 @@ class Jet {
   std::vector<int> token_channel_;                         // the channel of each token
   Kokkos::View<int*, MemSpace> token_channel_d_;
   Kokkos::View<T*, MemSpace> acts_buf_, zs_buf_, grad_a_, grad_z_;
-  Kokkos::View<T*, MemSpace> products_;  // host builds: the small products' partial sums and transposes
+  Kokkos::View<T*, MemSpace> products_;              // host builds: the reductions' partial sums
   std::vector<std::int64_t> act_offset_, z_offset_;  // per layer, in units of points (C x width per point)
   Kokkos::View<T const*, MemSpace> scale_;           // the last forward's
   std::int64_t capacity_ = 0, points_ = 0;

@@ -215,8 +215,10 @@ double train_sine(char const* name, char const* optimizer, char const* lr, int s
   return worst;
 }
 
+// Adam at 0.01 spikes now and then on this problem (one step's error 3.5e-2 between 5e-4 at 1,400 and 6e-4 at
+// 1,600, whichever the summation order): 0.005 learns as fast without them (5.8e-4 after 1,500 steps).
 TEST(CApiDerivatives, SplitStepTrainsAOneDimensionalPhysicsInformedProblemToSine) {
-  EXPECT_LT(train_sine("jet_pinn", "adam", "0.01", 1500), 2e-2) << "largest error against sin x";
+  EXPECT_LT(train_sine("jet_pinn", "adam", "0.005", 1500), 2e-2) << "largest error against sin x";
 }
 
 // L-BFGS through ktr_apply_gradients (the loss passed is the one its line search compares): in the same 300
