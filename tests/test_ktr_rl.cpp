@@ -17,7 +17,7 @@ namespace {
 int const kKtrDevice = ktr::device_is_host ? KTR_DEVICE_CPU : KTR_DEVICE_DEFAULT;
 
 // TorchFort's td3.yaml at small sizes, two values of state and one of action.
-std::string config_file() {
+std::string rl_config_file() {
   std::string const path = ::testing::TempDir() + "ktr_rl_td3.yaml";
   std::ofstream(path)
       << "algorithm:\n  type: td3\n  parameters:\n    batch_size: 32\n    num_critics: 2\n    policy_lag: 2\n"
@@ -61,7 +61,7 @@ std::vector<double> probe(char const* name) {
 // One call of 12 updates is 12 calls of one (the same samples, noise and priorities: the counters live on the
 // device); n_envs comes from the call that creates the system, and its sizes count that many environments.
 TEST(KtrRl, KUpdatesInOneCallEqualKCallsOfOne) {
-  std::string const path = config_file();
+  std::string const path = rl_config_file();
   ASSERT_EQ(ktr_rl_create_system("ktr_rl_k", path.c_str(), 4, kKtrDevice), KTR_RESULT_SUCCESS) << ktr_last_error();
   ASSERT_EQ(ktr_rl_create_system("ktr_rl_one", path.c_str(), 4, kKtrDevice), KTR_RESULT_SUCCESS);
   int ready = 1;
@@ -91,7 +91,7 @@ TEST(KtrRl, KUpdatesInOneCallEqualKCallsOfOne) {
 TEST(KtrRl, AWandbHookWithoutALogdirIsANoticeFromTorchFortsDoorOnly) {
   std::string const path = ::testing::TempDir() + "ktr_rl_wandb.yaml";
   {
-    std::ifstream in(config_file());
+    std::ifstream in(rl_config_file());
     std::ofstream(path) << "general:\n  enable_wandb_hook: 1\n" << in.rdbuf();
   }
   ::unsetenv("TORCHFORT_LOGDIR");
@@ -108,7 +108,7 @@ TEST(KtrRl, AWandbHookWithoutALogdirIsANoticeFromTorchFortsDoorOnly) {
 }
 
 TEST(KtrRl, RefusalsNameTheSystemTheArgumentOrTheCount) {
-  std::string const path = config_file();
+  std::string const path = rl_config_file();
   float x[8] = {};
   EXPECT_EQ(ktr_rl_train("ktr_rl_nobody", 1, nullptr, nullptr, nullptr), KTR_RESULT_INVALID_USAGE);
   EXPECT_NE(std::string(ktr_last_error()).find("system 'ktr_rl_nobody': does not exist"), std::string::npos)

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+// Inside a namespace of its own, so that unity builds (which merge test files) find these helpers first.
 namespace sobolev_test {
 
 using ktr::RunConfig;
@@ -104,10 +105,6 @@ double loss(ktr::Model const& model, std::vector<double> const& theta, Points co
   Errors const e = errors(model, theta, p, {0.5, 0.5}, {0.25, 0.25});
   return e.values / double(p.n * 2) + kWeight * e.derivatives / double(p.n * 2 * 2);
 }
-
-}  // namespace sobolev_test
-
-using namespace sobolev_test;
 
 TEST(Sobolev, AStepsLossAndGradientEqualFiniteDifferencesOfTheLossInDouble) {
   Points const p = points(12, 1);
@@ -213,3 +210,5 @@ TEST(Sobolev, TargetsWithoutDerivativesOtherLossesAndRelusUnderSecondDerivatives
   ktr::set_run_setting(bad, "derivatives", "  d0   d1,0 ");
   EXPECT_EQ(bad.derivatives, "d0 d1,0");
 }
+
+}  // namespace sobolev_test
