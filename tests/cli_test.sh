@@ -622,6 +622,14 @@ YAML
     # (1e-4: a unit whose gradient the masks leave near zero turns summation-order noise into Adam steps; a mask
     # that differed would differ by O(1).)
     "${KTR_CKPT_COMPARE:?}" "$work/drop1.ckpt" "$work/drop2.ckpt" 1e-4 || fail "dropout: 2 ranks differ from 1"
+    # Sobolev targets: each rank's jet and loss, the gradients averaged, as 1 rank (5e-8 apart on a Zen 4).
+    "$ktr" synth --sobolev --out "$work/s" --train 600 --test 10 >/dev/null || fail "synth --sobolev failed"
+    sob=(train --features "$work/s/train-points.npy" --targets "$work/s/train-sobolev.npy" --derivatives "d0 d1"
+      --model "in=2 dense:16:tanh dense:1" --batch 100 --epochs 3 --threads 1 --no-eval)
+    "$ktr" "${sob[@]}" --checkpoint "$work/sob1.ckpt" >"$work/logs" 2>&1 || fail "1 rank, Sobolev: $(cat "$work/logs")"
+    "${mpirun[@]}" -np 2 "$ktr" "${sob[@]}" --checkpoint "$work/sob2.ckpt" >"$work/logs2" 2>&1 ||
+      fail "2 ranks, Sobolev: $(cat "$work/logs2")"
+    same "$work/sob1.ckpt" "$work/sob2.ckpt"
     ;;
   mpi-resume)
     # A checkpoint resumes on any rank count that divides the batch: 2 -> 1 and 1 -> 2 ranks.
