@@ -8,6 +8,7 @@
 
 #include "../backends/kokkos_compat.hpp"
 #include "activation.hpp"
+#include "activation_functors.hpp"
 
 #include <type_traits>
 
@@ -20,29 +21,13 @@ struct JetDerivs {
 
 namespace jet_act {
 
-// tanh as a rational function of z^2 (Eigen's and XLA's fast float tanh: within a few ulp of tanh on [-7.9, 7.9],
-// +-1 beyond), branch-free so that the jets' loops vectorise; double keeps the library's tanh.
+// tanh: float as the dense kernels' (act::tanh, a rational function that vectorises), double the library's.
 template <class T>
 KOKKOS_INLINE_FUNCTION T tanh(T z) {
-  if constexpr (std::is_same_v<T, float>) {
-    float const x =
-        z < -7.90531110763549805f ? -7.90531110763549805f : (z > 7.90531110763549805f ? 7.90531110763549805f : z);
-    float const x2 = x * x;
-    float p = -2.76076847742355e-16f;
-    p = p * x2 + 2.00018790482477e-13f;
-    p = p * x2 + -8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    float q = 1.19825839466702e-06f;
-    q = q * x2 + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    return x * p / q;
-  } else {
+  if constexpr (std::is_same_v<T, float>)
+    return act::tanh(z);
+  else
     return compat::tanh(z);
-  }
 }
 
 template <class T>
@@ -146,7 +131,7 @@ struct JetAct<Activation::gelu_tanh> {  // z g / 2, g = 1 + tanh(u), u = c (z + 
     T const c = T(0.7978845608028654), k = T(0.044715);
     T const u = c * (z + k * z * z * z), u1 = c * (T(1) + T(3) * k * z * z), u2 = T(6) * c * k * z,
             u3 = T(6) * c * k;
-    T const t = compat::tanh(u), q = T(1) - t * t, q1 = T(-2) * t * q, q2 = T(-2) * q * q + T(4) * t * t * q;
+    T const t = jet_act::tanh(u), q = T(1) - t * t, q1 = T(-2) * t * q, q2 = T(-2) * q * q + T(4) * t * t * q;
     T const g = T(1) + t, g1 = q * u1, g2 = q1 * u1 * u1 + q * u2,
             g3 = q2 * u1 * u1 * u1 + T(3) * q1 * u1 * u2 + q * u3;
     d = {T(0.5) * z * g, T(0.5) * (g + z * g1), T(0.5) * (T(2) * g1 + z * g2), T(0.5) * (T(3) * g2 + z * g3)};
