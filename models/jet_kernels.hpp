@@ -23,7 +23,8 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
 
 constexpr bool kHost = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible;
 // The host kernels' largest small dimensions (else gemm): measured on a Zen 4, a wide product by a 64 x 64 kernel
-// runs as fast through BLAS, a reduction at 128 is 7% faster by hand.
+// runs as fast through BLAS (one of at most kMaxWide, as a first or last layer's, runs by hand), a reduction at
+// 128 is 7% faster by hand.
 constexpr std::int64_t kMaxWide = 32;
 constexpr std::int64_t kMaxSmall = 128;
 constexpr std::int64_t kChunks = 16;  // point chunks of a reduction's partial sums
@@ -311,7 +312,7 @@ void product(ExecSpace const& space, bool ta, bool tb, T const* a, T const* b, T
              std::int64_t N, std::int64_t K, T* scratch) {
   if (M == 0 || N == 0) return;
   if constexpr (kHost) {
-    if (!tb && beta == T(0) && M <= kMaxWide && K <= kMaxWide) {
+    if (!tb && beta == T(0) && (M <= kMaxWide || K <= kMaxWide) && M <= kMaxSmall && K <= kMaxSmall) {
       wide_product(space, ta, a, b, c, M, N, K, scratch);
       return;
     }
