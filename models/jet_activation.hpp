@@ -8,7 +8,7 @@
 
 #include "../backends/kokkos_compat.hpp"
 #include "activation.hpp"
-#include "activation_functors.hpp"
+#include "rational_tanh.hpp"
 
 #include <type_traits>
 
