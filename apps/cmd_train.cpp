@@ -405,9 +405,11 @@ int train(int argc, char* argv[]) {
     if (data.arrays && !given(app, "--batch"))
       config.batch = std::min<std::int64_t>(config.batch, data.train.count);
   }
-  if (config.task == Task::regression)  // a field's shape first: the width check alone would say less
-    check_target_shape(data, Model::plan(config.model, 1).output, f.resume.empty() ? "--model" : f.resume,
-                       sobolev_columns(config.derivatives, Model::plan(config.model, 1).input.inner()));
+  if (config.task == Task::regression) {  // a field's shape first: the width check alone would say less
+    ModelPlan const plan = Model::plan(config.model, 1);
+    check_target_shape(data, plan.output, f.resume.empty() ? "--model" : f.resume,
+                       sobolev_columns(config.derivatives, plan.input.inner()));
+  }
   validate_run(config, data.train, evaluate ? &data.test : nullptr, f.resume.empty() ? "--model" : f.resume,
                comm.size());
   DeviceStream const stream;  // its own stream on CUDA, so the K-step program can be captured and replayed

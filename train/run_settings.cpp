@@ -186,8 +186,7 @@ std::vector<RunSetting> make_table() {
       "derivatives",
       "Sobolev targets: the derivatives by the raw inputs each target carries after its value, space-separated "
       "tokens such as d0 (du/dx0), d0,1 (a second derivative), lap (the Laplacian), lap0,1 (over the inputs "
-      "listed); "
-      "targets (N, outputs, 1 + tokens)",
+      "listed); targets (N, outputs, 1 + tokens)",
       [](RunConfig const& c) { return c.derivatives; }, set_derivatives);
   RunSetting derivative_weight = number(
       "derivative_weight", 0, 1e6, "Sobolev targets: the weight of the derivatives' mean squared error",

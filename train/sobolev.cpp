@@ -54,10 +54,13 @@ void SobolevLoss::pass(ExecSpace const& space, Model const& model, InputTransfor
   Kokkos::View<float const*, MemSpace> scale = transform.feature_scale, shift = transform.feature_shift;
   if (!transform.per_feature()) {
     float const a = transform.scale, c = transform.shift;
-    auto s = scale_, h = shift_;
-    Kokkos::parallel_for(
-        "ktr::sobolev::transform", Kokkos::RangePolicy<ExecSpace>(space, 0, std::size_t(d)),
-        KOKKOS_LAMBDA(std::size_t i) { s(i) = a, h(i) = c; });
+    if (!(a == spread_[0] && c == spread_[1])) {  // spread again only when the transform changed, not every step
+      auto s = scale_, h = shift_;
+      Kokkos::parallel_for(
+          "ktr::sobolev::transform", Kokkos::RangePolicy<ExecSpace>(space, 0, std::size_t(d)),
+          KOKKOS_LAMBDA(std::size_t i) { s(i) = a, h(i) = c; });
+      spread_[0] = a, spread_[1] = c;
+    }
     scale = scale_, shift = shift_;
   }
   JetMatrix<float> const u(u_.data(), std::size_t(b), std::size_t(m));

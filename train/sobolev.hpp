@@ -16,6 +16,7 @@
 #include "../models/loss.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -50,7 +51,8 @@ class SobolevLoss {
   Jet<float> jet_;
   float weight_;
   InputTransform raw_ = InputTransform::identity();
-  Kokkos::View<float*, MemSpace> scale_, shift_;  // a scalar transform, per input
+  Kokkos::View<float*, MemSpace> scale_, shift_;                       // a scalar transform, per input
+  float spread_[2] = {std::numeric_limits<float>::quiet_NaN(), 0.0f};  // the scale and shift scale_, shift_ hold
   JetMatrix<float> u_, u_seed_;
   JetCube<float> derivs_, derivs_seed_;
 };
