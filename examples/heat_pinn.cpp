@@ -10,8 +10,12 @@
 // ranks' mean gradient, and the program also fails unless every rank ends with the same model to the bit.
 //
 // With LBFGS_STEPS > 0, L-BFGS then trains on from Adam's weights, on points drawn once (a second ktr::Pinn).
+// With a CHECKPOINT_DIR, Adam saves its training there halfway (Pinn::save), and a second model and Pinn, made as
+// the first, load it (Pinn::load) and train the other half beside it: the program fails unless both end with the
+// same parameters to the bit.
 //
-//   heat_pinn [STEPS (4000)] [MAX_RELATIVE_L2 (1e-2)] [LBFGS_STEPS (0)] [SEED (1)]     mpirun -np 2 heat_pinn ...
+//   heat_pinn [STEPS (4000)] [MAX_RELATIVE_L2 (1e-2)] [LBFGS_STEPS (0)] [SEED (1)] [CHECKPOINT_DIR]
+//   mpirun -np 2 heat_pinn ...
 #include <ktr/backends/kokkos_compat.hpp>
 #include <ktr/ktr.hpp>
 #include <ktr/train/pinn.hpp>
@@ -19,6 +23,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #if defined(KTR_ENABLE_MPI)
@@ -55,6 +60,16 @@ struct Exact {  // exp(-0.4 pi^2 t) sin(pi x)
     return ktr::compat::exp(-diffusivity * pi * pi * x[1]) * ktr::compat::sin(pi * x[0]);
   }
 };
+
+// True where `a` and `b` hold the same parameters, bit for bit, on every rank.
+bool same_bits(ktr::ExecSpace const& space, ktr::Model const& a, ktr::Model const& b,
+               ktr::Communicator const& comm) {
+  auto const ha = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), a.arena().params());
+  auto const hb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), b.arena().params());
+  space.fence();
+  bool const same = ha.size() == hb.size() && std::memcmp(ha.data(), hb.data(), ha.size() * sizeof(float)) == 0;
+  return !comm.any(!same);
+}
 
 // True where every rank holds the same parameters, bit for bit.
 bool ranks_agree(ktr::Model const& model, ktr::Communicator const& comm) {
@@ -103,6 +118,7 @@ int main(int argc, char* argv[]) {
     double const bound = argc > 2 ? std::atof(argv[2]) : 1e-2;
     int const lbfgs_steps = argc > 3 ? std::atoi(argv[3]) : 0;
     std::uint64_t const seed = argc > 4 ? std::uint64_t(std::atoll(argv[4])) : 1;
+    char const* const checkpoint = argc > 5 ? argv[5] : nullptr;
     ktr::ExecSpace space;
     ktr::Model model(space, "in=2 dense:32:tanh dense:32:tanh dense:32:tanh dense:1", 1024);
     auto const xg = ktr::pinn::grid(space, {0, 0}, {1, 1}, 101);
@@ -114,7 +130,24 @@ int main(int argc, char* argv[]) {
     adam.schedule = ktr::Schedule::parse("cosine:" + std::to_string(steps) + ":0:0.05");
     ktr::Pinn pinn(space, model, adam, seed, comm);
     add_terms(pinn, false);
-    train(space, pinn, steps, report, comm);
+    bool resumed_equal = true;
+    if (checkpoint) {  // half of Adam's steps, a save, the other half; a second training resumes from the save
+      train(space, pinn, steps / 2, report, comm);
+      pinn.save(space, checkpoint);
+      train(space, pinn, steps - steps / 2, report, comm);
+      ktr::Model other(space, model.description(), 1024);
+      other.init(space, seed + 1);  // other weights: the save's replace them
+      ktr::Pinn resumed(space, other, adam, seed, comm);
+      add_terms(resumed, false);
+      resumed.load(space, checkpoint);
+      train(space, resumed, steps - steps / 2, report, comm);
+      resumed_equal = same_bits(space, model, other, comm);
+      if (comm.rank() == 0)
+        std::printf("heat_pinn: the training resumed from %s %s\n", checkpoint,
+                    resumed_equal ? "equals the uninterrupted one" : "DIFFERS from the uninterrupted one");
+    } else {
+      train(space, pinn, steps, report, comm);
+    }
     if (lbfgs_steps > 0) {  // then L-BFGS from Adam's weights, on points drawn once (its line search's batch)
       double const after_adam = error();
       if (comm.rank() == 0)
@@ -133,7 +166,7 @@ int main(int argc, char* argv[]) {
       std::printf("heat_pinn: %d rank(s), %d steps (+ %d L-BFGS), relative L2 error %.3e (bound %.1e)%s\n",
                   comm.size(), steps, lbfgs_steps, relative, bound,
                   comm.size() == 1 ? "" : (agree ? "; the ranks' models agree" : "; RANKS DIFFER"));
-    status = relative <= bound && agree ? 0 : 1;
+    status = relative <= bound && agree && resumed_equal ? 0 : 1;
   }
   Kokkos::finalize();
 #if defined(KTR_ENABLE_MPI)

@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -400,6 +402,88 @@ TEST(Pinn, RefusesABadTermNamingItAndLbfgsOnRedrawnPoints) {
   Pinn kept(space, model, lbfgs);
   kept.add_term("walls", "", ValueResidual{}, Points::walls({0, 0}, {1, 1}, 0).once(), 8);
   EXPECT_EQ(error_of([&] { kept.train(space, 3); }), "(no error)");
+}
+
+// The heat terms and one that keeps its first draw, every term's points kept when `kept` (what lbfgs needs).
+void add_checkpoint_terms(Pinn& pinn, bool kept) {
+  auto points = [kept](Points p) { return kept ? p.once() : p; };
+  pinn.add_term("interior", "d1 d0,0", HeatResidual{}, points(Points::box({0, 0}, {1, 1})), 64);
+  pinn.add_term("walls", "", ValueResidual{}, points(Points::walls({0, 0}, {1, 1}, 0)), 16, 10);
+  pinn.add_term("initial", "", HeatInitial{}, points(Points::box({0, 0}, {1, 0})), 16, 10);
+  pinn.add_term("kept", "", ValueResidual{}, Points::box({0, 0}, {1, 1}).once(), 16, 0.5);
+}
+
+TEST(PinnCheckpoint, ATrainingSavedAndLoadedGoesOnBitForBitAsOneThatNeverStopped) {
+  ktr::ExecSpace space;
+  char const* const desc = "in=2 dense:16:tanh dense:16:tanh dense:1";
+  ktr::OptimizerConfig lbfgs;
+  lbfgs.kind = ktr::OptimizerConfig::Kind::lbfgs;
+  lbfgs.lr = 1;
+  for (ktr::OptimizerConfig const& config : {pinn_adam(), lbfgs}) {
+    bool const kept = config.kind == ktr::OptimizerConfig::Kind::lbfgs;
+    SCOPED_TRACE(kept ? "lbfgs" : "adam");
+    std::string const dir = ::testing::TempDir() + "ktr_pinn_ckpt_" + (kept ? "lbfgs" : "adam");
+    std::filesystem::remove_all(dir);
+    ktr::Model straight(space, desc, 64), first(space, desc, 64), resumed(space, desc, 64);
+    straight.init(space, 5), first.init(space, 5), resumed.init(space, 99);
+    auto make = [&](ktr::Model& model, double scale) {
+      auto pinn = std::make_unique<Pinn>(space, model, config, 7);
+      pinn->set_input_transform(space, {scale, scale}, {-1, -1});
+      add_checkpoint_terms(*pinn, kept);
+      return pinn;
+    };
+    auto uninterrupted = make(straight, 2), before = make(first, 2);
+    auto after = make(resumed, 1);  // another transform and other weights: the file's replace them
+    uninterrupted->train(space, 10);
+    before->train(space, 4);
+    before->save(space, dir);
+    after->load(space, dir);
+    EXPECT_EQ(after->steps(), 4);
+    after->train(space, 6);
+    EXPECT_TRUE(same_bits(pinn_host(resumed.arena().params()), pinn_host(straight.arena().params())));
+    EXPECT_EQ(after->losses(space), uninterrupted->losses(space));
+    auto const scale = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), after->scale());
+    EXPECT_EQ(scale(0), 2.0f);  // the file's transform
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(PinnCheckpoint, ALoadOfAnotherTrainingIsRefusedNamingTheFieldAndChangesNothing) {
+  using ktr::test::error_of;
+  ktr::ExecSpace space;
+  char const* const desc = "in=2 dense:8:tanh dense:1";
+  std::string const dir = ::testing::TempDir() + "ktr_pinn_ckpt_refusals";
+  std::filesystem::remove_all(dir);
+  ktr::Model saved(space, desc, 64), other(space, desc, 64);
+  saved.init(space, 1), other.init(space, 2);
+  Pinn source(space, saved, pinn_adam(), 3);
+  add_checkpoint_terms(source, false);
+  source.train(space, 2);
+  EXPECT_NE(error_of([&] { source.load(space, dir); }).find(dir), std::string::npos);  // nothing saved yet
+  source.save(space, dir);
+
+  std::vector<float> const before = pinn_host(other.arena().params());
+  auto refusal = [&](Pinn& pinn) {
+    std::string const e = error_of([&] { pinn.load(space, dir); });
+    EXPECT_NE(e.find("pinn.ckpt"), std::string::npos) << e;
+    EXPECT_TRUE(same_bits(pinn_host(other.arena().params()), before));
+    EXPECT_EQ(pinn.steps(), 0);
+    return e;
+  };
+  Pinn weighted(space, other, pinn_adam(), 3);  // the kept term weighted 1, not 0.5
+  add_heat_terms(weighted, 64);
+  weighted.add_term("kept", "", ValueResidual{}, Points::box({0, 0}, {1, 1}).once(), 16);
+  EXPECT_NE(refusal(weighted).find("term_3"), std::string::npos);
+  ktr::OptimizerConfig sgd;
+  sgd.kind = ktr::OptimizerConfig::Kind::sgd;
+  Pinn plain(space, other, sgd, 3);
+  add_checkpoint_terms(plain, false);
+  EXPECT_NE(refusal(plain).find("whose optimizer is 'adam'; this one's is 'sgd'"), std::string::npos);
+  Pinn transformed(space, other, pinn_adam(), 3);
+  transformed.set_input_transform(space, {1, 1}, {0, 0});
+  add_checkpoint_terms(transformed, false);
+  EXPECT_NE(refusal(transformed).find("transform"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -126,8 +126,17 @@ class Term {
   JetSpec const& spec() const { return jet_.spec(); }
   std::int64_t count() const { return count_; }
   bool redraws() const { return points_.given.size() == 0 && points_.redraw; }
+  /// True if the term draws its points once and keeps them (Points::once()).
+  bool keeps() const { return points_.given.size() == 0 && !points_.redraw; }
+  double weight() const { return weight_; }
   /// The points of the last step (N, inputs): the caller's fixed ones, or this term's draws.
   JetMatrix<float const> points() const { return points_.given.size() != 0 ? points_.given : x_; }
+  /// The term as a checkpoint records it: its name, spec, count, weight and where its points come from.
+  std::string signature() const;
+  /// The points this term keeps (drawn once, and drawn by now): what a checkpoint saves; empty otherwise.
+  JetMatrix<float> kept_points() const { return keeps() && drawn_ ? x_ : JetMatrix<float>(); }
+  /// Takes `values` (count x inputs, row-major: a checkpoint's) as the points this term keeps, drawn already.
+  void restore_points(ExecSpace const& space, std::vector<float> const& values);
   /// Adds this term's gradient at step `step` into `grads` and writes its loss into `losses(index)`. `scale` and
   /// `shift`: the model's input transform x' = x * scale + shift (empty: none).
   void step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
@@ -249,6 +258,18 @@ class Pinn {
   /// allreduces wait for the host where the transport does). Throws UsageError if there is no term, or (L-BFGS)
   /// if a term draws new points every step, naming it.
   void train(ExecSpace const& space, int steps);
+
+  /// Saves the training as the next generation of the checkpoint directory `dir`, with the guarantees of
+  /// train/run_directory.hpp (each file written to a temporary name and renamed, the previous generation current
+  /// until the new one is complete, a foreign file never replaced): pinn.ckpt holds the model's parameters, the
+  /// optimiser's state and step, the step count, the input transform and the points of the terms that keep a
+  /// draw; over several ranks rank r's own points are rank-<r>.ckpt. Collective; reads back.
+  void save(ExecSpace const& space, std::string const& dir) const;
+  /// Restores what save wrote into this Pinn, made as the saved one was (its model's description, optimiser kind,
+  /// terms, transform and rank count are checked first: a mismatch throws naming the file and the field, and
+  /// changes nothing), so that training goes on bit for bit: redrawn points are keyed by the step count, kept
+  /// ones come from the file. Collective.
+  void load(ExecSpace const& space, std::string const& dir);
 
   /// Each term's loss at the last step (weighted; over several ranks the ranks' mean), then their sum: reads back.
   std::vector<double> losses(ExecSpace const& space) const;

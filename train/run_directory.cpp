@@ -27,9 +27,9 @@ char const* const kManifest = "ktr-manifest";
 char const* const kManifestMagic1 = "ktr-run-directory 1";
 char const* const kManifestMagic2 = "ktr-run-directory 2";
 char const* const kGeneration = "ktr-gen-";
-// Every name a generation may hold: a run's three files (all a version-1 directory held), or an RL system's two,
-// and over several ranks rank-<r>.ckpt for each rank r > 0 (generation_file).
-char const* const kFiles[] = {"model.ckpt", "state.bin", "config.yaml", "system.ckpt"};
+// Every name a generation may hold: a run's three files (all a version-1 directory held), an RL system's two, or
+// a ktr::Pinn's one, and over several ranks rank-<r>.ckpt for each rank r > 0 (generation_file).
+char const* const kFiles[] = {"model.ckpt", "state.bin", "config.yaml", "system.ckpt", "pinn.ckpt"};
 char const* const kRunFiles[] = {"model.ckpt", "state.bin", "config.yaml"};
 
 // rank-<r>.ckpt, r from 1 to 9,999,999 without leading zeros.
@@ -92,11 +92,15 @@ Manifest parse_manifest(std::string const& path, std::string const& text) {
   }
   bool const run = m.files.size() == 3 && m.files.count("model.ckpt") && m.files.count("state.bin") &&
                    m.files.count("config.yaml");
-  // An RL system: system.ckpt and config.yaml, and over R ranks rank-1.ckpt to rank-<R-1>.ckpt.
+  // An RL system: system.ckpt and config.yaml; a Pinn: pinn.ckpt; over R ranks, rank-1.ckpt to rank-<R-1>.ckpt.
   bool system = m.files.size() >= 2 && m.files.count("system.ckpt") && m.files.count("config.yaml");
   for (std::size_t r = 1; system && r + 2 <= m.files.size(); ++r)
     system = m.files.count("rank-" + std::to_string(r) + ".ckpt") == 1;
-  KTR_REQUIRE(run || (system && m.generation > 0), path, "does not list every file of a run or of an RL system");
+  bool pinn = m.files.count("pinn.ckpt") == 1;
+  for (std::size_t r = 1; pinn && r + 1 <= m.files.size(); ++r)
+    pinn = m.files.count("rank-" + std::to_string(r) + ".ckpt") == 1;
+  KTR_REQUIRE(run || ((system || pinn) && m.generation > 0), path,
+              "does not list every file of a run, an RL system or a pinn");
   return m;
 }
 

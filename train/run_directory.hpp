@@ -66,7 +66,8 @@ struct RunDirectory {
 RunDirectory read_run_directory(std::string const& dir);
 
 /// One file of a generation: its name (a run's model.ckpt, state.bin, config.yaml; an RL system's system.ckpt and
-/// config.yaml) and what writes it, atomically, at the path it is handed.
+/// config.yaml; a ktr::Pinn's pinn.ckpt; another rank's rank-<r>.ckpt) and what writes it, atomically, at the path
+/// it is handed.
 struct GenerationFile {
   std::string name;
   std::function<void(std::string const& path)> write;
