@@ -106,7 +106,12 @@ void NoiseActor::act(ExecSpace const& space, Model& policy, Tensor const& state,
   } else {
     add_space_noise(space, policy.forward(space, Precision{}, state), out, key, draw, offset);
   }
-  if (ou(config_.kind)) Kokkos::deep_copy(space, started_, std::int64_t(1));
+  if (ou(config_.kind)) {  // a kernel, not a fill from the host's stack, which a captured program cannot replay
+    auto started = started_;
+    Kokkos::parallel_for(
+        "ktr::rl::noise_started", Kokkos::RangePolicy<ExecSpace>(space, 0, 1),
+        KOKKOS_LAMBDA(int) { started() = 1; });
+  }
 }
 
 void NoiseActor::add_space_noise(ExecSpace const& space, Tensor const& action, Tensor const& out,

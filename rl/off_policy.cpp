@@ -279,16 +279,61 @@ std::pair<float, float> OffPolicySystem::learning_rates(ExecSpace const& space) 
   return {p, q};
 }
 
+bool OffPolicySystem::advance() {
+  ++updates_;  // counted from 1: no policy update at the first
+  // Accumulation windows: the critics count every update, the policy its own (SAC: every update too).
+  critic_window_end_ = updates_ % config_.accumulate == 0;
+  policy_window_end_ = (updates_ / config_.policy_lag) % config_.accumulate == 0;
+  return updates_ % config_.policy_lag == 0;  // SAC's lag is 1
+}
+
 void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float* p_loss, float* q_loss) {
   KTR_REQUIRE(updates >= 1, "train", "asks for " + std::to_string(updates) + " updates");
   bool policy_updated = false;
-  for (std::int64_t k = 0; k < updates; ++k) {
-    ++updates_;                                           // counted from 1: no policy update at the first
-    policy_updated = updates_ % config_.policy_lag == 0;  // SAC's lag is 1
-    // Accumulation windows: the critics count every update, the policy its own (SAC: every update too).
-    critic_window_end_ = updates_ % config_.accumulate == 0;
-    policy_window_end_ = (updates_ / config_.policy_lag) % config_.accumulate == 0;
-    update(space, policy_updated);
+  auto run_plain = [&] {
+    for (std::int64_t k = 0; k < updates; ++k) {
+      policy_updated = advance();
+      update(space, policy_updated);
+    }
+  };
+  // On a stream of its own (CUDA; HIP with Kokkos Kernels 4.x) the K updates are one captured program, replayed
+  // by later calls of the same K and phase: what an update does on the host's side (the policy's turn, the
+  // accumulation windows) depends on the update count modulo policy_lag x accumulate alone, and everything else
+  // it reads (the buffer's counters, the draws, the steps) lives on the device. A collective that waits for the
+  // host cannot be captured: such systems, and every other backend, run the kernels one by one.
+  if (!CapturedProgram::can_capture(space) || comm_.host_synchronised()) {
+    run_plain();
+  } else {
+    std::int64_t const period = std::int64_t(config_.policy_lag) * config_.accumulate;
+    auto slot = [&]() -> std::unique_ptr<CapturedProgram>& {
+      RlProgramKey const key{updates, updates_ % period, stream_identity(space)};
+      for (auto& [k, program] : programs_)
+        if (k == key) return program;
+      if (programs_.size() >= kMaxPrograms) programs_.erase(programs_.begin());  // the oldest goes first
+      programs_.emplace_back(key, nullptr);
+      return programs_.back().second;
+    };
+    auto& program = slot();
+    if (program && program->valid()) {
+      program->replay(space);
+      for (std::int64_t k = 0; k < updates; ++k) policy_updated = advance();  // the host's count of them
+    } else if (!program) {
+      // First call of this K and phase: run it plainly (warming up every lazily made buffer and handle), then
+      // record the next phase's program without running it (the host's counters put back after recording).
+      run_plain();
+      auto& next = slot();
+      if (!next) {
+        next = std::make_unique<CapturedProgram>();
+        std::int64_t const count = updates_;
+        bool const critic_end = critic_window_end_, policy_end = policy_window_end_, updated = policy_updated;
+        space.fence();                    // not captured: the capture must start on an idle stream
+        next->capture(space, run_plain);  // a failed capture leaves it empty: that key stays on the plain path
+        updates_ = count, critic_window_end_ = critic_end, policy_window_end_ = policy_end;
+        policy_updated = updated;
+      }
+    } else {
+      run_plain();  // capture failed once for this key
+    }
   }
   if (!p_loss && !q_loss) return;
   auto h = Kokkos::create_mirror_view(losses_);

@@ -19,6 +19,7 @@
 // them (the lax.scan of the supervised loop).
 #pragma once
 
+#include "../backends/graph.hpp"
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
 #include "noise.hpp"
@@ -150,6 +151,9 @@ class OffPolicySystem {
   DeviceView<float*> const& log_sigma() const { return log_sigma_; }
   Tensor const& last_target_input() const { return next_state_action_; }
 
+  /// Counts one more update on the host and sets the accumulation windows it ends; true where it updates the
+  /// policy (train's bookkeeping).
+  bool advance();
   /// One update (train's step; public because the CUDA compiler refuses device lambdas in private members), the
   /// policy's part and the targets' where `update_policy`.
   void update(ExecSpace const& space, bool update_policy);
@@ -215,6 +219,18 @@ class OffPolicySystem {
   Tensor logp_, argmin_, daction_;
   std::int64_t updates_ = 0;
   bool ready_ = false;
+  // The captured programs of K updates (GPU builds, a stream of its own), by K, the update count's phase modulo
+  // policy_lag x accumulate and the stream; the oldest goes first past kMaxPrograms.
+  struct RlProgramKey {
+    std::int64_t updates = 0, phase = 0;
+    StreamIdentity stream;
+    bool operator==(RlProgramKey const& o) const {
+      return updates == o.updates && phase == o.phase && stream.stream == o.stream.stream &&
+             stream.resources == o.stream.resources && stream.instance == o.stream.instance;
+    }
+  };
+  static constexpr std::size_t kMaxPrograms = 8;
+  std::vector<std::pair<RlProgramKey, std::unique_ptr<CapturedProgram>>> programs_;
 };
 
 }  // namespace ktr::rl

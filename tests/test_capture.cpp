@@ -6,6 +6,8 @@
 #include <ktr/backends/graph.hpp>
 #include <ktr/backends/stream_instances.hpp>
 #include <ktr/core/error.hpp>
+#include <ktr/rl/off_policy.hpp>
+#include <ktr/rl/torchfort_check.hpp>
 #include <ktr/train/program_cache.hpp>
 #include <ktr/train/session.hpp>
 
@@ -13,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -443,6 +446,55 @@ TEST(Capture, CapturedBf16ProgramEqualsThePlainLoop) {
     RunConfig c = config(model);
     c.precision = ktr::MatmulPrecision::bf16;
     expect_captured_equals_plain(c, data, K, 3, "bf16");
+  }
+}
+
+// An off-policy system's K updates per call against single updates, bit for bit: every network, target and the
+// last losses. Where the build captures, the K = 3 calls run on a stream of their own, as programs captured once
+// per K and phase (TD3 updates its policy every second update, so its calls alternate two phases) and replayed,
+// and the single updates kernel by kernel on the default instance; elsewhere both run kernel by kernel.
+TEST(Capture, OffPolicyUpdatesInCallsOfKEqualSingleUpdatesBitForBitCapturedWhereTheBuildCaptures) {
+  using ktr::rl::OffPolicyConfig;
+  using ktr::rl::OffPolicySystem;
+  ktr::DeviceStream stream;
+  ktr::ExecSpace const& space = stream.space();
+  ktr::ExecSpace const plain;
+  for (auto algorithm : {OffPolicyConfig::Algorithm::td3, OffPolicyConfig::Algorithm::sac}) {
+    SCOPED_TRACE(algorithm == OffPolicyConfig::Algorithm::td3 ? "td3" : "sac");
+    OffPolicyConfig c = ktr::rl::torchfort_check_config(algorithm, 7);
+    c.max_size = 64, c.min_size = 16, c.batch_size = 8;
+    OffPolicySystem in_calls(space, c), single(plain, c);
+    std::int64_t const n = 24;
+    ktr::Tensor s("s", ktr::Shape{n + 1, 1}), a("a", ktr::Shape{n, 1}), r("r", ktr::Shape{n}),
+        d("d", ktr::Shape{n});
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-1, 1);
+    std::size_t const rows = std::size_t(n);
+    std::vector<float> hs(rows + 1), ha(rows), hr(rows), hd(rows);
+    for (auto* v : {&hs, &ha, &hr}) std::generate(v->begin(), v->end(), [&] { return u(rng); });
+    for (std::size_t i = 0; i < hd.size(); ++i) hd[i] = i % 5 == 4 ? 1.0f : 0.0f;
+    ktr::from_host(s, hs), ktr::from_host(a, ha), ktr::from_host(r, hr), ktr::from_host(d, hd);
+    for (std::int64_t i = 0; i < n; ++i) {
+      in_calls.push(space, s.data() + i, a.data() + i, r.data() + i, s.data() + i + 1, d.data() + i);
+      single.push(plain, s.data() + i, a.data() + i, r.data() + i, s.data() + i + 1, d.data() + i);
+    }
+    ASSERT_TRUE(in_calls.ready(space) && single.ready(plain));
+    float p_calls = 0, q_calls = 0, p_single = 0, q_single = 0;
+    for (int call = 0; call < 4; ++call) in_calls.train(space, 3, &p_calls, &q_calls);
+    for (int update = 0; update < 12; ++update) single.train(plain, 1, &p_single, &q_single);
+    EXPECT_EQ(in_calls.updates(), 12);
+    EXPECT_EQ(p_calls, p_single);
+    EXPECT_EQ(q_calls, q_single);
+    auto same = [&](ktr::Model& x, ktr::Model& y, char const* what) {
+      EXPECT_TRUE(same_bits(ktr::download(x.arena().params()), ktr::download(y.arena().params()))) << what;
+    };
+    same(in_calls.policy(), single.policy(), "policy");
+    for (int i = 0; i < c.num_critics; ++i) {
+      same(in_calls.critic(i), single.critic(i), "critic");
+      same(in_calls.critic_target(i), single.critic_target(i), "critic target");
+    }
+    if (algorithm == OffPolicyConfig::Algorithm::td3)
+      same(in_calls.policy_target(), single.policy_target(), "target");
   }
 }
 
