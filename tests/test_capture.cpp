@@ -8,6 +8,7 @@
 #include <ktr/core/error.hpp>
 #include <ktr/rl/off_policy.hpp>
 #include <ktr/rl/torchfort_check.hpp>
+#include <ktr/train/pinn.hpp>
 #include <ktr/train/program_cache.hpp>
 #include <ktr/train/session.hpp>
 
@@ -495,6 +496,53 @@ TEST(Capture, OffPolicyUpdatesInCallsOfKEqualSingleUpdatesBitForBitCapturedWhere
     }
     if (algorithm == OffPolicyConfig::Algorithm::td3)
       same(in_calls.policy_target(), single.policy_target(), "target");
+  }
+}
+
+struct CaptureHeatResidual {  // u_t - 0.4 u_xx, spec "d1 d0,0"
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(ktr::pinn::Point<D> const& p) const {
+    return p.d(0) - 0.4 * p.d(1);
+  }
+};
+
+struct CaptureWallResidual {  // u - x, spec ""
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(ktr::pinn::Point<D> const& p) const {
+    return p.u() - p.x(0);
+  }
+};
+
+// A Pinn's K steps per call against single steps, bit for bit (parameters and losses), with Adam on points drawn
+// every step and with L-BFGS on kept ones. Where the build captures, the calls of 4 run on a stream of their own
+// as one program recorded at the first call and replayed (its draws keyed by a device counter, so a replay draws
+// new points), the single steps kernel by kernel on the default instance; elsewhere both run kernel by kernel.
+TEST(Capture, PinnStepsInCallsOfKEqualSingleStepsBitForBitCapturedWhereTheBuildCaptures) {
+  using ktr::pinn::Points;
+  ktr::DeviceStream stream;
+  ktr::ExecSpace const& space = stream.space();
+  ktr::ExecSpace const plain;
+  ktr::OptimizerConfig adam, lbfgs;
+  adam.lr = 1e-2f;
+  lbfgs.kind = ktr::OptimizerConfig::Kind::lbfgs;
+  lbfgs.lr = 1;
+  for (ktr::OptimizerConfig const& optimizer : {adam, lbfgs}) {
+    bool const kept = optimizer.kind == ktr::OptimizerConfig::Kind::lbfgs;
+    SCOPED_TRACE(kept ? "lbfgs" : "adam");
+    char const* const desc = "in=2 dense:16:tanh dense:16:tanh dense:1";
+    ktr::Model a(space, desc, 64), b(plain, desc, 64);
+    a.init(space, 3), b.init(plain, 3);
+    ktr::Pinn in_calls(space, a, optimizer, 5), single(plain, b, optimizer, 5);
+    for (ktr::Pinn* p : {&in_calls, &single}) {
+      Points const box = Points::box({0, 0}, {1, 1}), walls = Points::walls({0, 0}, {1, 1}, 0);
+      p->add_term("interior", "d1 d0,0", CaptureHeatResidual{}, kept ? box.once() : box, 64);
+      p->add_term("walls", "", CaptureWallResidual{}, kept ? walls.once() : walls, 16, 10);
+    }
+    for (int call = 0; call < 3; ++call) in_calls.train(space, 4);
+    for (int step = 0; step < 12; ++step) single.train(plain, 1);
+    EXPECT_EQ(in_calls.steps(), 12);
+    EXPECT_TRUE(same_bits(ktr::download(a.arena().params()), ktr::download(b.arena().params())));
+    EXPECT_EQ(in_calls.losses(space), single.losses(plain));
   }
 }
 

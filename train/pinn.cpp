@@ -102,7 +102,8 @@ Term::Term(Model const& model, std::string name, std::string const& spec, Points
 }
 
 void Term::step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
-                Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step,
+                Kokkos::View<float*, MemSpace> const& losses, std::size_t index,
+                Kokkos::View<std::int64_t, MemSpace> const& step,
                 Kokkos::View<float const*, MemSpace> const& scale,
                 Kokkos::View<float const*, MemSpace> const& shift) {
   if (points_.given.size() == 0 && (points_.redraw || !drawn_)) {
@@ -112,9 +113,10 @@ void Term::step(ExecSpace const& space, DeviceView<float*> const& params, Device
     auto const x = x_;
     auto const lo = lo_, hi = hi_;
     int const wall = points_.wall;
-    std::uint64_t const key = mix64(key_ ^ mix64(step + 0x2545F4914F6CDD1Dull));
+    std::uint64_t const term_key = key_;
     Kokkos::parallel_for(
         "ktr::pinn::draw_points", Range(space, 0, count_), KOKKOS_LAMBDA(std::int64_t i) {
+          std::uint64_t const key = mix64(term_key ^ mix64(std::uint64_t(step()) + 0x2545F4914F6CDD1Dull));
           for (std::int64_t j = 0; j < d; ++j) {
             double const u =
                 double(mix64(key ^ mix64(std::uint64_t(i * d + j))) >> 11) * (1.0 / 9007199254740992.0);
@@ -138,6 +140,7 @@ Pinn::Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimize
       optimizer_(optimizer, model.arena().size(), space),
       grads_("ktr::pinn::grads", std::size_t(model.arena().size())),
       step_("ktr::pinn::step"),
+      draw_step_("ktr::pinn::draw_step"),
       // Rank r's terms are keyed apart from every other rank's (rank 0's as a one-rank run's).
       key_(mix64(seed ^ 0x9E6C63D0676A9A99ull) ^ (comm.rank() == 0 ? 0 : mix64(std::uint64_t(comm.rank())))) {
   if (comm_.size() > 1) comm_.broadcast(space, model.arena().params());
@@ -201,23 +204,52 @@ void Pinn::train(ExecSpace const& space, int steps) {
       KTR_PINN_REQUIRE(
           !t->redraws(), "pinn term '" + t->name() + "'",
           "it draws new points every step, and lbfgs needs a fixed batch (Points::once() or fixed points)");
+  auto run_plain = [&] {
+    for (int s = 0; s < steps; ++s) step(space);
+  };
+  if (steps == 0 || !CapturedProgram::can_capture(space) || comm_.host_synchronised()) {
+    run_plain();
+    return;
+  }
+  ProgramKey const key{steps, stream_identity(space)};
+  for (auto& [k, program] : programs_)
+    if (k == key) {
+      if (!program->valid()) {
+        run_plain();  // capture failed once for this step count
+        return;
+      }
+      program->replay(space);
+      steps_ += steps;
+      return;
+    }
+  // First call of this step count: run it plainly (warming up every lazily made buffer and handle, and the kept
+  // points' first draw), then record it without running it; later calls replay it.
+  run_plain();
+  if (programs_.size() >= kMaxPrograms) programs_.erase(programs_.begin());  // the oldest goes first
+  programs_.emplace_back(key, std::make_unique<CapturedProgram>());
+  space.fence();                                       // not captured: the capture must start on an idle stream
+  programs_.back().second->capture(space, run_plain);  // a failed capture leaves it empty: plain from then on
+  steps_ -= steps;                                     // recording ran nothing
+}
+
+void Pinn::step(ExecSpace const& space) {
   auto const params = model_->arena().params();
   auto const losses = losses_;
+  auto const draw_step = draw_step_;
   std::size_t const n = terms_.size();
-  for (int s = 0; s < steps; ++s) {
-    Kokkos::deep_copy(space, grads_, 0.0f);
-    for (std::size_t t = 0; t < n; ++t)
-      terms_[t]->step(space, params, grads_, losses_, t, std::uint64_t(steps_), scale_, shift_);
-    Kokkos::parallel_for(
-        "ktr::pinn::total_loss", Range(space, 0, 1), KOKKOS_LAMBDA(std::int64_t) {
-          float total = 0;
-          for (std::size_t t = 0; t < n; ++t) total += losses(t);
-          losses(n) = total;
-        });
-    if (comm_.size() > 1) mean_over_ranks(space);
-    optimizer_.update(space, params, grads_, step_, losses_.data() + n, 1);
-    ++steps_;
-  }
+  Kokkos::deep_copy(space, grads_, 0.0f);
+  for (std::size_t t = 0; t < n; ++t)
+    terms_[t]->step(space, params, grads_, losses_, t, draw_step_, scale_, shift_);
+  Kokkos::parallel_for(
+      "ktr::pinn::total_loss", Range(space, 0, 1), KOKKOS_LAMBDA(std::int64_t) {
+        float total = 0;
+        for (std::size_t t = 0; t < n; ++t) total += losses(t);
+        losses(n) = total;
+        draw_step() += 1;  // the next step's draws
+      });
+  if (comm_.size() > 1) mean_over_ranks(space);
+  optimizer_.update(space, params, grads_, step_, losses_.data() + n, 1);
+  ++steps_;
 }
 
 void Pinn::mean_over_ranks(ExecSpace const& space) {

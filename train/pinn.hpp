@@ -20,6 +20,7 @@
 #pragma once
 
 #include "../backends/collective.hpp"
+#include "../backends/graph.hpp"
 #include "../models/jet.hpp"
 #include "../models/model.hpp"
 #include "../optim/optimizer.hpp"
@@ -30,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace ktr {
@@ -137,11 +139,13 @@ class Term {
   JetMatrix<float> kept_points() const { return keeps() && drawn_ ? x_ : JetMatrix<float>(); }
   /// Takes `values` (count x inputs, row-major: a checkpoint's) as the points this term keeps, drawn already.
   void restore_points(ExecSpace const& space, std::vector<float> const& values);
-  /// Adds this term's gradient at step `step` into `grads` and writes its loss into `losses(index)`. `scale` and
-  /// `shift`: the model's input transform x' = x * scale + shift (empty: none).
+  /// Adds this term's gradient at the step `step()` counts (a device scalar, which keys the draws: a replayed
+  /// program draws anew) into `grads` and writes its loss into `losses(index)`. `scale` and `shift`: the model's
+  /// input transform x' = x * scale + shift (empty: none).
   void step(ExecSpace const& space, DeviceView<float*> const& params, DeviceView<float*> const& grads,
-            Kokkos::View<float*, MemSpace> const& losses, std::size_t index, std::uint64_t step,
-            Kokkos::View<float const*, MemSpace> const& scale, Kokkos::View<float const*, MemSpace> const& shift);
+            Kokkos::View<float*, MemSpace> const& losses, std::size_t index,
+            Kokkos::View<std::int64_t, MemSpace> const& step, Kokkos::View<float const*, MemSpace> const& scale,
+            Kokkos::View<float const*, MemSpace> const& shift);
 
  protected:
   virtual void residual(ExecSpace const& space, Kokkos::View<float*, MemSpace> const& losses,
@@ -256,7 +260,10 @@ class Pinn {
 
   /// Queues `steps` steps on `space` with nothing read back (over several ranks: collective, each step's
   /// allreduces wait for the host where the transport does). Throws UsageError if there is no term, or (L-BFGS)
-  /// if a term draws new points every step, naming it.
+  /// if a term draws new points every step, naming it. On a stream of its own where the build captures (CUDA;
+  /// HIP with Kokkos Kernels 4.x) the steps are one program, recorded at the first call of a step count and
+  /// replayed by later ones (the draws are keyed by a device counter); elsewhere, and where a collective waits
+  /// for the host, they run kernel by kernel.
   void train(ExecSpace const& space, int steps);
 
   /// Saves the training as the next generation of the checkpoint directory `dir`, with the guarantees of
@@ -283,6 +290,8 @@ class Pinn {
   /// The step's gradient and losses become the ranks' means (train's; public because the CUDA compiler refuses
   /// device lambdas in private members).
   void mean_over_ranks(ExecSpace const& space);
+  /// One step of every term, its update and the draw counter's advance (train's; public for the same reason).
+  void step(ExecSpace const& space);
 
  private:
   void check_term(std::string const& name, pinn::Points const& points, std::int64_t count, double weight) const;
@@ -292,11 +301,24 @@ class Pinn {
   Optimizer optimizer_;
   DeviceView<float*> grads_;
   Kokkos::View<std::int64_t, MemSpace> step_;
-  Kokkos::View<float*, MemSpace> losses_;         // per term, then the total
-  Kokkos::View<float*, MemSpace> scale_, shift_;  // the input transform (empty: none)
+  Kokkos::View<std::int64_t, MemSpace> draw_step_;  // steps made (every one, refused or not): keys the draws
+  Kokkos::View<float*, MemSpace> losses_;           // per term, then the total
+  Kokkos::View<float*, MemSpace> scale_, shift_;    // the input transform (empty: none)
   std::vector<std::unique_ptr<pinn::Term>> terms_;
   std::uint64_t key_;
   std::int64_t steps_ = 0;
+  // The captured programs of K steps (GPU builds, a stream of its own), by K and stream; the oldest goes first
+  // past kMaxPrograms.
+  struct ProgramKey {
+    int steps = 0;
+    StreamIdentity stream;
+    bool operator==(ProgramKey const& o) const {
+      return steps == o.steps && stream.stream == o.stream.stream && stream.resources == o.stream.resources &&
+             stream.instance == o.stream.instance;
+    }
+  };
+  static constexpr std::size_t kMaxPrograms = 8;
+  std::vector<std::pair<ProgramKey, std::unique_ptr<CapturedProgram>>> programs_;
 };
 
 }  // namespace ktr

@@ -180,6 +180,7 @@ void Pinn::load(ExecSpace const& space, std::string const& dir) {
   for (std::size_t t = 0; t < terms_.size(); ++t)
     if (kept[t] == '1') terms_[t]->restore_points(space, ckpt.buffers[next++]);
   Kokkos::deep_copy(space, step_, step);
+  Kokkos::deep_copy(space, draw_step_, steps);  // the next step's draws
   steps_ = steps;
   space.fence();
 }
