@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -402,6 +403,81 @@ TEST(Pinn, RefusesABadTermNamingItAndLbfgsOnRedrawnPoints) {
   Pinn kept(space, model, lbfgs);
   kept.add_term("walls", "", ValueResidual{}, Points::walls({0, 0}, {1, 1}, 0).once(), 8);
   EXPECT_EQ(error_of([&] { kept.train(space, 3); }), "(no error)");
+}
+
+struct HeatAndWall {  // both residuals of one point: u_t - 0.4 u_xx and u - x, spec "d1 d0,0"
+  template <class D>
+  KOKKOS_INLINE_FUNCTION ktr::pinn::Residuals<D, 2> operator()(Point<D> const& p) const {
+    return {{p.d(0) - 0.4 * p.d(1), p.u() - p.x(0)}};
+  }
+};
+
+struct UMinusX {  // u - x, spec "d1 d0,0" (the columns unread)
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(Point<D> const& p) const {
+    return p.u() - p.x(0);
+  }
+};
+
+struct UMinusSinX {  // u - sin(pi x)
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(Point<D> const& p) const {
+    return p.u() - ktr::dual::sin(pinn_pi * p.x(0));
+  }
+};
+
+struct UMinusTarget {  // u - y[i]: a measurement that goes with the point
+  Kokkos::View<double*, ktr::MemSpace> y;
+  template <class D>
+  KOKKOS_INLINE_FUNCTION D operator()(Point<D> const& p) const {
+    return p.u() - y(p.index());
+  }
+};
+
+// One term of two residuals trains as the two as terms of their own on the same points: the same losses and
+// gradient (within float rounding: two jets sum in another order than one).
+TEST(Pinn, ATermOfTwoResidualsGivesTheLossAndGradientOfTwoTermsOfOne) {
+  ktr::ExecSpace space;
+  char const* const desc = "in=2 dense:12:tanh dense:12:tanh dense:1";
+  ktr::Model a(space, desc, 48), b(space, desc, 48);
+  a.init(space, 4), b.init(space, 4);
+  ktr::OptimizerConfig sgd;
+  sgd.kind = ktr::OptimizerConfig::Kind::sgd;
+  sgd.lr = 1e-12f;
+  PinnMatrix const x = pinn_points(48, 0.7548776662466927, 0.5698402909980532);
+  Pinn one(space, a, sgd), two(space, b, sgd);
+  one.add_term("both", "d1 d0,0", HeatAndWall{}, Points::fixed(x), 48, 3);
+  two.add_term("heat", "d1 d0,0", HeatResidual{}, Points::fixed(x), 48, 3);
+  two.add_term("wall", "d1 d0,0", UMinusX{}, Points::fixed(x), 48, 3);
+  one.train(space, 1), two.train(space, 1);
+  EXPECT_NEAR(one.losses(space).back(), two.losses(space).back(), 1e-6 * two.losses(space).back());
+  std::vector<float> const g1 = pinn_host(one.gradient()), g2 = pinn_host(two.gradient());
+  ASSERT_EQ(g1.size(), g2.size());
+  double norm = 0;
+  for (float v : g2) norm = std::max(norm, double(std::abs(v)));
+  ASSERT_GT(norm, 0);
+  for (std::size_t i = 0; i < g1.size(); ++i) EXPECT_NEAR(g1[i], g2[i], 1e-5 * norm) << i;
+}
+
+// A residual reads data that goes with its point by the point's index: a term u - y[index] with y = sin(pi x) at
+// fixed points gives the loss and gradient of u - sin(pi x) itself, bit for bit.
+TEST(Pinn, AResidualReadsItsPointsDataByIndex) {
+  ktr::ExecSpace space;
+  char const* const desc = "in=2 dense:8:tanh dense:1";
+  ktr::Model a(space, desc, 40), b(space, desc, 40);
+  a.init(space, 6), b.init(space, 6);
+  PinnMatrix const x = pinn_points(40, 0.31, 0.77);
+  Kokkos::View<double*, ktr::MemSpace> y("y", 40);
+  auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), x);
+  auto hy = Kokkos::create_mirror_view(y);
+  for (std::size_t i = 0; i < 40; ++i) hy(i) = ktr::dual::sin(pinn_pi * double(hx(i, 0)));
+  Kokkos::deep_copy(y, hy);
+  Pinn data(space, a, pinn_adam()), closed(space, b, pinn_adam());
+  data.add_term("data", "", UMinusTarget{y}, Points::fixed(x), 40);
+  closed.add_term("closed", "", UMinusSinX{}, Points::fixed(x), 40);
+  data.train(space, 3), closed.train(space, 3);
+  EXPECT_EQ(data.losses(space), closed.losses(space));
+  EXPECT_TRUE(same_bits(pinn_host(a.arena().params()), pinn_host(b.arena().params())));
 }
 
 // The heat terms and one that keeps its first draw, every term's points kept when `kept` (what lbfgs needs).

@@ -43,10 +43,14 @@ namespace pinn {
 template <class D>
 class Point {
  public:
-  KOKKOS_INLINE_FUNCTION Point(float const* x, float const* u, float const* d, int tokens, int seed)
-      : x_(x), u_(u), d_(d), tokens_(tokens), seed_(seed) {}
+  KOKKOS_INLINE_FUNCTION Point(float const* x, float const* u, float const* d, int tokens, int seed,
+                               std::int64_t index = 0)
+      : x_(x), u_(u), d_(d), tokens_(tokens), seed_(seed), index_(index) {}
   /// Coordinate i of the point.
   KOKKOS_INLINE_FUNCTION double x(int i) const { return double(x_[i]); }
+  /// The point's row in its term's points (0 to count - 1): where a residual reads data that goes with the point
+  /// (a measurement, a target derivative) from a view of its own, for a term of fixed points.
+  KOKKOS_INLINE_FUNCTION std::int64_t index() const { return index_; }
   /// Output k.
   KOKKOS_INLINE_FUNCTION D u(int k = 0) const { return lift(u_[k], k * (1 + tokens_)); }
   /// The spec's token t (in the order written) of output k: d(0) is the first token's column of u.
@@ -67,7 +71,38 @@ class Point {
   float const* u_;
   float const* d_;
   int tokens_, seed_;
+  std::int64_t index_;
 };
+
+/// N residuals of one point, which a term's loss sums the squares of: a system of equations (continuity and
+/// momentum, say) in one term, one jet, one pass over its points. A residual functor returns `Residuals<D, N>`
+/// instead of D: `return {{p.d(0) + p.d(3), p.u(0) * p.d(0) + p.d(4)}};`.
+template <class D, int N>
+struct Residuals {
+  static_assert(N >= 1, "a term has at least one residual");
+  D r[N];
+  KOKKOS_INLINE_FUNCTION D const& operator[](int k) const { return r[k]; }
+};
+
+/// How many residuals a functor's result holds, and component k's value or tangent (a D is one residual).
+template <class R>
+struct ResidualCount {
+  static constexpr int value = 1;
+};
+template <class D, int N>
+struct ResidualCount<Residuals<D, N>> {
+  static constexpr int value = N;
+};
+KOKKOS_INLINE_FUNCTION double residual_value(double r, int) { return r; }
+KOKKOS_INLINE_FUNCTION double residual_tangent(dual::Dual r, int) { return r.t; }
+template <int N>
+KOKKOS_INLINE_FUNCTION double residual_value(Residuals<double, N> const& r, int k) {
+  return r[k];
+}
+template <int N>
+KOKKOS_INLINE_FUNCTION double residual_tangent(Residuals<dual::Dual, N> const& r, int k) {
+  return r[k].t;
+}
 
 /// Where a term's collocation points come from.
 struct Points {
@@ -101,12 +136,17 @@ struct ResidualKernel {
     float const* xi = &x(i, 0);
     float const* ui = &u(i, 0);
     float const* di = tokens > 0 ? &derivs(i, 0, 0) : nullptr;
-    double const r = residual(Point<double>(xi, ui, di, tokens, -1));
-    loss += float(weight_over_n * r * r);
+    auto const r = residual(Point<double>(xi, ui, di, tokens, -1, i));
+    constexpr int n = ResidualCount<std::remove_cv_t<decltype(r)>>::value;
+    double term_loss = weight_over_n * residual_value(r, 0) * residual_value(r, 0);
+    for (int j = 1; j < n; ++j) term_loss += weight_over_n * residual_value(r, j) * residual_value(r, j);
+    loss += float(term_loss);
     for (int k = 0; k < outputs; ++k)
       for (int c = 0; c <= tokens; ++c) {
-        double const dr = dual::value(residual(Point<dual::Dual>(xi, ui, di, tokens, k * (1 + tokens) + c)).t);
-        float const seed = float(2 * weight_over_n * r * dr);
+        auto const dr = residual(Point<dual::Dual>(xi, ui, di, tokens, k * (1 + tokens) + c, i));
+        double seed_sum = 2 * weight_over_n * residual_value(r, 0) * residual_tangent(dr, 0);
+        for (int j = 1; j < n; ++j) seed_sum += 2 * weight_over_n * residual_value(r, j) * residual_tangent(dr, j);
+        float const seed = float(seed_sum);
         if (c == 0)
           u_seed(i, k) = seed;
         else
@@ -237,8 +277,9 @@ class Pinn {
   Pinn(ExecSpace const& space, Model& model, OptimizerConfig const& optimizer, std::uint64_t seed = 0,
        Communicator const& comm = Communicator());
 
-  /// Adds the term weight * mean over `count` points of residual(point)^2, its columns those of `spec` (the
-  /// derivative tokens of models/jet.hpp). Throws UsageError naming the term and what is wrong: a spec token the
+  /// Adds the term weight * mean over `count` points of residual(point)^2 (of the sum of the squares, for a
+  /// residual functor that returns Residuals<D, N>), its columns those of `spec` (the derivative tokens of
+  /// models/jet.hpp). Throws UsageError naming the term and what is wrong: a spec token the
   /// model cannot give, bounds that do not match the inputs, no points, a weight that is negative or not finite.
   template <class Residual>
   void add_term(std::string name, std::string const& spec, Residual residual, pinn::Points points,
