@@ -135,22 +135,9 @@ void OffPolicySystem::save(ExecSpace const& space, std::string const& dir, std::
   // Over several ranks every rank's whole state travels to rank 0 (each rank's buffer, normalisers, draws and
   // noise are its own; the networks and optimisers are the same on every rank, and small), which writes one
   // generation: its own as system.ckpt, rank r's as rank-<r>.ckpt.
-  std::vector<std::string> const parts = comm_.gather(checkpoint_bytes(dir + "/system.ckpt", ckpt));
-  std::string refused;
-  if (comm_.rank() == 0) try {
-      std::vector<GenerationFile> files = {
-          {"system.ckpt", [&](std::string const& path) { write_atomically(path, parts[0]); }},
-          {"config.yaml", [&](std::string const& path) { write_atomically(path, config_text); }}};
-      for (std::size_t r = 1; r < parts.size(); ++r)
-        files.push_back({"rank-" + std::to_string(r) + ".ckpt",
-                         [&, r](std::string const& path) { write_atomically(path, parts[r]); }});
-      save_generation(dir, files);
-    } catch (std::exception const& e) {
-      refused = e.what();
-    }
-  if (comm_.any(!refused.empty()))
-    throw Error(comm_.rank() == 0 ? refused
-                                  : dir + ": rank 0 could not save the system (its error names the reason)");
+  save_generation_over_ranks(
+      comm_, dir, "system.ckpt", checkpoint_bytes(dir + "/system.ckpt", ckpt),
+      {{"config.yaml", [&](std::string const& path) { write_atomically(path, config_text); }}}, "system");
 }
 
 void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool networks_only) {

@@ -9,7 +9,6 @@
 #include "pinn.hpp"
 
 #include "../core/error.hpp"
-#include "../core/file.hpp"
 #include "../core/parse.hpp"
 #include "checkpoint.hpp"
 #include "run_directory.hpp"
@@ -105,22 +104,8 @@ void Pinn::save(ExecSpace const& space, std::string const& dir) const {
   }
   ckpt.header["kept"] = kept;
   space.fence();
-  // Every rank's file travels to rank 0, which writes the generation (as OffPolicySystem::save does).
-  std::vector<std::string> const parts = comm_.gather(checkpoint_bytes(dir + "/pinn.ckpt", ckpt));
-  std::string refused;
-  if (comm_.rank() == 0) try {
-      std::vector<GenerationFile> files = {
-          {"pinn.ckpt", [&](std::string const& path) { write_atomically(path, parts[0]); }}};
-      for (std::size_t r = 1; r < parts.size(); ++r)
-        files.push_back({"rank-" + std::to_string(r) + ".ckpt",
-                         [&, r](std::string const& path) { write_atomically(path, parts[r]); }});
-      save_generation(dir, files);
-    } catch (std::exception const& e) {
-      refused = e.what();
-    }
-  if (comm_.any(!refused.empty()))
-    throw Error(comm_.rank() == 0 ? refused
-                                  : dir + ": rank 0 could not save the pinn (its error names the reason)");
+  // Every rank's file travels to rank 0, which writes the generation (the points drawn are each rank's own).
+  save_generation_over_ranks(comm_, dir, "pinn.ckpt", checkpoint_bytes(dir + "/pinn.ckpt", ckpt), {}, "pinn");
 }
 
 void Pinn::load(ExecSpace const& space, std::string const& dir) {

@@ -284,6 +284,26 @@ void save_generation(std::string const& dir, std::vector<GenerationFile> const& 
     remove_generation(files_of(dir, was));
 }
 
+void save_generation_over_ranks(Communicator const& comm, std::string const& dir, std::string const& name,
+                                std::string bytes, std::vector<GenerationFile> extra, std::string const& what) {
+  std::vector<std::string> const parts = comm.gather(std::move(bytes));
+  std::string refused;
+  if (comm.rank() == 0) try {
+      std::vector<GenerationFile> files = {
+          {name, [&](std::string const& path) { write_atomically(path, parts[0]); }}};
+      for (auto& f : extra) files.push_back(std::move(f));
+      for (std::size_t r = 1; r < parts.size(); ++r)
+        files.push_back({"rank-" + std::to_string(r) + ".ckpt",
+                         [&, r](std::string const& path) { write_atomically(path, parts[r]); }});
+      save_generation(dir, files);
+    } catch (std::exception const& e) {
+      refused = e.what();
+    }
+  if (comm.any(!refused.empty()))
+    throw Error(comm.rank() == 0 ? refused
+                                 : dir + ": rank 0 could not save the " + what + " (its error names the reason)");
+}
+
 void save_run_directory(ExecSpace const& space, std::string const& dir, Trainer const& trainer,
                         ReplayBuffer const* buffer, RunDirectoryState const& state) {
   save_generation(dir,

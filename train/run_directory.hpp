@@ -19,6 +19,7 @@
 // the next save replaces those files by a generation.
 #pragma once
 
+#include "../backends/collective.hpp"
 #include "replay_buffer.hpp"
 #include "trainer.hpp"
 
@@ -75,6 +76,12 @@ struct GenerationFile {
 /// Saves `files` as the directory's next generation, with every guarantee above (save_run_directory is this with
 /// a run's three files). Throws ktr::Error naming the directory or file and the reason.
 void save_generation(std::string const& dir, std::vector<GenerationFile> const& files);
+/// Saves a generation over the ranks of `comm`, collectively: every rank's `bytes` travel to rank 0, which writes
+/// them as `name` (its own) and rank-<r>.ckpt (rank r's), beside `extra` (rank 0's own further files), with
+/// save_generation's guarantees. A refused save throws on every rank: rank 0 with the reason, the others naming
+/// `dir` and `what` was being saved.
+void save_generation_over_ranks(Communicator const& comm, std::string const& dir, std::string const& name,
+                                std::string bytes, std::vector<GenerationFile> extra, std::string const& what);
 /// The current generation's files (name -> bytes), each checked against the manifest, and their folder.
 struct Generation {
   std::string folder;

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jax_pinn_heat_peer import init, mlp  # the network and its initialiser (lecun_normal kernels, zero biases)
 
 PROBLEMS = {
     "heat": dict(lo=(0.0, 0.0), hi=(1.0, 1.0), sizes=(2, 32, 32, 32, 1), interior=1024, lbfgs_interior=1024,
@@ -29,22 +30,6 @@ PROBLEMS = {
                     walls=256, initial=256, weights=(1.0, 1.0, 1.0), lr=5e-3, memory=20, grid=(201, 101)),
 }
 NU = 0.01 / np.pi
-
-
-def init(key, sizes):
-    params = []
-    for fan_in, fan_out in zip(sizes[:-1], sizes[1:]):
-        key, sub = jax.random.split(key)
-        params.append((jax.nn.initializers.lecun_normal()(sub, (fan_in, fan_out)), jnp.zeros(fan_out)))
-    return params
-
-
-def mlp(params, point):
-    h = point
-    for w, b in params[:-1]:
-        h = jnp.tanh(h @ w + b)
-    w, b = params[-1]
-    return (h @ w + b)[0]
 
 
 def draw(key, cfg, interior):
