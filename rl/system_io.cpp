@@ -52,13 +52,6 @@ char const* algorithm_name(OffPolicyConfig::Algorithm a) {
 
 std::string replay_name(OffPolicyConfig const& c) { return c.sampling.prioritized ? "prioritized" : "uniform"; }
 
-std::int64_t header_int(Checkpoint const& c, std::string const& path, std::string const& key) {
-  std::int64_t v = 0;
-  KTR_REQUIRE(c.has(key) && parse_integer(c.get(key), 0, std::int64_t(1) << 62, v), path,
-              "field '" + key + "' is missing or out of range");
-  return v;
-}
-
 }  // namespace
 
 std::vector<DeviceView<float*>> OffPolicySystem::saved_buffers(bool networks_only) const {
@@ -167,7 +160,7 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
     std::string path = g.folder + "/" + file;
     ckpt = parse_checkpoint(path, g.files[file]);
     KTR_REQUIRE(ckpt.has("kind") && ckpt.get("kind") == "ktr-rl-system", path, "is not a ktr RL system");
-    std::int64_t const ranks = ckpt.has("ranks") ? header_int(ckpt, path, "ranks") : 1;
+    std::int64_t const ranks = ckpt.has("ranks") ? header_integer(ckpt, path, "ranks") : 1;
     if (!networks_only) {
       KTR_REQUIRE(ranks == comm_.size(), path,
                   "holds a system saved over " + std::to_string(ranks) + " rank(s); this one runs over " +
@@ -217,17 +210,17 @@ void OffPolicySystem::load(ExecSpace const& space, std::string const& dir, bool 
       for (auto const* n : {&states_, &rewards_}) {
         if (!n->on()) continue;
         normalizer_stats.push_back(
-            {header_int(ckpt, path, n == &states_ ? "state_count" : "reward_count"), ckpt.buffers[next++]});
+            {header_integer(ckpt, path, n == &states_ ? "state_count" : "reward_count"), ckpt.buffers[next++]});
         n->check(normalizer_stats.back(), path);
       }
-      for (int k = 0; k < 3; ++k) rows.counters[k] = header_int(ckpt, path, "buffer_" + std::to_string(k));
-      rows.pushed = header_int(ckpt, path, "pushed");
+      for (int k = 0; k < 3; ++k) rows.counters[k] = header_integer(ckpt, path, "buffer_" + std::to_string(k));
+      rows.pushed = header_integer(ckpt, path, "pushed");
       buffer_.check(rows, path);
-      updates = header_int(ckpt, path, "updates");
+      updates = header_integer(ckpt, path, "updates");
       for (std::size_t i = 0; i < steps.size(); ++i)
-        step_values.push_back(header_int(ckpt, path, "step_" + std::to_string(i)));
-      draws = header_int(ckpt, path, "draws");
-      explore_draws = header_int(ckpt, path, "explore_draws");
+        step_values.push_back(header_integer(ckpt, path, "step_" + std::to_string(i)));
+      draws = header_integer(ckpt, path, "draws");
+      explore_draws = header_integer(ckpt, path, "explore_draws");
     }
   } catch (std::exception const& e) {
     refused = e.what();

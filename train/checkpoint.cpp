@@ -114,6 +114,14 @@ void write_checkpoint(std::string const& path, Checkpoint const& ckpt) {
   write_atomically(path, checkpoint_bytes(path, ckpt));  // flushed to the disk, then renamed into place
 }
 
+std::int64_t header_integer(Checkpoint const& c, std::string const& path, std::string const& key, std::int64_t lo,
+                            std::int64_t hi) {
+  std::int64_t v = 0;
+  KTR_REQUIRE(c.has(key) && parse_integer(c.get(key), lo, hi, v), path,
+              "field '" + key + "' is missing or out of range");
+  return v;
+}
+
 std::string checkpoint_bytes(std::string const& path, Checkpoint const& ckpt) {
   std::string out(kCheckpointMagic, sizeof kCheckpointMagic);
   put(out, Checkpoint::current_version);

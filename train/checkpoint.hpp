@@ -33,6 +33,11 @@ struct Checkpoint {
   bool has(std::string const& key) const { return header.count(key) > 0; }
 };
 
+/// The header field `key` as an integer in [lo, hi] (decimal digits only); throws ktr::Error("<path>: field 'key'
+/// is missing or out of range") otherwise.
+std::int64_t header_integer(Checkpoint const& c, std::string const& path, std::string const& key,
+                            std::int64_t lo = 0, std::int64_t hi = std::int64_t(1) << 62);
+
 /// Writes atomically (temporary name, fsync, rename, directory fsync). Throws if `path` exists and is not a ktr
 /// checkpoint.
 void write_checkpoint(std::string const& path, Checkpoint const& ckpt);

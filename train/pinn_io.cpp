@@ -32,13 +32,6 @@ void device_floats(ExecSpace const& space, std::vector<float> const& from, float
       Kokkos::View<float const*, HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(from.data(), from.size()));
 }
 
-std::int64_t header_count(Checkpoint const& c, std::string const& path, std::string const& key) {
-  std::int64_t v = 0;
-  KTR_REQUIRE(c.has(key) && parse_integer(c.get(key), 0, std::int64_t(1) << 62, v), path,
-              "field '" + key + "' is missing or out of range");
-  return v;
-}
-
 }  // namespace
 
 namespace pinn {
@@ -145,8 +138,8 @@ void Pinn::load(ExecSpace const& space, std::string const& dir) {
       KTR_REQUIRE(ckpt.buffers[i].size() == sizes[i], path,
                   "buffer " + std::to_string(i) + " holds " + std::to_string(ckpt.buffers[i].size()) +
                       " values; this pinn's has " + std::to_string(sizes[i]));
-    steps = header_count(ckpt, path, "steps");
-    step = header_count(ckpt, path, "optimizer_step");
+    steps = header_integer(ckpt, path, "steps");
+    step = header_integer(ckpt, path, "optimizer_step");
   } catch (std::exception const& e) {
     refused = e.what();
   }

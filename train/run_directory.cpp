@@ -207,32 +207,24 @@ Checkpoint state_checkpoint(ReplayBuffer const* buffer, ReplayBuffer::Rows const
   return c;
 }
 
-std::int64_t header_int(Checkpoint const& c, std::string const& path, std::string const& key, std::int64_t lo,
-                        std::int64_t hi) {
-  std::int64_t v = 0;
-  KTR_REQUIRE(c.has(key) && parse_integer(c.get(key), lo, hi, v), path,
-              "field '" + key + "' is missing or out of range");
-  return v;
-}
-
 RunDirectoryState parse_state(std::string const& path, Checkpoint const& c) {
   KTR_REQUIRE(c.has("kind") && c.get("kind") == "ktr-api-state", path, "is not a ktr API state file");
   RunDirectoryState s;
   std::int64_t constexpr big = std::int64_t(1) << 40;
-  s.inference_calls = header_int(c, path, "inference_calls", 0, big);
-  s.has_buffer = header_int(c, path, "buffer", 0, 1) == 1;
+  s.inference_calls = header_integer(c, path, "inference_calls", 0, big);
+  s.has_buffer = header_integer(c, path, "buffer", 0, 1) == 1;
   if (!s.has_buffer) {
     KTR_REQUIRE(c.buffers.empty(), path, "holds buffers it does not describe");
     return s;
   }
-  s.buffer_capacity = header_int(c, path, "capacity", 1, big);
-  s.buffer_sample = header_int(c, path, "sample", 1, big);
-  s.buffer_width = header_int(c, path, "width", 1, big);
+  s.buffer_capacity = header_integer(c, path, "capacity", 1, big);
+  s.buffer_sample = header_integer(c, path, "sample", 1, big);
+  s.buffer_width = header_integer(c, path, "width", 1, big);
   KTR_REQUIRE(c.has("task") && (c.get("task") == "regression" || c.get("task") == "classification"), path,
               "field 'task' is missing or unknown");
   s.buffer_task = c.get("task") == "regression" ? Task::regression : Task::classification;
-  s.buffer.head = header_int(c, path, "head", 0, s.buffer_capacity - 1);
-  s.buffer.filled = header_int(c, path, "filled", 0, s.buffer_capacity);
+  s.buffer.head = header_integer(c, path, "head", 0, s.buffer_capacity - 1);
+  s.buffer.filled = header_integer(c, path, "filled", 0, s.buffer_capacity);
   KTR_REQUIRE(c.buffers.size() == 2, path, "holds " + std::to_string(c.buffers.size()) + " buffers, not 2");
   s.buffer.features = c.buffers[0];
   if (s.buffer_task == Task::regression) {
