@@ -156,6 +156,7 @@ void Pinn::set_input_transform(ExecSpace const& space, std::vector<double> const
     KTR_PINN_REQUIRE(std::isfinite(scale[j]) && std::isfinite(shift[j]) && scale[j] != 0, "pinn input transform",
                      "input " + std::to_string(j) + "'s scale " + std::to_string(scale[j]) + " and shift " +
                          std::to_string(shift[j]) + " are not finite with a scale other than 0");
+  programs_.clear();  // they read the transform's old buffers
   scale_ = Kokkos::View<float*, MemSpace>("ktr::pinn::scale", d);
   shift_ = Kokkos::View<float*, MemSpace>("ktr::pinn::shift", d);
   auto sh = Kokkos::create_mirror_view(scale_), bh = Kokkos::create_mirror_view(shift_);

@@ -288,6 +288,7 @@ class Pinn {
     terms_.push_back(std::make_unique<pinn::ResidualTerm<Residual>>(
         *model_, std::move(name), spec, residual, std::move(points), count, weight, key_ + terms_.size()));
     losses_ = Kokkos::View<float*, MemSpace>("ktr::pinn::losses", terms_.size() + 1);
+    programs_.clear();  // they replay the terms and buffers they were recorded with
   }
 
   /// Sets the model's input transform x' = x * scale + shift (one value per input; a PINN on a domain far from
