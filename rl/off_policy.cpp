@@ -305,34 +305,35 @@ void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float*
     run_plain();
   } else {
     std::int64_t const period = std::int64_t(config_.policy_lag) * config_.accumulate;
-    auto slot = [&]() -> std::unique_ptr<CapturedProgram>& {
-      RlProgramKey const key{updates, updates_ % period, stream_identity(space)};
-      for (auto& [k, program] : programs_)
-        if (k == key) return program;
-      if (programs_.size() >= kMaxPrograms) programs_.erase(programs_.begin());  // the oldest goes first
-      programs_.emplace_back(key, nullptr);
-      return programs_.back().second;
-    };
-    auto& program = slot();
-    if (program && program->valid()) {
-      program->replay(space);
+    StreamIdentity const stream = stream_identity(space);
+    RlProgramKey const key{updates, updates_ % period, stream};
+    auto found = std::find_if(programs_.begin(), programs_.end(), [&](auto const& e) { return e.first == key; });
+    if (!warm_stream_.same_stream(stream)) warm_stream_ = {0, 0, stream};
+    if (found != programs_.end() && found->second->valid()) {
+      found->second->replay(space);
       for (std::int64_t k = 0; k < updates; ++k) policy_updated = advance();  // the host's count of them
-    } else if (!program) {
-      // First call of this K and phase: run it plainly (warming up every lazily made buffer and handle), then
-      // record the next phase's program without running it (the host's counters put back after recording).
+    } else if (found != programs_.end() || warm_stream_.updates < period) {
+      // A key whose capture failed, or a stream's first calls: kernel by kernel, until every phase's code has run
+      // once on this stream (making every lazily made buffer and handle before a capture).
       run_plain();
-      auto& next = slot();
-      if (!next) {
-        next = std::make_unique<CapturedProgram>();
-        std::int64_t const count = updates_;
-        bool const critic_end = critic_window_end_, policy_end = policy_window_end_, updated = policy_updated;
-        space.fence();                    // not captured: the capture must start on an idle stream
-        next->capture(space, run_plain);  // a failed capture leaves it empty: that key stays on the plain path
-        updates_ = count, critic_window_end_ = critic_end, policy_window_end_ = policy_end;
-        policy_updated = updated;
-      }
+      warm_stream_.updates += updates;
     } else {
-      run_plain();  // capture failed once for this key
+      // This K and phase's first call after the warm-up: record the program (nothing runs), the host's counters
+      // put back after recording, then replay it; a failed capture keeps this key on the plain path.
+      if (programs_.size() >= kMaxPrograms) programs_.erase(programs_.begin());  // the oldest goes first
+      programs_.emplace_back(key, std::make_unique<CapturedProgram>());
+      CapturedProgram& program = *programs_.back().second;
+      std::int64_t const count = updates_;
+      bool const critic_end = critic_window_end_, policy_end = policy_window_end_;
+      space.fence();  // not captured: the capture must start on an idle stream
+      bool const recorded = program.capture(space, run_plain);
+      updates_ = count, critic_window_end_ = critic_end, policy_window_end_ = policy_end;
+      if (recorded) {
+        program.replay(space);
+        for (std::int64_t k = 0; k < updates; ++k) policy_updated = advance();
+      } else {
+        run_plain();
+      }
     }
   }
   if (!p_loss && !q_loss) return;

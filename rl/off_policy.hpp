@@ -220,17 +220,21 @@ class OffPolicySystem {
   std::int64_t updates_ = 0;
   bool ready_ = false;
   // The captured programs of K updates (GPU builds, a stream of its own), by K, the update count's phase modulo
-  // policy_lag x accumulate and the stream; the oldest goes first past kMaxPrograms.
+  // policy_lag x accumulate and the stream; the oldest goes first past kMaxPrograms. A stream's first
+  // policy_lag x accumulate updates run kernel by kernel (every phase's code once) before any capture.
   struct RlProgramKey {
     std::int64_t updates = 0, phase = 0;
     StreamIdentity stream;
+    bool same_stream(StreamIdentity const& o) const {
+      return stream.stream == o.stream && stream.resources == o.resources && stream.instance == o.instance;
+    }
     bool operator==(RlProgramKey const& o) const {
-      return updates == o.updates && phase == o.phase && stream.stream == o.stream.stream &&
-             stream.resources == o.stream.resources && stream.instance == o.stream.instance;
+      return updates == o.updates && phase == o.phase && same_stream(o.stream);
     }
   };
   static constexpr std::size_t kMaxPrograms = 8;
   std::vector<std::pair<RlProgramKey, std::unique_ptr<CapturedProgram>>> programs_;
+  RlProgramKey warm_stream_;  // the stream the last calls ran on, and the updates run kernel by kernel there
 };
 
 }  // namespace ktr::rl
