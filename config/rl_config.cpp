@@ -109,6 +109,14 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
   auto small = [&](int& field, int lo, int hi) {
     return [&, lo, hi](YAML::Node const& v, std::string const& key) { field = int(r.integer(v, key, lo, hi)); };
   };
+  // enable_graphs and TorchFort's enable_cuda_graphs name one setting: a file gives it once, in one spelling.
+  std::string graphs;
+  auto graphs_key = [&](YAML::Node const& v, std::string const& key) {
+    if (!graphs.empty())
+      r.fail(v, key, "is " + graphs + " under another name, given already (which one was meant?)");
+    graphs = key;
+    c.graphs = r.boolean(v, key);
+  };
   r.section(
       root, "",
       {
@@ -120,6 +128,8 @@ RlFileConfig parse_rl_config(std::string const& yaml, std::string const& path, s
                          [&](YAML::Node const& v, std::string const& key) {
                            out.enable_wandb_hook = r.boolean(v, key);
                          }},
+                        {"enable_graphs", graphs_key},
+                        {"enable_cuda_graphs", graphs_key},  // TorchFort's name
                         {"verbose", r.ignored()}});
            }},
           {"algorithm",

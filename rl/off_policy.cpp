@@ -301,7 +301,7 @@ void OffPolicySystem::train(ExecSpace const& space, std::int64_t updates, float*
   // accumulation windows) depends on the update count modulo policy_lag x accumulate alone, and everything else
   // it reads (the buffer's counters, the draws, the steps) lives on the device. A collective that waits for the
   // host cannot be captured: such systems, and every other backend, run the kernels one by one.
-  if (!CapturedProgram::can_capture(space) || comm_.host_synchronised()) {
+  if (!config_.graphs || !CapturedProgram::can_capture(space) || comm_.host_synchronised()) {
     run_plain();
   } else {
     std::int64_t const period = std::int64_t(config_.policy_lag) * config_.accumulate;

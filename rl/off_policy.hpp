@@ -62,6 +62,9 @@ struct OffPolicyConfig {
   /// micro-steps (TorchFort's sum, no 1/N) into one optimiser update; the targets move only at the policy's (SAC:
   /// the critics') window end.
   int accumulate = 1;
+  /// Replay the K updates of a call as a captured program where the backend can (YAML general.enable_graphs,
+  /// TorchFort's enable_cuda_graphs); false: kernel by kernel everywhere.
+  bool graphs = true;
   std::string policy;  ///< a ktr description: in=S ... dense:A
   std::string critic;  ///< in=S+A ... dense:1 (state and action side by side)
   OptimizerConfig policy_optimizer, critic_optimizer;

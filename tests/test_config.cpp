@@ -1,5 +1,6 @@
 // The YAML configuration: TorchFort's keys become a RunConfig; unknown keys, wrong types, values out of range and
 // TorchFort features ktr lacks are refused naming the file, the line and the key.
+#include <ktr/config/rl_config.hpp>
 #include <ktr/config/yaml_config.hpp>
 
 #include <gtest/gtest.h>
@@ -311,6 +312,28 @@ TEST(Config, AMissingFileIsNamed) {
     FAIL() << "no error";
   } catch (ktr::Error const& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/ktr.yaml: cannot open"), std::string::npos) << e.what();
+  }
+}
+
+// An RL file's general.enable_graphs (TorchFort's enable_cuda_graphs) turns captured update programs off; one
+// setting, given once in one spelling.
+TEST(Config, AnRlFilesEnableGraphsIsReadOnceInEitherSpelling) {
+  std::string const body = R"(
+algorithm: {type: td3}
+actor: {type: space_noise, parameters: {a_low: -1, a_high: 1, clip: 0.3, sigma_train: 0.2, sigma_explore: 1.0}}
+replay_buffer: {type: uniform, parameters: {max_size: 64, min_size: 16}}
+policy_model: {type: MLP, parameters: {layer_sizes: [1, 8, 1]}}
+critic_model: {type: CriticMLP, parameters: {layer_sizes: [2, 8, 1]}}
+optimizer: {type: adam, parameters: {learning_rate: 1e-4}}
+)";
+  EXPECT_TRUE(ktr::parse_rl_config(body, "rl.yaml").system.graphs);
+  EXPECT_FALSE(ktr::parse_rl_config("general: {enable_cuda_graphs: false}\n" + body, "rl.yaml").system.graphs);
+  EXPECT_FALSE(ktr::parse_rl_config("general: {enable_graphs: 0}\n" + body, "rl.yaml").system.graphs);
+  try {
+    (void)ktr::parse_rl_config("general: {enable_graphs: 1, enable_cuda_graphs: 0}\n" + body, "rl.yaml");
+    ADD_FAILURE() << "both spellings were accepted";
+  } catch (ConfigError const& e) {
+    EXPECT_NE(std::string(e.what()).find("enable_cuda_graphs"), std::string::npos) << e.what();
   }
 }
 
