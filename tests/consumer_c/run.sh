@@ -23,7 +23,7 @@ cc -std=c99 -o "$work/tf_pc" "$src/examples/torchfort/simulation.c" $(pkg-config
 # shellcheck disable=SC2046
 gfortran -o "$work/tf_pcf" "$src/examples/torchfort/simulation.f90" $(pkg-config --cflags --libs ktr-torchfort)
 # shellcheck disable=SC2046
-gfortran -o OMP_NUM_THREADS=1 "$work/tf_rl_pcf" "$src/examples/torchfort/control.f90" $(pkg-config --cflags --libs ktr-torchfort)
+gfortran -o "$work/tf_rl_pcf" "$src/examples/torchfort/control.f90" $(pkg-config --cflags --libs ktr-torchfort)
 export OMP_NUM_THREADS=2 OMP_PROC_BIND=false
 "$work/build/heat_c" "$src/examples/c/heat.yaml" push | tail -n 2
 "$work/build/heat_f" "$src/examples/fortran/heat.yaml" train | tail -n 2
