@@ -1,5 +1,5 @@
 ! A TorchFort program in Fortran (`use torchfort`, nothing of ktr's) that learns to control a simulation in situ:
-! sixteen copies of a damped particle, x' = x + dt a, each step rewarded by -x'^2, steered by one TD3 agent in
+! sixteen copies of a particle pushed by its action, x' = x + dt a, each step rewarded by -x'^2, steered by one TD3 agent in
 ! TorchFort's calling pattern (predict_explore, update_replay_buffer, is_ready, train_step), every environment's
 ! time step in one call through the (features, n_envs) form, as a solver hands over a field of control points.
 ! Then it saves a checkpoint, loads the networks into a second system and drives every copy from fixed starts with
@@ -11,7 +11,7 @@ program control
   implicit none
   integer, parameter :: n_envs = 16, horizon = 20
   real, parameter :: dt = 0.25
-  real :: x(1, n_envs), x_new(1, n_envs), act(1, n_envs), act2(1, n_envs), reward(n_envs), final(n_envs)
+  real :: x(1, n_envs), x_new(1, n_envs), act(1, n_envs), reward(n_envs), final(n_envs)
   real :: p_loss, q_loss, controlled, free, diff, factor
   logical :: ready
   integer :: istat, episode, episodes, t, updates
@@ -61,8 +61,8 @@ program control
   if (istat /= TORCHFORT_RESULT_SUCCESS) stop 1
   istat = torchfort_rl_off_policy_load_model("reloaded", dir)
   if (istat /= TORCHFORT_RESULT_SUCCESS) stop 1
-  controlled = drive(.true.)
-  free = drive(.false.)
+  call drive(.true., controlled, diff)
+  call drive(.false., free)
   print '(a, i0, a, i0, a, es9.2, a, es9.2, a, es9.2)', 'torchfort RL (Fortran): ', n_envs, ' environments, ', &
     updates, ' TD3 updates; mean |x| over the last 10 steps ', controlled, ' (no control: ', free, &
     '); the reloaded policy within ', diff
@@ -78,29 +78,32 @@ contains
     r = -x_new(1, :)**2
   end subroutine
 
-  ! Mean |x| over the last half of an episode from evenly spread starts, with the trained policy (and the
-  ! reloaded one beside it: `diff` is their largest difference) or with no control.
-  real function drive(steer)
+  ! mean_abs: |x| averaged over the last half of an episode from evenly spread starts, with the trained policy
+  ! (steer) or with no control; diff: the largest difference between the trained and the reloaded policy's actions.
+  subroutine drive(steer, mean_abs, diff)
     logical, intent(in) :: steer
-    real :: s(1, n_envs), s_new(1, n_envs), a(1, n_envs), r(n_envs)
+    real, intent(out) :: mean_abs
+    real, intent(out), optional :: diff
+    real :: s(1, n_envs), s_new(1, n_envs), a(1, n_envs), a2(1, n_envs), r(n_envs), gap
     integer :: i, k
     do i = 1, n_envs
       s(1, i) = -0.9 + 1.8 * (i - 1) / (n_envs - 1)
     end do
-    a = 0; drive = 0; diff = 0
+    a = 0; mean_abs = 0; gap = 0
     do k = 1, horizon
       if (steer) then
         istat = torchfort_rl_off_policy_predict("control", s, a)
         if (istat /= TORCHFORT_RESULT_SUCCESS) stop 1
-        istat = torchfort_rl_off_policy_predict("reloaded", s, act2)
+        istat = torchfort_rl_off_policy_predict("reloaded", s, a2)
         if (istat /= TORCHFORT_RESULT_SUCCESS) stop 1
-        diff = max(diff, maxval(abs(a - act2)))
+        gap = max(gap, maxval(abs(a - a2)))
       end if
       call advance(s, a, s_new, r)
       s = s_new
-      if (k > horizon / 2) drive = drive + sum(abs(s)) / (n_envs * (horizon - horizon / 2))
+      if (k > horizon / 2) mean_abs = mean_abs + sum(abs(s)) / (n_envs * (horizon - horizon / 2))
     end do
-  end function
+    if (present(diff)) diff = gap
+  end subroutine
 
   ! A uniform draw in (0, 1) from the minimal standard generator (Park and Miller's, multiplier 48271): the same
   ! episodes on every compiler, and no product beyond 2^47.
