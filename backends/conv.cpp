@@ -16,10 +16,11 @@ char const* const kNone = device_is_host ? "this build has no convolution librar
 
 std::string conv_library_unavailable(ConvShape const&, Precision const&) { return kNone; }
 std::string conv_library() { return std::string("none: ") + kNone; }
-void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
-                          float*) {
+void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*, float*,
+                          ConvEpilogue const&) {
   refuse("ktr::conv::forward");
 }
+bool conv_library_fuses() { return false; }
 void conv_library_backward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
                            float const*, float*, float*) {
   refuse("ktr::conv::backward");

@@ -27,9 +27,23 @@ std::string conv_library_unavailable(ConvShape const& shape, Precision const& pr
 /// none ("oneDNN 2.6.3, kernel brg:avx512_core" and the like).
 std::string conv_library();
 
-/// y = x * w (no bias: the layer's bias and activation pass follows).
+/// What a forward convolution may apply to its output as the library writes it (oneDNN's post-ops), where the
+/// layer would otherwise run a pass of its own: y = act(x * w + bias). Only activations the library computes to
+/// the bit as ktr's own functors do (relu, leaky_relu with ktr's slope, identity), so a fused forward writes the
+/// bits of the unfused one.
+struct ConvEpilogue {
+  enum class Act { identity, relu, leaky_relu };
+  float const* bias = nullptr;  ///< `features` floats; null: no bias, no activation (the layer's pass follows)
+  Act act = Act::identity;
+  float slope = 0;  ///< leaky_relu: y = slope * z below 0
+};
+
+/// y = x * w, or act(x * w + bias) where `epilogue.bias` is not null (the layer's bias and activation pass fused
+/// into the library's; conv_library_fuses() says whether this build's library can).
 void conv_library_forward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
-                          float const* x, float const* w, float* y);
+                          float const* x, float const* w, float* y, ConvEpilogue const& epilogue = {});
+/// True if this build's library fuses an epilogue into its forward.
+bool conv_library_fuses();
 /// dw = x^T * dy, the kernel gradient (replaced, not accumulated), then, where dx is not null, dx = dy *^T w, the
 /// input gradient (bf16: dy rounded once for both).
 void conv_library_backward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,

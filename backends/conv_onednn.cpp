@@ -3,7 +3,8 @@
 // layout the primitive prefers, one primitive per shape created once and kept, scratchpads in buffers ktr owns, so
 // that a step allocates nothing once every shape has run. bf16 (where oneDNN runs bf16 matmuls: AVX512-BF16 or
 // AMX): the activations rounded to bf16 in buffers ktr owns, the kernel rounded by its reorder, fp32 accumulation
-// and fp32 outputs and gradients.
+// and fp32 outputs and gradients. A forward may take its layer's bias and relu / leaky_relu as post-ops (one pass
+// over the output fewer; the same bits).
 #include "conv.hpp"
 
 #include "../core/error.hpp"
@@ -18,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 
 namespace ktr {
 
@@ -28,12 +30,21 @@ using tag = dnnl::memory::format_tag;
 
 enum class Op { forward, backward_data, backward_weights };
 
-using Key = std::tuple<int, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+// What a forward fuses: nothing (-1), or the bias then ConvEpilogue::Act (its int) with its slope.
+struct Fused {
+  int act = -1;
+  float slope = 0;
+  explicit Fused(ConvEpilogue const& e = {})
+      : act(e.bias == nullptr ? -1 : int(e.act)), slope(e.act == ConvEpilogue::Act::leaky_relu ? e.slope : 0) {}
+  bool any() const { return act >= 0; }
+};
+
+using Key = std::tuple<int, bool, int, float, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                        std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
-Key key_of(Op op, bool bf16, ConvShape const& s) {
-  return Key{int(op),  bf16,     s.batch,   s.height,   s.width,      s.channels, s.features,
-             s.kernel, s.stride, s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
+Key key_of(Op op, bool bf16, Fused const& f, ConvShape const& s) {
+  return Key{int(op),    bf16,     f.act,    f.slope,   s.batch,    s.height,     s.width,    s.channels,
+             s.features, s.kernel, s.stride, s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
 }
 
 // A primitive with its memory objects (handles swapped per call) and, where the primitive prefers another layout
@@ -42,6 +53,7 @@ struct Entry {
   dnnl::primitive primitive;
   dnnl::memory a, b, c, scratch;  // forward: src, weights, dst; data: diff_dst, weights, diff_src; weights: src,
                                   // diff_dst, diff_weights
+  dnnl::memory bias;              // a forward that fuses its layer's bias (and activation)
   dnnl::memory user_kernel;       // ktr's HWIO kernel (or its gradient)
   dnnl::reorder kernel_reorder;   // HWIO -> the primitive's (forward, data) or back (weights)
   bool reorders = false;
@@ -55,11 +67,14 @@ class OneDnnConv {
     return *one;
   }
 
-  void forward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* w, float* y) {
+  void forward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* w, float* y,
+               ConvEpilogue const& epilogue) {
     std::lock_guard<std::mutex> lock(mutex_);
-    Entry& e = entry(Op::forward, bf16, s);
+    Fused const fused(epilogue);
+    Entry& e = entry(Op::forward, bf16, s, fused);
     void* const x_in = bf16 ? static_cast<void*>(rounded(space, x, elements(e.a), a16_)) : const_cast<float*>(x);
-    execute(space, e, Op::forward, x_in, nullptr, w, y);
+    if (fused.any()) e.bias.set_data_handle(const_cast<float*>(epilogue.bias));
+    execute(space, e, Op::forward, x_in, nullptr, w, y, fused.any());
   }
 
   // The kernel gradient, then (dx not null) the input gradient: dy rounded once for both under bf16.
@@ -76,7 +91,8 @@ class OneDnnConv {
 
   // Runs one primitive: forward (a = src, kernel -> weights, c = dst), backward data (a = diff_dst, kernel ->
   // weights, c = diff_src) or backward weights (a = src, b = diff_dst, c = the kernel gradient, HWIO).
-  void execute(ExecSpace const& space, Entry& e, Op op, void* a, void* b, float const* kernel, float* c) {
+  void execute(ExecSpace const& space, Entry& e, Op op, void* a, void* b, float const* kernel, float* c,
+               bool bias = false) {
     space.fence();  // the roundings and the inputs are ready; oneDNN runs on its own threads
     e.scratch.set_data_handle(scratch_.data());
     e.a.set_data_handle(a);
@@ -101,8 +117,10 @@ class OneDnnConv {
       e.c.set_data_handle(c);
       int const in = op == Op::forward ? DNNL_ARG_SRC : DNNL_ARG_DIFF_DST;
       int const out = op == Op::forward ? DNNL_ARG_DST : DNNL_ARG_DIFF_SRC;
-      e.primitive.execute(stream_,
-                          {{in, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {out, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratch}});
+      std::unordered_map<int, dnnl::memory> args{
+          {in, e.a}, {DNNL_ARG_WEIGHTS, e.b}, {out, e.c}, {DNNL_ARG_SCRATCHPAD, e.scratch}};
+      if (bias) args.emplace(DNNL_ARG_BIAS, e.bias);
+      e.primitive.execute(stream_, args);
     }
     stream_.wait();
   }
@@ -112,7 +130,7 @@ class OneDnnConv {
     ConvShape s;
     s.batch = 32, s.height = s.width = s.out_height = s.out_width = 32, s.channels = s.features = 32;
     s.kernel = 3, s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
-    return forward_desc(s, false).impl_info_str();
+    return forward_desc(s, false, Fused()).impl_info_str();
   }
 
  private:
@@ -142,34 +160,51 @@ class OneDnnConv {
   static dnnl::memory::dims strides(ConvShape const& s) { return {s.stride, s.stride}; }
   static dnnl::memory::dims pad_l(ConvShape const& s) { return {s.pad_top, s.pad_left}; }
   static dnnl::memory::dims pad_r(ConvShape const& s) { return {s.pad_bottom, s.pad_right}; }
-  static dnnl::primitive_attr attributes() {
+  // `fused`: the activation after the bias as an eltwise post-op (relu's, with leaky_relu's slope as its alpha:
+  // the library's max(z, 0) / z < 0 ? slope z : z are ktr's to the bit).
+  static dnnl::primitive_attr attributes(Fused const& fused = Fused()) {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // ktr's buffer: a call allocates nothing
+    if (fused.act == int(ConvEpilogue::Act::relu) || fused.act == int(ConvEpilogue::Act::leaky_relu)) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, fused.slope, 0.0f);
+      attr.set_post_ops(ops);
+    }
     return attr;
   }
 
-  // bf16: bf16 inputs (src, weights) and fp32 outputs.
-  dnnl::convolution_forward::primitive_desc forward_desc(ConvShape const& s, bool bf16) const {
+  // bf16: bf16 inputs (src, weights) and fp32 outputs (and an fp32 bias where it fuses one).
+  dnnl::convolution_forward::primitive_desc forward_desc(ConvShape const& s, bool bf16, Fused const& fused) const {
     dt const in = bf16 ? dt::bf16 : dt::f32;
+    auto const src = activations(s.batch, s.height, s.width, s.channels, in);
+    auto const dst = activations(s.batch, s.out_height, s.out_width, s.features);
+    if (!fused.any()) {
+      dnnl::convolution_forward::desc const d(dnnl::prop_kind::forward_training,
+                                              dnnl::algorithm::convolution_direct, src, kernel(s, tag::any, in),
+                                              dst, strides(s), pad_l(s), pad_r(s));
+      return dnnl::convolution_forward::primitive_desc(d, attributes(), engine_);
+    }
     dnnl::convolution_forward::desc const d(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-        activations(s.batch, s.height, s.width, s.channels, in), kernel(s, tag::any, in),
-        activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s), pad_r(s));
-    return dnnl::convolution_forward::primitive_desc(d, attributes(), engine_);
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, kernel(s, tag::any, in),
+        dnnl::memory::desc({s.features}, dt::f32, tag::a), dst, strides(s), pad_l(s), pad_r(s));
+    return dnnl::convolution_forward::primitive_desc(d, attributes(fused), engine_);
   }
 
-  Entry& entry(Op op, bool bf16, ConvShape const& s) {
-    Key const key = key_of(op, bf16, s);
+  // The backward primitives (fused: Fused()) take the plain forward as their hint.
+  Entry& entry(Op op, bool bf16, ConvShape const& s, Fused const& fused = Fused()) {
+    Key const key = key_of(op, bf16, fused, s);
     auto it = cache_.find(key);
     if (it != cache_.end()) return *it->second;
     auto e = std::make_unique<Entry>();
     dt const in = bf16 ? dt::bf16 : dt::f32;
-    dnnl::convolution_forward::primitive_desc const fwd = forward_desc(s, bf16);
+    dnnl::convolution_forward::primitive_desc const fwd =
+        forward_desc(s, bf16, op == Op::forward ? fused : Fused());
     dnnl::memory::desc prim_kernel, scratch;
     if (op == Op::forward) {
       e->primitive = dnnl::convolution_forward(fwd);
       e->a = dnnl::memory(fwd.src_desc(), engine_, DNNL_MEMORY_NONE);
       e->c = dnnl::memory(fwd.dst_desc(), engine_, DNNL_MEMORY_NONE);
+      if (fused.any()) e->bias = dnnl::memory(fwd.bias_desc(), engine_, DNNL_MEMORY_NONE);
       prim_kernel = fwd.weights_desc(), scratch = fwd.scratchpad_desc();
     } else if (op == Op::backward_data) {
       dnnl::convolution_backward_data::desc const d(
@@ -259,9 +294,11 @@ std::string conv_library() {
 }
 
 void conv_library_forward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
-                          float const* w, float* y) {
-  guarded("ktr::conv::forward", [&](OneDnnConv& c) { c.forward(space, is_bf16(p), s, x, w, y); });
+                          float const* w, float* y, ConvEpilogue const& epilogue) {
+  guarded("ktr::conv::forward", [&](OneDnnConv& c) { c.forward(space, is_bf16(p), s, x, w, y, epilogue); });
 }
+
+bool conv_library_fuses() { return true; }
 
 void conv_library_backward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
                            float const* dy, float const* w, float* dw, float* dx) {

@@ -10,6 +10,7 @@
 #include "../backends/conv.hpp"
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "activation_functors.hpp"
 #include "bias_act.hpp"
 #include "conv_direct.hpp"
 #include "layers.hpp"
@@ -316,6 +317,21 @@ ConvShape library_shape(Geometry const& g, std::int64_t features) {
   s.pad_right = std::max<std::int64_t>(0, (g.out_width - 1) * g.stride + g.kernel - g.width - g.pad_w);
   return s;
 }
+
+// The bias and activation the library's forward applies in its own pass, where it can (bias null: the layer's
+// pass follows).
+ConvEpilogue library_epilogue(Activation act, float const* bias) {
+  ConvEpilogue e;
+  if (!conv_library_fuses()) return e;
+  if (act == Activation::relu)
+    e.act = ConvEpilogue::Act::relu;
+  else if (act == Activation::leaky_relu)
+    e.act = ConvEpilogue::Act::leaky_relu, e.slope = act::kLeakySlope;
+  else if (act != Activation::identity)
+    return e;
+  e.bias = bias;
+  return e;
+}
 }  // namespace
 
 bool Conv2D::library(Shape const& in, Precision const& precision) const {
@@ -386,8 +402,9 @@ void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor 
   if (library(x.shape(), precision)) {
     float const* in = x.data();
     if (g.circular) wrap_copy(space, g, x.data(), sc.cols), in = sc.cols;  // kept for the backward
-    conv_library_forward(space, precision, library_shape(g, features_), in, w_.data(), y.data());
-    impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
+    ConvEpilogue const epilogue = library_epilogue(act_, b_.data());
+    conv_library_forward(space, precision, library_shape(g, features_), in, w_.data(), y.data(), epilogue);
+    if (epilogue.bias == nullptr) impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
     return;
   }
   Matrix cols(sc.cols, g.pixels(), g.patch());

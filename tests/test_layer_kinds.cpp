@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -200,6 +201,60 @@ TEST(LayerKinds, CircularConvolutionWrapsTheGridAndGathersWrappedGradients) {
   } catch (ktr::Error const& e) {
     EXPECT_NE(std::string(e.what()).find("'conv3x3:4:relu:circular:valid'"), std::string::npos) << e.what();
   }
+}
+
+// The library's forward with its layer's bias and activation fused (oneDNN's post-ops) writes the bits of its
+// plain forward followed by ktr's own bias and activation pass (what the layer ran before): goldens and resumed
+// runs keep their bits. SAME at stride 1 and 2 (padding split unevenly), fp32 and, where the CPU has it, bf16.
+TEST(LayerKinds, LibraryConvolutionWithFusedBiasAndActivationWritesTheBitsOfTheUnfusedPasses) {
+  if (!ktr::conv_library_fuses() || !conv_library_runs())
+    GTEST_SKIP() << "this build has no convolution library that fuses a bias and an activation";
+  using Act = ktr::ConvEpilogue::Act;
+  std::vector<ktr::Precision> precisions{ktr::Precision{}};
+  ktr::Precision const bf16{ktr::MatmulPrecision::bf16, {}};
+  if (ktr::conv_library_unavailable(ktr::ConvShape{}, bf16).empty()) precisions.push_back(bf16);
+  for (ktr::Precision const& precision : precisions)
+    for (std::int64_t stride : {1, 2}) {
+      ktr::ConvShape s;
+      s.batch = 2, s.height = 8, s.width = 7, s.channels = 12, s.features = 24, s.kernel = 3, s.stride = stride;
+      s.out_height = (s.height - 1) / stride + 1, s.out_width = (s.width - 1) / stride + 1;
+      s.pad_top = ((s.out_height - 1) * stride + 3 - s.height) / 2,
+      s.pad_left = ((s.out_width - 1) * stride + 3 - s.width) / 2;
+      s.pad_bottom = (s.out_height - 1) * stride + 3 - s.height - s.pad_top;
+      s.pad_right = (s.out_width - 1) * stride + 3 - s.width - s.pad_left;
+      std::int64_t const nx = s.batch * s.height * s.width * s.channels, nw = 9 * s.channels * s.features,
+                         ny = s.batch * s.out_height * s.out_width * s.features;
+      auto values = [](std::int64_t n, double f) {
+        ktr::HostView<float*> h("values", std::size_t(n));
+        for (std::int64_t i = 0; i < n; ++i) h(i) = float(std::sin(f * double(i + 1)));
+        return h;
+      };
+      auto const x = values(nx, 0.37), w = values(nw, 0.11), b = values(s.features, 1.3);
+      ktr::DeviceView<float*> xd("x", std::size_t(nx)), wd("w", std::size_t(nw)), bd("b", std::size_t(s.features)),
+          plain("plain", std::size_t(ny)), fused("fused", std::size_t(ny));
+      Kokkos::deep_copy(xd, x), Kokkos::deep_copy(wd, w), Kokkos::deep_copy(bd, b);
+      ktr::ExecSpace space;
+      ktr::conv_library_forward(space, precision, s, xd.data(), wd.data(), plain.data());
+      auto const p = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plain);
+      for (Act act : {Act::identity, Act::relu, Act::leaky_relu}) {
+        SCOPED_TRACE(std::string(precision.matmul == ktr::MatmulPrecision::bf16 ? "bf16" : "fp32") + " stride " +
+                     std::to_string(stride) + " act " + std::to_string(int(act)));
+        ktr::ConvEpilogue const epilogue{bd.data(), act, 0.01f};
+        ktr::conv_library_forward(space, precision, s, xd.data(), wd.data(), fused.data(), epilogue);
+        auto const f = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), fused);
+        int differ = 0, negative = 0;
+        for (std::int64_t i = 0; i < ny; ++i) {
+          float const z = p(i) + b(i % s.features);
+          float const y = act == Act::relu         ? (z < 0.0f ? 0.0f : z)
+                          : act == Act::leaky_relu ? (z >= 0.0f ? z : 0.01f * z)
+                                                   : z;
+          negative += z < 0.0f;
+          differ += std::memcmp(&y, &f(i), sizeof(float)) != 0;
+        }
+        EXPECT_EQ(differ, 0) << "of " << ny << " outputs";
+        EXPECT_GT(negative, ny / 8) << "the activations' two sides are both checked";
+      }
+    }
 }
 
 TEST(LayerKinds, MaxPoolOddExtentsForwardAndGradients) {
