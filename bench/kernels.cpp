@@ -7,10 +7,14 @@
 //                                                                        fields, batch 32 and 256)
 //   the same in bf16, where it runs    GFLOP/s vs large bf16 gemm GFLOP/s (the same entry point in bf16:
 //                                                                        oneDNN on hosts, cuBLAS on GPUs)
+//   each convolution of the 32x32 field   GFLOP/s vs large sgemm (bf16 gemm) GFLOP/s (forward, kernel and input
+//   surrogates with >= 32 input and       gradients of the layer alone, through the path a model takes: oneDNN
+//   output channels, batch 128            where the build has it, else im2col + gemm)
 //   empty-kernel launch cost
 #include <ktr/backends/gemm.hpp>
 #include <ktr/core/ops.hpp>
 #include <ktr/data/dataset.hpp>
+#include <ktr/models/layers.hpp>
 #include <ktr/models/loss.hpp>
 #include <ktr/models/model.hpp>
 #include <ktr/optim/optimizer.hpp>
@@ -20,6 +24,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <tuple>
 
 namespace ktr::bench {
 
@@ -72,6 +77,36 @@ ModelRate model_rate(ExecSpace const& space, std::string const& description, std
 }
 
 namespace {
+
+// One convolution layer alone on inputs of shape `in`: its forward, then its backward with the kernel and input
+// gradients, as a model runs it in the middle of a network; GFLOP/s of the three products (3 x its forward's).
+// Constant inputs and weights keep a relu's outputs positive, so the gradient it passes on stays as it was.
+double conv_gflops(ExecSpace const& space, std::string const& token, Shape const& in, MatmulPrecision precision) {
+  auto layer = make_layer(token);
+  Shape const out = layer->output_shape(in);
+  std::vector<Tensor> params, grads;
+  for (ParamSpec const& spec : layer->param_specs(in)) {
+    params.emplace_back(space, "ktr::bench::param", spec.shape);
+    grads.emplace_back(space, "ktr::bench::grad", spec.shape);
+    fill(space, params.back().view(), 0.01f);
+  }
+  layer->bind(params, grads);
+  layer->set_scratch(
+      DeviceView<float*>("ktr::bench::scratch", std::size_t(std::max<std::int64_t>(1, layer->scratch_size(in)))));
+  Tensor x(space, "ktr::bench::x", in), y(space, "ktr::bench::y", out), dy(space, "ktr::bench::dy", out),
+      dx(space, "ktr::bench::dx", in);
+  fill(space, x.view(), 0.5f);
+  fill(space, dy.view(), 1e-3f);
+  Precision const p{precision, {}};
+  double const s = median_seconds(
+      space,
+      [&] {
+        layer->forward(space, p, x, y);
+        layer->backward(space, p, x, y, dy, dx);
+      },
+      9, 3);
+  return 3 * layer->forward_flops(in) / s / 1e9;
+}
 
 // A kernel and the limit it is compared with, measured back to back in every round.
 struct Row {
@@ -131,6 +166,28 @@ int run_kernels(ExecSpace const& space, bool quick) {
                            tag.empty() ? std::function<double()>(sgemm) : std::function<double()>(bf16_gemm)});
       }
     }
+  }
+
+  // The convolutions of the field surrogates (bench/peers/ktr-vs-torch-fields.sh) with >= 32 input and output
+  // channels: the U-Net's 32 -> 64 at 8x8 and 96 -> 32 after its concat at 16x16, the periodic net's circular
+  // 32 -> 32 at 16x16 (relu here, for a steady gradient; its gelu pass is not a product).
+  std::int64_t const conv_batch = quick ? 2 : 128;
+  for (MatmulPrecision precision : {MatmulPrecision::fp32, MatmulPrecision::bf16}) {
+    if (precision == MatmulPrecision::bf16 && !bf16) continue;
+    bool const b16 = precision == MatmulPrecision::bf16;
+    for (auto const& [token, in, label] :
+         {std::tuple<char const*, Shape, char const*>{"conv3x3:64:relu", Shape{conv_batch, 8, 8, 32},
+                                                      "32->64 8x8"},
+          std::tuple<char const*, Shape, char const*>{"conv3x3:32:relu", Shape{conv_batch, 16, 16, 96},
+                                                      "96->32 16x16"},
+          std::tuple<char const*, Shape, char const*>{"conv3x3:32:relu:circular", Shape{conv_batch, 16, 16, 32},
+                                                      "32->32 circ 16x16"}})
+      rows.push_back(Row{std::string("conv") + (b16 ? " bf16 " : " ") + label + " b" + std::to_string(conv_batch),
+                         "GF/s", b16 ? "bf16mm" : "sgemm",
+                         [&space, token = std::string(token), in = in, precision] {
+                           return conv_gflops(space, token, in, precision);
+                         },
+                         b16 ? std::function<double()>(bf16_gemm) : std::function<double()>(sgemm)});
   }
 
   std::vector<double> empty_us;

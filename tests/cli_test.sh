@@ -444,12 +444,18 @@ concat:a conv3x3:16:relu conv1x1:1" --epochs 3 --batch 32 2>&1) || fail "U-Net t
       expect 0 "idle threads: +OMP_WAIT_POLICY=active" -- env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$ktr" info
       expect 0 "idle threads: +GOMP_SPINCOUNT=5$" -- env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=5 "$ktr" info
     fi
-    # ktr bench kernels --quick prints each row once.
-    rows=$("$ktr" bench kernels --quick | grep -E "^(mlp|cnn|unet) fwd\+bwd" | cut -c1-40)
+    # ktr bench kernels --quick prints each row once: the models', then the field surrogates' three convolutions
+    # with >= 32 channels, each beside the same round's sgemm.
+    kernels=$("$ktr" bench kernels --quick)
+    rows=$(grep -E "^(mlp|cnn|unet) fwd\+bwd" <<<"$kernels" | cut -c1-40)
     [[ $(wc -l <<<"$rows") -eq 6 && -z $(sort <<<"$rows" | uniq -d) ]] || fail "bench kernels --quick rows: $rows"
+    rows=$(grep -E "^conv [0-9]+->[0-9]+ .* GF/s .* sgemm " <<<"$kernels" | cut -c1-40)
+    [[ $(wc -l <<<"$rows") -eq 3 && -z $(sort <<<"$rows" | uniq -d) ]] || fail "bench kernels --quick conv rows: $rows"
     if "$ktr" info | grep -qE "^precisions: .*bf16"; then  # and each again in bf16, beside the bf16 matmul
-      rows=$("$ktr" bench kernels --quick | grep -E "^(mlp|cnn|unet) bf16 fwd\+bwd .* bf16mm " | cut -c1-40)
+      rows=$(grep -E "^(mlp|cnn|unet) bf16 fwd\+bwd .* bf16mm " <<<"$kernels" | cut -c1-40)
       [[ $(wc -l <<<"$rows") -eq 6 ]] || fail "bench kernels --quick bf16 rows: $rows"
+      rows=$(grep -E "^conv bf16 .* bf16mm " <<<"$kernels" | cut -c1-40)
+      [[ $(wc -l <<<"$rows") -eq 3 ]] || fail "bench kernels --quick bf16 conv rows: $rows"
     fi
     ;;
   roundtrip)
