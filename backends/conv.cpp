@@ -20,7 +20,6 @@ void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, 
                           ConvEpilogue const&) {
   refuse("ktr::conv::forward");
 }
-bool conv_library_fuses() { return false; }
 void conv_library_backward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
                            float const*, float*, float*) {
   refuse("ktr::conv::backward");

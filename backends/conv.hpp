@@ -39,11 +39,9 @@ struct ConvEpilogue {
 };
 
 /// y = x * w, or act(x * w + bias) where `epilogue.bias` is not null (the layer's bias and activation pass fused
-/// into the library's; conv_library_fuses() says whether this build's library can).
+/// into the library's).
 void conv_library_forward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
                           float const* x, float const* w, float* y, ConvEpilogue const& epilogue = {});
-/// True if this build's library fuses an epilogue into its forward.
-bool conv_library_fuses();
 /// dw = x^T * dy, the kernel gradient (replaced, not accumulated), then, where dx is not null, dx = dy *^T w, the
 /// input gradient (bf16: dy rounded once for both).
 void conv_library_backward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,

@@ -173,20 +173,15 @@ class OneDnnConv {
     return attr;
   }
 
-  // bf16: bf16 inputs (src, weights) and fp32 outputs (and an fp32 bias where it fuses one).
+  // bf16: bf16 inputs (src, weights) and fp32 outputs (and an fp32 bias where it fuses one; a zero descriptor is
+  // no bias).
   dnnl::convolution_forward::primitive_desc forward_desc(ConvShape const& s, bool bf16, Fused const& fused) const {
     dt const in = bf16 ? dt::bf16 : dt::f32;
-    auto const src = activations(s.batch, s.height, s.width, s.channels, in);
-    auto const dst = activations(s.batch, s.out_height, s.out_width, s.features);
-    if (!fused.any()) {
-      dnnl::convolution_forward::desc const d(dnnl::prop_kind::forward_training,
-                                              dnnl::algorithm::convolution_direct, src, kernel(s, tag::any, in),
-                                              dst, strides(s), pad_l(s), pad_r(s));
-      return dnnl::convolution_forward::primitive_desc(d, attributes(), engine_);
-    }
     dnnl::convolution_forward::desc const d(
-        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src, kernel(s, tag::any, in),
-        dnnl::memory::desc({s.features}, dt::f32, tag::a), dst, strides(s), pad_l(s), pad_r(s));
+        dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+        activations(s.batch, s.height, s.width, s.channels, in), kernel(s, tag::any, in),
+        fused.any() ? dnnl::memory::desc({s.features}, dt::f32, tag::a) : dnnl::memory::desc(),
+        activations(s.batch, s.out_height, s.out_width, s.features), strides(s), pad_l(s), pad_r(s));
     return dnnl::convolution_forward::primitive_desc(d, attributes(fused), engine_);
   }
 
@@ -297,8 +292,6 @@ void conv_library_forward(ExecSpace const& space, Precision const& p, ConvShape 
                           float const* w, float* y, ConvEpilogue const& epilogue) {
   guarded("ktr::conv::forward", [&](OneDnnConv& c) { c.forward(space, is_bf16(p), s, x, w, y, epilogue); });
 }
-
-bool conv_library_fuses() { return true; }
 
 void conv_library_backward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
                            float const* dy, float const* w, float* dw, float* dx) {

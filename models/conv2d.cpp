@@ -322,7 +322,6 @@ ConvShape library_shape(Geometry const& g, std::int64_t features) {
 // pass follows).
 ConvEpilogue library_epilogue(Activation act, float const* bias) {
   ConvEpilogue e;
-  if (!conv_library_fuses()) return e;
   if (act == Activation::relu)
     e.act = ConvEpilogue::Act::relu;
   else if (act == Activation::leaky_relu)

@@ -207,8 +207,7 @@ TEST(LayerKinds, CircularConvolutionWrapsTheGridAndGathersWrappedGradients) {
 // plain forward followed by ktr's own bias and activation pass (what the layer ran before): goldens and resumed
 // runs keep their bits. SAME at stride 1 and 2 (padding split unevenly), fp32 and, where the CPU has it, bf16.
 TEST(LayerKinds, LibraryConvolutionWithFusedBiasAndActivationWritesTheBitsOfTheUnfusedPasses) {
-  if (!ktr::conv_library_fuses() || !conv_library_runs())
-    GTEST_SKIP() << "this build has no convolution library that fuses a bias and an activation";
+  if (!conv_library_runs()) GTEST_SKIP() << "this build and CPU run no convolution library";
   using Act = ktr::ConvEpilogue::Act;
   std::vector<ktr::Precision> precisions{ktr::Precision{}};
   ktr::Precision const bf16{ktr::MatmulPrecision::bf16, {}};
