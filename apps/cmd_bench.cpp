@@ -62,6 +62,10 @@ int bench(int argc, char* argv[]) {
       ->capture_default_str();
   profile->add_option("--k", po.k, "steps per dispatch")->check(integer_in(1, 1 << 16))->capture_default_str();
   model_options(profile, po.models, po.mlp_batch, po.cnn_batch);
+  profile->get_option("--models")
+      ->description(
+          "models to run: mlp, cnn, unet, periodic (the field surrogates of "
+          "bench/peers/ktr-vs-torch-fields.sh, at the CNN batch)");
   profile->add_option("--precision", po.precision, "fp32, tf32 (CUDA) or bf16")
       ->check(one_of({"fp32", "tf32", "bf16"}))
       ->capture_default_str();

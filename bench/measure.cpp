@@ -22,22 +22,49 @@ RandomImages random_images(std::int64_t n, std::uint32_t seed) {
   return r;
 }
 
-std::vector<std::string> model_names(std::string const& list) {
+std::vector<std::string> model_names(std::string const& list, bool fields) {
   std::vector<std::string> names;
   std::stringstream ss(list);
   std::string name;
   while (std::getline(ss, name, ',')) {
-    KTR_REQUIRE(name == "mlp" || name == "cnn", "--models", "unknown model '" + name + "' (mlp, cnn)");
+    bool const known = name == "mlp" || name == "cnn" || (fields && is_field_model(name));
+    KTR_REQUIRE(known, "--models",
+                "unknown model '" + name + "' (" + (fields ? "mlp, cnn, unet, periodic" : "mlp, cnn") + ")");
     names.push_back(name);
   }
   return names;
 }
 
+bool is_field_model(std::string const& name) { return name == "unet" || name == "periodic"; }
+
 RunConfig model_config(std::string const& name, std::int64_t mlp_batch, std::int64_t cnn_batch) {
   RunConfig config;
-  config.model = name == "mlp" ? Model::mlp() : Model::simple_cnn();
   config.batch = name == "mlp" ? mlp_batch : cnn_batch;
+  if (name == "unet") {
+    config.model =
+        "in=32x32x1 conv3x3:16:relu save:s1 maxpool2 conv3x3:32:relu save:s2 maxpool2 conv3x3:64:relu upsample2 "
+        "concat:s2 conv3x3:32:relu upsample2 concat:s1 conv3x3:16:relu conv3x3:1";
+  } else if (name == "periodic") {
+    config.model =
+        "in=32x32x1 conv3x3:16:gelu:circular save:a conv3x3:32:gelu:s2:circular conv3x3:32:gelu:circular "
+        "convT2x2:16 add:a conv3x3:1:circular";
+  } else {
+    config.model = name == "mlp" ? Model::mlp() : Model::simple_cnn();
+    return config;
+  }
+  config.task = Task::regression;  // mse on every element of the field, as the peer trains them
+  config.normalize = InputTransformMode::none;
+  config.input_transform = InputTransform::identity();
   return config;
+}
+
+DeviceDataset random_fields(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(std::size_t(n * 1024)), y(x.size());
+  for (auto& v : x) v = normal(rng);
+  for (auto& v : y) v = normal(rng);
+  return make_device_dataset(x, {32, 32, 1}, {}, y, n, 0, "random fields");
 }
 
 DeviceDataset random_dataset(std::int64_t n, std::uint32_t seed) {

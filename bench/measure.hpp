@@ -22,10 +22,16 @@ RandomImages random_images(std::int64_t n, std::uint32_t seed);
 /// random_images(n, seed) on the device.
 DeviceDataset random_dataset(std::int64_t n, std::uint32_t seed);
 
-/// The models of a comma-separated list ("mlp,cnn"); refuses other names, naming --models.
-std::vector<std::string> model_names(std::string const& list);
-/// A run of the named model (mlp or cnn) at its batch.
+/// The models of a comma-separated list ("mlp,cnn", with `fields` also "unet" and "periodic"); refuses other
+/// names, naming --models.
+std::vector<std::string> model_names(std::string const& list, bool fields = false);
+/// Whether `name` is one of the field surrogates of bench/peers/ktr-vs-torch-fields.sh (unet, periodic).
+bool is_field_model(std::string const& name);
+/// A run of the named model at its batch: mlp at mlp_batch; cnn and the field surrogates at cnn_batch, these
+/// as regressions (mse over every element of a 32x32x1 field).
 RunConfig model_config(std::string const& name, std::int64_t mlp_batch, std::int64_t cnn_batch);
+/// n random 32x32x1 fields and targets of the same shape (normal draws), on the device, for the field models.
+DeviceDataset random_fields(std::int64_t n, std::uint32_t seed);
 
 /// Median seconds of `reps` runs of `body` (each fenced), after `warmup` untimed runs.
 double median_seconds(ExecSpace const& space, std::function<void()> const& body, int reps, int warmup = 2);

@@ -11,6 +11,7 @@
 #include "bench/bench.hpp"
 #include "bench/measure.hpp"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 
@@ -30,7 +31,10 @@ double gemm_flops(std::string const& label) {
 int run_profile(ExecSpace const& space, ProfileOptions const& o) {
   KTR_REQUIRE(o.k > 0 && o.steps % o.k == 0, "--steps", "must be a multiple of --k (" + std::to_string(o.k) + ")");
   MatmulPrecision const precision = parse_matmul_precision(o.precision, "--precision");  // refused before any work
-  DeviceDataset const data = random_dataset(8192, 7);
+  DeviceDataset const images = random_dataset(8192, 7);
+  std::vector<std::string> const models = model_names(o.models, true);
+  bool const any_fields = std::any_of(models.begin(), models.end(), is_field_model);
+  DeviceDataset const fields = any_fields ? random_fields(1024, 7) : DeviceDataset{};
   double const sgemm = sgemm_gflops(space, 2048);
   std::printf("%s\n", version_line().c_str());
   std::printf("gemm: %s; large sgemm %s GFLOP/s (same run); precision %s\n", gemm_backend().c_str(),
@@ -40,7 +44,8 @@ int run_profile(ExecSpace const& space, ProfileOptions const& o) {
       "gemm fenced and timed\n",
       (long long)o.steps, o.k);
 
-  for (std::string const& model : model_names(o.models)) {
+  for (std::string const& model : models) {
+    DeviceDataset const& data = is_field_model(model) ? fields : images;
     RunConfig config = model_config(model, o.mlp_batch, o.cnn_batch);
     config.precision = precision;
     Session s(config, o.k);
