@@ -50,12 +50,36 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
   float* KOKKOS_RESTRICT const g = dy.data();
   float const* KOKKOS_RESTRICT const out = y.data();
   if constexpr (device_is_host) {
-    // A block of columns per thread, summed down the rows in order: the column loop vectorises.
+    // A block of columns per thread, summed down the rows in order: the column loop vectorises. Where there are
+    // fewer blocks than threads (a convolution's 16 or 32 features over every pixel), the activation gradient
+    // runs first over chunks of the elements on every thread, then the sums (the same sums in the same order:
+    // the same bits), rather than all on one thread.
     constexpr std::int64_t block = 64;
+    std::int64_t const blocks = (cols + block - 1) / block;
     float* const sum = db.data();
+    constexpr bool identity = std::is_same_v<A, Act<Activation::identity>>;
+    if (!identity && blocks < std::int64_t(space.concurrency()) && rows >= 2 * block) {
+      float const* const zs = A::needs_input ? z : out;
+      chunked_for(
+          "ktr::dense::act_backward", space, rows * cols, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
+            for (std::int64_t e = begin; e < end; ++e) g[e] = A::backward(g[e], zs[e], out[e]);
+          });
+      Kokkos::parallel_for(
+          "ktr::dense::bias_gradient",
+          Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, blocks),
+          KOKKOS_LAMBDA(std::int64_t blk) {
+            std::int64_t const j0 = blk * block, n = j0 + block < cols ? block : cols - j0;
+            float acc[block];
+            for (std::int64_t j = 0; j < n; ++j) acc[j] = 0.0f;
+            for (std::int64_t i = 0; i < rows; ++i)
+              for (std::int64_t j = 0; j < n; ++j) acc[j] += g[i * cols + j0 + j];
+            for (std::int64_t j = 0; j < n; ++j) sum[j0 + j] = acc[j];
+          });
+      return;
+    }
     Kokkos::parallel_for(
         "ktr::dense::act_bias_backward",
-        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, (cols + block - 1) / block),
+        Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, blocks),
         KOKKOS_LAMBDA(std::int64_t blk) {
           std::int64_t const j0 = blk * block, n = j0 + block < cols ? block : cols - j0;
           float acc[block];

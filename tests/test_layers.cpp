@@ -1,7 +1,9 @@
 // Every layer and the loss: device forward vs the host double reference, and device gradients (inputs and
 // parameters) vs central finite differences of that reference in double precision.
 #include <ktr/core/error.hpp>
+#include <ktr/models/activation_functors.hpp>
 #include <ktr/models/arena.hpp>
+#include <ktr/models/bias_act.hpp>
 #include <ktr/models/layers.hpp>
 #include <ktr/models/loss.hpp>
 #include "layer_check.hpp"
@@ -58,6 +60,45 @@ TEST(Layers, DenseNarrowAndWideForwardAndGradients) {
           return ktr::test::dense_ref(x, p[0], p[1], 3, 75, features, relu);
         },
         11);
+  }
+}
+
+// A convolution's bias gradient sums 16 or 32 columns over every pixel: on a host with more threads than blocks of
+// 64 columns the activation gradient runs on every thread first, then the sums. Either way the gradient and the
+// sums are the bits of the functor applied element by element and summed down the rows in order. (GPUs sum with
+// a gemm and evaluate erf with their own library: near, not equal.)
+TEST(Layers, ActivationGradientAndBiasGradientAreTheBitsOfTheRowOrderSumsAtAnyColumnCount) {
+  using Gelu = ktr::Act<ktr::Activation::gelu>;
+  for (std::int64_t cols : {16, 100}) {
+    std::int64_t const rows = 1000;
+    std::vector<float> g(std::size_t(rows * cols)), z(g.size()), y(g.size());
+    for (std::size_t e = 0; e < g.size(); ++e) {
+      z[e] = float(std::sin(0.37 * double(e))) * 3.0f, g[e] = float(std::cos(0.11 * double(e)));
+      y[e] = Gelu::forward(z[e]);
+    }
+    Tensor dg("g", Shape{rows, cols}), dz("z", Shape{rows, cols}), dy("y", Shape{rows, cols}),
+        db("db", Shape{cols});
+    Tensor ones("ones", Shape{ktr::impl::act_bias_backward_scratch(rows) + 1});
+    ktr::from_host(dg, g), ktr::from_host(dz, z), ktr::from_host(dy, y);
+    ktr::impl::act_bias_backward(ktr::ExecSpace(), dg.matrix(), dy.matrix(), dz.data(), db.view(),
+                                 ktr::Activation::gelu, ones.data());
+    std::vector<float> sums(std::size_t(cols), 0.0f);
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        std::size_t const e = std::size_t(i * cols + j);
+        g[e] = Gelu::backward(g[e], z[e], y[e]);
+        sums[std::size_t(j)] += g[e];
+      }
+    std::vector<float> const got = ktr::to_host(dg), got_sums = ktr::to_host(db);
+    if (ktr::device_is_host) {
+      for (std::size_t e = 0; e < g.size(); ++e)
+        ASSERT_EQ(got[e], g[e]) << "columns " << cols << ", element " << e;
+      for (std::size_t j = 0; j < sums.size(); ++j)
+        EXPECT_EQ(got_sums[j], sums[j]) << "columns " << cols << ", " << j;
+    } else {
+      expect_close(got, Vec(g.begin(), g.end()), 1e-5, "activation gradient");
+      expect_close(got_sums, Vec(sums.begin(), sums.end()), 1e-4, "bias gradient");
+    }
   }
 }
 
