@@ -16,6 +16,24 @@ void chunked_for(char const* label, ExecSpace const& space, std::int64_t n, Body
       KOKKOS_LAMBDA(std::int64_t c) { body(c * chunk, c * chunk + chunk < n ? c * chunk + chunk : n); });
 }
 
+/// Runs body(b, h, w) over a (B, H, W) grid of pixels: on a host device a row (b, h) per iteration with the w loop
+/// inside (MDRange's tiles cost more than the work of a pixel's channel loop), one pixel per thread on a GPU.
+template <class Body>
+void for_pixels(char const* label, ExecSpace const& space, std::int64_t B, std::int64_t H, std::int64_t W,
+                Body const& body) {
+  if constexpr (device_is_host) {
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>(space, 0, B * H),
+        KOKKOS_LAMBDA(std::int64_t r) {
+          for (std::int64_t w = 0; w < W; ++w) body(r / H, r % H, w);
+        });
+  } else {
+    Kokkos::parallel_for(
+        label, MDRange<3>(space, {0, 0, 0}, {B, H, W}),
+        KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) { body(b, h, w); });
+  }
+}
+
 /// x[i] = value
 void fill(ExecSpace const& space, DeviceView<float*> const& x, float value);
 /// y[i] += alpha * x[i]

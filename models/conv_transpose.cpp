@@ -8,6 +8,7 @@
 // over dy as it lies, dy gathered into T's layout, dWt = x^T dT and dx = dT Wt^T (one gemm each).
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "bias_act.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
@@ -22,16 +23,17 @@ KOKKOS_INLINE_FUNCTION std::int64_t kernel_tap(std::int64_t t) { return 3 - t; }
 // T's rows into their 2x2 blocks of y (to_blocks), or back.
 void scatter(ExecSpace const& space, Shape const& in, std::int64_t N, float* t, float* y, bool to_blocks) {
   std::int64_t const H = in[1], W = in[2];
-  Kokkos::parallel_for(
-      to_blocks ? "ktr::conv_transpose::to_blocks" : "ktr::conv_transpose::from_blocks",
-      MDRange<4>(space, {0, 0, 0, 0}, {in[0], H, W, 4}),
-      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j, std::int64_t tap) {
-        float* row = t + (((b * H + i) * W + j) * 4 + tap) * N;
-        float* block = y + ((b * 2 * H + 2 * i + tap / 2) * 2 * W + 2 * j + tap % 2) * N;
-        if (to_blocks)
-          for (std::int64_t n = 0; n < N; ++n) block[n] = row[n];
-        else
-          for (std::int64_t n = 0; n < N; ++n) row[n] = block[n];
+  for_pixels(
+      to_blocks ? "ktr::conv_transpose::to_blocks" : "ktr::conv_transpose::from_blocks", space, in[0], H, W,
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j) {
+        for (std::int64_t tap = 0; tap < 4; ++tap) {
+          float* row = t + (((b * H + i) * W + j) * 4 + tap) * N;
+          float* block = y + ((b * 2 * H + 2 * i + tap / 2) * 2 * W + 2 * j + tap % 2) * N;
+          if (to_blocks)
+            for (std::int64_t n = 0; n < N; ++n) block[n] = row[n];
+          else
+            for (std::int64_t n = 0; n < N; ++n) row[n] = block[n];
+        }
       });
 }
 

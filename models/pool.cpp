@@ -2,6 +2,7 @@
 // average over the image ("globalavgpool": (B, H, W, C) -> (B, C)), and the "flatten" kind (its layer, a view,
 // is in layers.hpp).
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
 
@@ -28,14 +29,15 @@ void Pool2::forward(ExecSpace const& space, Precision const&, Tensor const& x, T
   float const* in = x.data();
   float* out = y.data();
   bool const max = max_;
-  Kokkos::parallel_for(
-      max ? "ktr::maxpool2::forward" : "ktr::avgpool2::forward",
-      MDRange<4>(space, {0, 0, 0, 0}, {s[0], Ho, Wo, C}),
-      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j, std::int64_t c) {
-        float const* p = in + ((b * H + 2 * i) * W + 2 * j) * C + c;
-        float const v0 = p[0], v1 = p[C], v2 = p[W * C], v3 = p[W * C + C];
-        float const m01 = v1 > v0 ? v1 : v0, m23 = v3 > v2 ? v3 : v2;
-        out[((b * Ho + i) * Wo + j) * C + c] = max ? (m23 > m01 ? m23 : m01) : 0.25f * (v0 + v1 + v2 + v3);
+  for_pixels(
+      max ? "ktr::maxpool2::forward" : "ktr::avgpool2::forward", space, s[0], Ho, Wo,
+      KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j) {
+        for (std::int64_t c = 0; c < C; ++c) {
+          float const* p = in + ((b * H + 2 * i) * W + 2 * j) * C + c;
+          float const v0 = p[0], v1 = p[C], v2 = p[W * C], v3 = p[W * C + C];
+          float const m01 = v1 > v0 ? v1 : v0, m23 = v3 > v2 ? v3 : v2;
+          out[((b * Ho + i) * Wo + j) * C + c] = max ? (m23 > m01 ? m23 : m01) : 0.25f * (v0 + v1 + v2 + v3);
+        }
       });
 }
 
@@ -48,8 +50,8 @@ void Pool2::backward(ExecSpace const& space, Precision const&, Tensor const& x, 
   float const* g = dy.data();
   float* out = dx.data();
   bool const max = max_;
-  Kokkos::parallel_for(
-      max ? "ktr::maxpool2::backward" : "ktr::avgpool2::backward", MDRange<3>(space, {0, 0, 0}, {s[0], H, W}),
+  for_pixels(
+      max ? "ktr::maxpool2::backward" : "ktr::avgpool2::backward", space, s[0], H, W,
       KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
         std::int64_t const i = h / 2, j = w / 2;
         float* dst = out + ((b * H + h) * W + w) * C;

@@ -2,6 +2,7 @@
 // (a residual), "concat:NAME" appends its channels after a later one's (a U-Net's skip). The parser checks the
 // names (models/description.cpp); the model routes the remembered tensor and its gradient (models/model.cpp).
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
 
@@ -86,10 +87,15 @@ class Concat : public Join {
     std::int64_t const cx = last(x), cs = last(s), cy = cx + cs;
     float const *a = x.data(), *b = s.data();
     float* out = y.data();
-    Kokkos::parallel_for(
-        "ktr::concat::forward", MDRange<2>(space, {0, 0}, {y.size() / cy, cy}),
-        KOKKOS_LAMBDA(std::int64_t r, std::int64_t c) {
-          out[r * cy + c] = c < cx ? a[r * cx + c] : b[r * cs + c - cx];
+    for_pixels(
+        "ktr::concat::forward", space, 1, y.size() / cy, device_is_host ? 1 : cy,
+        KOKKOS_LAMBDA(std::int64_t, std::int64_t r, std::int64_t c) {
+          if (device_is_host) {  // a whole row: two copies that vectorise
+            for (std::int64_t k = 0; k < cx; ++k) out[r * cy + k] = a[r * cx + k];
+            for (std::int64_t k = 0; k < cs; ++k) out[r * cy + cx + k] = b[r * cs + k];
+          } else {
+            out[r * cy + c] = c < cx ? a[r * cx + c] : b[r * cs + c - cx];
+          }
         });
   }
   void join_backward(ExecSpace const& space, Tensor const& dy, Tensor const& dx, Tensor const& ds,
@@ -97,14 +103,23 @@ class Concat : public Join {
     std::int64_t const cs = last(ds), cy = last(dy), cx = cy - cs;
     float const* g = dy.data();
     float *gx = dx.size() > 0 ? dx.data() : nullptr, *gs = ds.data();
-    Kokkos::parallel_for(
-        "ktr::concat::backward", MDRange<2>(space, {0, 0}, {dy.size() / cy, cy}),
-        KOKKOS_LAMBDA(std::int64_t r, std::int64_t c) {
-          float const v = g[r * cy + c];
-          if (c >= cx)
-            gs[r * cs + c - cx] = accumulate ? gs[r * cs + c - cx] + v : v;
-          else if (gx != nullptr)
-            gx[r * cx + c] = v;
+    for_pixels(
+        "ktr::concat::backward", space, 1, dy.size() / cy, device_is_host ? 1 : cy,
+        KOKKOS_LAMBDA(std::int64_t, std::int64_t r, std::int64_t c) {
+          if (device_is_host) {  // a whole row: a copy and a copy or sum, each vectorises
+            if (gx != nullptr)
+              for (std::int64_t k = 0; k < cx; ++k) gx[r * cx + k] = g[r * cy + k];
+            if (accumulate)
+              for (std::int64_t k = 0; k < cs; ++k) gs[r * cs + k] += g[r * cy + cx + k];
+            else
+              for (std::int64_t k = 0; k < cs; ++k) gs[r * cs + k] = g[r * cy + cx + k];
+          } else {
+            float const v = g[r * cy + c];
+            if (c >= cx)
+              gs[r * cs + c - cx] = accumulate ? gs[r * cs + c - cx] + v : v;
+            else if (gx != nullptr)
+              gx[r * cx + c] = v;
+          }
         });
   }
 

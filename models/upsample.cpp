@@ -1,6 +1,7 @@
 // Nearest-neighbour upsampling by 2 in H and W ("upsample2"): (B, H, W, C) -> (B, 2H, 2W, C), as
 // jnp.repeat(jnp.repeat(x, 2, axis=1), 2, axis=2); its gradient sums each 2x2 block (one writer per element).
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "layers.hpp"
 #include "registry.hpp"
 
@@ -20,8 +21,8 @@ class Upsample2 : public Layer {
     std::int64_t const H = s[1], W = s[2], C = s[3];
     float const* in = x.data();
     float* out = y.data();
-    Kokkos::parallel_for(
-        "ktr::upsample2::forward", MDRange<3>(space, {0, 0, 0}, {s[0], 2 * H, 2 * W}),
+    for_pixels(
+        "ktr::upsample2::forward", space, s[0], 2 * H, 2 * W,
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
           float const* src = in + ((b * H + h / 2) * W + w / 2) * C;
           float* dst = out + ((b * 2 * H + h) * 2 * W + w) * C;
@@ -35,8 +36,8 @@ class Upsample2 : public Layer {
     std::int64_t const H = s[1], W = s[2], C = s[3];
     float const* g = dy.data();
     float* out = dx.data();
-    Kokkos::parallel_for(
-        "ktr::upsample2::backward", MDRange<3>(space, {0, 0, 0}, {s[0], H, W}),
+    for_pixels(
+        "ktr::upsample2::backward", space, s[0], H, W,
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j) {
           std::int64_t const row = 2 * W * C;  // one output row
           float const* src = g + ((b * 2 * H + 2 * i) * 2 * W + 2 * j) * C;
