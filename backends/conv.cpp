@@ -17,11 +17,11 @@ char const* const kNone = device_is_host ? "this build has no convolution librar
 std::string conv_library_unavailable(ConvShape const&, Precision const&) { return kNone; }
 std::string conv_library() { return std::string("none: ") + kNone; }
 void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*, float*,
-                          ConvEpilogue const&) {
+                          ConvEpilogue const&, std::uint16_t*) {
   refuse("ktr::conv::forward");
 }
 void conv_library_backward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
-                           float const*, float*, float*) {
+                           float const*, float*, float*, std::uint16_t const*) {
   refuse("ktr::conv::backward");
 }
 

@@ -39,12 +39,16 @@ struct ConvEpilogue {
 };
 
 /// y = x * w, or act(x * w + bias) where `epilogue.bias` is not null (the layer's bias and activation pass fused
-/// into the library's).
+/// into the library's). Under bf16, where `x16` is not null, x is rounded into it (batch x height x width x
+/// channels values the caller keeps) rather than into the library's own buffer, for the backward of the same x.
 void conv_library_forward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
-                          float const* x, float const* w, float* y, ConvEpilogue const& epilogue = {});
+                          float const* x, float const* w, float* y, ConvEpilogue const& epilogue = {},
+                          std::uint16_t* x16 = nullptr);
 /// dw = x^T * dy, the kernel gradient (replaced, not accumulated), then, where dx is not null, dx = dy *^T w, the
-/// input gradient (bf16: dy rounded once for both).
+/// input gradient (bf16: dy rounded once for both). Under bf16, where `x16` is not null, it holds x rounded (the
+/// forward's `x16` for this very x), and x is not rounded again.
 void conv_library_backward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
-                           float const* x, float const* dy, float const* w, float* dw, float* dx);
+                           float const* x, float const* dy, float const* w, float* dw, float* dx,
+                           std::uint16_t const* x16 = nullptr);
 
 }  // namespace ktr

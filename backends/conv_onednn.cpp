@@ -47,6 +47,29 @@ Key key_of(Op op, bool bf16, Fused const& f, ConvShape const& s) {
              s.features, s.kernel, s.stride, s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
 }
 
+// A Kokkos profiling region named with the convolution's shape, pass and precision while a primitive runs
+// ("ktr::conv 32x16x16x96->32 k3 s1 backward_weights bf16"), for tools that listen (ktr bench profile, Kokkos
+// Tools), as ktr::gemm names its own; the roundings to bf16 before it are kernels of their own.
+class ShapeRegion {
+ public:
+  ShapeRegion(Op op, ConvShape const& s, bool bf16) : on_(Kokkos::Profiling::profileLibraryLoaded()) {
+    if (!on_) return;
+    char const* const pass[] = {"forward", "backward_data", "backward_weights"};
+    Kokkos::Profiling::pushRegion("ktr::conv " + std::to_string(s.batch) + "x" + std::to_string(s.height) + "x" +
+                                  std::to_string(s.width) + "x" + std::to_string(s.channels) + "->" +
+                                  std::to_string(s.features) + " k" + std::to_string(s.kernel) + " s" +
+                                  std::to_string(s.stride) + " " + pass[int(op)] + (bf16 ? " bf16" : ""));
+  }
+  ~ShapeRegion() {
+    if (on_) Kokkos::Profiling::popRegion();
+  }
+  ShapeRegion(ShapeRegion const&) = delete;
+  ShapeRegion& operator=(ShapeRegion const&) = delete;
+
+ private:
+  bool on_;
+};
+
 // A primitive with its memory objects (handles swapped per call) and, where the primitive prefers another layout
 // for the kernel (or its gradient), the reorder between it and ktr's HWIO and the buffer holding it.
 struct Entry {
@@ -58,6 +81,8 @@ struct Entry {
   dnnl::reorder kernel_reorder;   // HWIO -> the primitive's (forward, data) or back (weights)
   bool reorders = false;
   HostView<char*> kernel_buffer;  // the kernel in the primitive's layout
+  ConvShape shape;                // what it convolves (for the profiling region's label)
+  bool bf16 = false;
 };
 
 class OneDnnConv {
@@ -68,23 +93,31 @@ class OneDnnConv {
   }
 
   void forward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* w, float* y,
-               ConvEpilogue const& epilogue) {
+               ConvEpilogue const& epilogue, std::uint16_t* x16) {
     std::lock_guard<std::mutex> lock(mutex_);
     Fused const fused(epilogue);
     Entry& e = entry(Op::forward, bf16, s, fused);
-    void* const x_in = bf16 ? static_cast<void*>(rounded(space, x, elements(e.a), a16_)) : const_cast<float*>(x);
+    void* x_in = const_cast<float*>(x);
+    if (bf16 && x16 != nullptr)
+      to_bf16("ktr::conv::to_bf16", space, x, elements(e.a), x16), x_in = x16;
+    else if (bf16)
+      x_in = rounded(space, x, elements(e.a), a16_);
     if (fused.any()) e.bias.set_data_handle(const_cast<float*>(epilogue.bias));
     execute(space, e, Op::forward, x_in, nullptr, w, y, fused.any());
   }
 
-  // The kernel gradient, then (dx not null) the input gradient: dy rounded once for both under bf16.
+  // The kernel gradient, then (dx not null) the input gradient: dy rounded once for both under bf16, x taken
+  // from the forward's rounding where the caller kept it (x16).
   void backward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* dy,
-                float const* w, float* dw, float* dx) {
+                float const* w, float* dw, float* dx, std::uint16_t const* x16) {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry& ew = entry(Op::backward_weights, bf16, s);
     void* x_in = const_cast<float*>(x);
     void* dy_in = const_cast<float*>(dy);
-    if (bf16) x_in = rounded(space, x, elements(ew.a), a16_), dy_in = rounded(space, dy, elements(ew.b), b16_);
+    if (bf16) {
+      x_in = x16 != nullptr ? const_cast<std::uint16_t*>(x16) : rounded(space, x, elements(ew.a), a16_);
+      dy_in = rounded(space, dy, elements(ew.b), b16_);
+    }
     execute(space, ew, Op::backward_weights, x_in, dy_in, nullptr, dw);
     if (dx != nullptr) execute(space, entry(Op::backward_data, bf16, s), Op::backward_data, dy_in, nullptr, w, dx);
   }
@@ -94,6 +127,7 @@ class OneDnnConv {
   void execute(ExecSpace const& space, Entry& e, Op op, void* a, void* b, float const* kernel, float* c,
                bool bias = false) {
     space.fence();  // the roundings and the inputs are ready; oneDNN runs on its own threads
+    ShapeRegion const region(op, e.shape, e.bf16);
     e.scratch.set_data_handle(scratch_.data());
     e.a.set_data_handle(a);
     if (op == Op::backward_weights) {
@@ -191,6 +225,7 @@ class OneDnnConv {
     auto it = cache_.find(key);
     if (it != cache_.end()) return *it->second;
     auto e = std::make_unique<Entry>();
+    e->shape = s, e->bf16 = bf16;
     dt const in = bf16 ? dt::bf16 : dt::f32;
     dnnl::convolution_forward::primitive_desc const fwd =
         forward_desc(s, bf16, op == Op::forward ? fused : Fused());
@@ -289,13 +324,13 @@ std::string conv_library() {
 }
 
 void conv_library_forward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
-                          float const* w, float* y, ConvEpilogue const& epilogue) {
-  guarded("ktr::conv::forward", [&](OneDnnConv& c) { c.forward(space, is_bf16(p), s, x, w, y, epilogue); });
+                          float const* w, float* y, ConvEpilogue const& epilogue, std::uint16_t* x16) {
+  guarded("ktr::conv::forward", [&](OneDnnConv& c) { c.forward(space, is_bf16(p), s, x, w, y, epilogue, x16); });
 }
 
 void conv_library_backward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
-                           float const* dy, float const* w, float* dw, float* dx) {
-  guarded("ktr::conv::backward", [&](OneDnnConv& c) { c.backward(space, is_bf16(p), s, x, dy, w, dw, dx); });
+                           float const* dy, float const* w, float* dw, float* dx, std::uint16_t const* x16) {
+  guarded("ktr::conv::backward", [&](OneDnnConv& c) { c.backward(space, is_bf16(p), s, x, dy, w, dw, dx, x16); });
 }
 
 }  // namespace ktr

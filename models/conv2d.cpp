@@ -10,6 +10,7 @@
 #include "../backends/conv.hpp"
 #include "../backends/gemm.hpp"
 #include "../core/error.hpp"
+#include "../core/ops.hpp"
 #include "activation_functors.hpp"
 #include "bias_act.hpp"
 #include "conv_direct.hpp"
@@ -76,8 +77,8 @@ std::int64_t wrapped_size(Geometry const& g) {
 // xp[b, p, q, c] = x[b, (p - pad_h) mod H, (q - pad_w) mod W, c].
 void wrap_copy(ExecSpace const& space, Geometry g, float const* x, float* xp) {
   std::int64_t const Hp = wrapped_extent(g.out_height, g), Wp = wrapped_extent(g.out_width, g), C = g.channels;
-  Kokkos::parallel_for(
-      "ktr::conv2d::wrap_copy", MDRange<3>(space, {0, 0, 0}, {g.batch, Hp, Wp}),
+  for_pixels(
+      "ktr::conv2d::wrap_copy", space, g.batch, Hp, Wp,
       KOKKOS_LAMBDA(std::int64_t b, std::int64_t p, std::int64_t q) {
         std::int64_t const h = read_at(p - g.pad_h, g.height, true), w = read_at(q - g.pad_w, g.width, true);
         float const* src = x + ((b * g.height + h) * g.width + w) * C;
@@ -89,8 +90,8 @@ void wrap_copy(ExecSpace const& space, Geometry g, float const* x, float* xp) {
 // dx[b, h, w, c] = the sum of dxp over every wrapped copy of (h, w), in the same order on every backend.
 void fold_wrapped(ExecSpace const& space, Geometry g, float const* dxp, float* dx) {
   std::int64_t const Hp = wrapped_extent(g.out_height, g), Wp = wrapped_extent(g.out_width, g), C = g.channels;
-  Kokkos::parallel_for(
-      "ktr::conv2d::fold_wrapped", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+  for_pixels(
+      "ktr::conv2d::fold_wrapped", space, g.batch, g.height, g.width,
       KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
         float* out = dx + ((b * g.height + h) * g.width + w) * C;
         for (std::int64_t c = 0; c < C; ++c) out[c] = 0.0f;
@@ -110,8 +111,8 @@ void fold_wrapped(ExecSpace const& space, Geometry g, float const* dxp, float* d
 void im2col(ExecSpace const& space, Geometry g, float const* x, Matrix const& cols) {
   std::int64_t const K = g.kernel;
   if constexpr (device_is_host) {
-    Kokkos::parallel_for(
-        "ktr::conv2d::im2col", MDRange<3>(space, {0, 0, 0}, {g.batch, g.out_height, g.out_width}),
+    for_pixels(
+        "ktr::conv2d::im2col", space, g.batch, g.out_height, g.out_width,
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t i, std::int64_t j) {
           std::int64_t const row = (b * g.out_height + i) * g.out_width + j;
           for (std::int64_t kh = 0; kh < K; ++kh) {
@@ -187,8 +188,8 @@ KOKKOS_INLINE_FUNCTION void for_each_tap(Geometry const& g, std::int64_t b, std:
 // innermost (it vectorises); GPUs: one thread per element of dx.
 void col2im(ExecSpace const& space, Geometry g, ConstMatrix const& dcols, float* dx) {
   if constexpr (device_is_host) {
-    Kokkos::parallel_for(
-        "ktr::conv2d::col2im", MDRange<3>(space, {0, 0, 0}, {g.batch, g.height, g.width}),
+    for_pixels(
+        "ktr::conv2d::col2im", space, g.batch, g.height, g.width,
         KOKKOS_LAMBDA(std::int64_t b, std::int64_t h, std::int64_t w) {
           float* out = dx + ((b * g.height + h) * g.width + w) * g.channels;
           for (std::int64_t c = 0; c < g.channels; ++c) out[c] = 0.0f;
@@ -356,9 +357,9 @@ namespace {
 // a convolution].
 struct Im2colScratch {
   float *cols, *ones, *z, *flipped;
-  std::int64_t size;
+  std::int64_t cols_size, size;
   Im2colScratch(float* base, Geometry const& g, std::int64_t features, Activation act) {
-    std::int64_t cols_size = g.pixels() * g.patch();
+    cols_size = g.pixels() * g.patch();
     if (g.circular) cols_size = std::max(cols_size, wrapped_size(g));  // the library's wrapped copy
     if (input_grad_as_conv(g, features))
       cols_size = std::max(cols_size, input_grad_geometry(g, features).pixels() * g.kernel * g.kernel * features);
@@ -369,6 +370,16 @@ struct Im2colScratch {
     size = cols_size + ones_size + z_size + (input_grad_as_conv(g, features) ? g.patch() * features : 0);
   }
 };
+
+// Under bf16, where a library convolution's forward keeps its input rounded for the backward: in the columns the
+// im2col path would use (after the wrapped copy, where circular), where it fits; else null.
+std::uint16_t* kept_bf16_input(Im2colScratch const& sc, Geometry const& g, ConvShape const& s,
+                               Precision const& precision) {
+  if (precision.matmul != MatmulPrecision::bf16) return nullptr;
+  std::int64_t const used = g.circular ? wrapped_size(g) : 0;
+  std::int64_t const floats = (s.batch * s.height * s.width * s.channels + 1) / 2;
+  return used + floats <= sc.cols_size ? reinterpret_cast<std::uint16_t*>(sc.cols + used) : nullptr;
+}
 }  // namespace
 
 // Scratch, im2col: Im2colScratch; direct: [partials | dz | the weights rounded to bf16 (conv_direct_operands)].
@@ -385,6 +396,7 @@ std::int64_t Conv2D::direct_w16_offset(Shape const& in) const {
 }
 
 void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor const& x, Tensor const& y) {
+  bf16_input_of_ = nullptr;
   if (direct(x.shape())) {
     auto const d = dims(x.shape(), features_, pool_);
     KTR_REQUIRE(y.size() == d.batch * d.out_height() * d.out_width() * features_, "ktr::Conv2D",
@@ -402,7 +414,10 @@ void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor 
     float const* in = x.data();
     if (g.circular) wrap_copy(space, g, x.data(), sc.cols), in = sc.cols;  // kept for the backward
     ConvEpilogue const epilogue = library_epilogue(act_, b_.data());
-    conv_library_forward(space, precision, library_shape(g, features_), in, w_.data(), y.data(), epilogue);
+    ConvShape const s = library_shape(g, features_);
+    std::uint16_t* const x16 = kept_bf16_input(sc, g, s, precision);
+    conv_library_forward(space, precision, s, in, w_.data(), y.data(), epilogue, x16);
+    if (x16 != nullptr) bf16_input_of_ = x.data(), bf16_input_batch_ = g.batch;
     if (epilogue.bias == nullptr) impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
     return;
   }
@@ -435,8 +450,11 @@ void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor
     ConvShape const s = library_shape(g, features_);
     // Circular: the kernel gradient from the wrapped copy, then the copy's input gradient over it, folded back.
     float* const dx_at = dx.size() == 0 ? nullptr : g.circular ? sc.cols : dx.data();
+    // The forward's rounding of this very input (same tensor, same batch), if it kept one.
+    bool const kept = bf16_input_of_ == x.data() && bf16_input_batch_ == g.batch;
+    std::uint16_t const* const x16 = kept ? kept_bf16_input(sc, g, s, precision) : nullptr;
     conv_library_backward(space, precision, s, g.circular ? sc.cols : x.data(), dy.data(), w_.data(), dw_.data(),
-                          dx_at);
+                          dx_at, x16);
     if (g.circular && dx_at != nullptr) fold_wrapped(space, g, sc.cols, dx.data());
     return;
   }

@@ -165,6 +165,10 @@ class Conv2D : public KernelBiasLayer {
   ConvForm form_;
   int pool_ = 1;
   DeviceView<float*> scratch_;
+  // The input (and its batch) whose bf16 rounding the last library forward kept in scratch for the backward of
+  // the same input; null: none kept.
+  float const* bf16_input_of_ = nullptr;
+  std::int64_t bf16_input_batch_ = 0;
 };
 
 /// 2x2 pooling, stride 2, VALID (odd trailing rows/columns are dropped, as Flax's avg_pool and max_pool): the mean
