@@ -11,6 +11,7 @@
 
 #include "../backends/kokkos_compat.hpp"
 #include "activation.hpp"
+#include "normal_cdf.hpp"
 #include "rational_tanh.hpp"
 
 namespace ktr {
@@ -26,7 +27,6 @@ KOKKOS_INLINE_FUNCTION float sigmoid(float z) {
 
 constexpr float kSqrt2OverPi = 0.7978845608028654f;
 constexpr float kGeluTanhCubic = 0.044715f;
-constexpr float kInvSqrt2 = 0.7071067811865476f;
 constexpr float kInvSqrt2Pi = 0.3989422804014327f;
 constexpr float kLeakySlope = 0.01f;
 
@@ -77,12 +77,13 @@ template <>
 struct Act<Activation::gelu> {  // z Phi(z); f' = Phi(z) + z phi(z)
   static constexpr bool needs_input = true;
   KOKKOS_INLINE_FUNCTION static float forward(float z) {
-    return 0.5f * z * (1.0f + compat::erf(z * act::kInvSqrt2));
+    float gauss;
+    return z * act::normal_cdf(z, gauss);
   }
   KOKKOS_INLINE_FUNCTION static float backward(float g, float z, float) {
-    float const cdf = 0.5f * (1.0f + compat::erf(z * act::kInvSqrt2));
-    float const pdf = act::kInvSqrt2Pi * compat::exp(-0.5f * z * z);
-    return g * (cdf + z * pdf);
+    float gauss;
+    float const cdf = act::normal_cdf(z, gauss);
+    return g * (cdf + z * (act::kInvSqrt2Pi * gauss));
   }
 };
 

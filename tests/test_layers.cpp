@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <tuple>
 
 namespace {
@@ -100,6 +101,40 @@ TEST(Layers, ActivationGradientAndBiasGradientAreTheBitsOfTheRowOrderSumsAtAnyCo
       expect_close(got_sums, Vec(sums.begin(), sums.end()), 1e-4, "bias gradient");
     }
   }
+}
+
+// gelu through the branch-free normal cdf (models/normal_cdf.hpp): z Phi(z) and Phi(z) + z phi(z) within a few
+// float roundings of the double formula, the left tail included (where 1 + erf(z / sqrt 2) in float loses every
+// digit; beyond |z| = 5 the rounding of z^2 / 2, the argument of e^x, dominates, as it does expf's), and the
+// edges: e^x's underflow to 0, infinities, NaN.
+TEST(Layers, GeluAndItsDerivativeAreWithinFloatRoundingOfTheDoubleFormulaIntoTheTail) {
+  using Gelu = ktr::Act<ktr::Activation::gelu>;
+  double worst_value[2] = {0, 0}, worst_slope[2] = {0, 0};  // |z| <= 5, |z| <= 13
+  for (int i = -13000; i <= 13000; ++i) {
+    float const z = float(i) * 1e-3f;
+    double const zd = z, cdf = 0.5 * std::erfc(-zd / std::sqrt(2.0));
+    double const pdf = std::exp(-0.5 * zd * zd) / std::sqrt(2.0 * M_PI);
+    double const value = zd * cdf, slope = cdf + zd * pdf;
+    double const v = value == 0 ? 0 : std::abs(Gelu::forward(z) - value) / std::abs(value);
+    // The slope is a sum of two terms that cancel near z = -0.75 and in the left tail: relative to the terms.
+    double const d = std::abs(Gelu::backward(1.0f, z, 0.0f) - slope) / (cdf + std::abs(zd) * pdf);
+    for (int k = std::abs(z) <= 5.0f ? 0 : 1; k < 2; ++k)
+      worst_value[k] = std::max(worst_value[k], v), worst_slope[k] = std::max(worst_slope[k], d);
+  }
+  EXPECT_LT(worst_value[0], 3e-6) << "relative, gelu(z) for |z| <= 5";
+  EXPECT_LT(worst_slope[0], 3e-6) << "relative to Phi + |z| phi, gelu'(z) for |z| <= 5";
+  EXPECT_LT(worst_value[1], 3e-5) << "relative, gelu(z) for |z| <= 13";
+  EXPECT_LT(worst_slope[1], 3e-5) << "relative to Phi + |z| phi, gelu'(z) for |z| <= 13";
+  EXPECT_EQ(ktr::act::exp_branchless(0.0f), 1.0f);
+  EXPECT_EQ(ktr::act::exp_branchless(-100.0f), 0.0f);
+  EXPECT_NEAR(ktr::act::exp_branchless(-87.0f), std::exp(-87.0), 1e-6 * std::exp(-87.0));
+  EXPECT_NEAR(ktr::act::exp_branchless(80.0f), std::exp(80.0), 1e-6 * std::exp(80.0));
+  float const inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(Gelu::forward(inf), inf);
+  EXPECT_EQ(Gelu::forward(-40.0f), -0.0f);
+  EXPECT_EQ(Gelu::backward(1.0f, 40.0f, 0.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(Gelu::forward(nan)));
+  EXPECT_TRUE(std::isnan(Gelu::backward(1.0f, nan, 0.0f)));
 }
 
 TEST(Layers, Conv2DSameReluForwardAndGradients) {
