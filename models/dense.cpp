@@ -62,10 +62,7 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
       float const* const zs = A::needs_input ? z : out;
       chunked_for(
           "ktr::dense::act_backward", space, rows * cols, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
-            float* KOKKOS_RESTRICT const gr = g;  // locals, not the closure's members: the loop vectorises
-            float const* KOKKOS_RESTRICT const zr = zs;
-            float const* KOKKOS_RESTRICT const yr = out;
-            for (std::int64_t e = begin; e < end; ++e) gr[e] = A::backward(gr[e], zr[e], yr[e]);
+            for (std::int64_t e = begin; e < end; ++e) g[e] = A::backward(g[e], zs[e], out[e]);
           });
       Kokkos::parallel_for(
           "ktr::dense::bias_gradient",
