@@ -40,7 +40,8 @@ struct ConvEpilogue {
 
 /// y = x * w, or act(x * w + bias) where `epilogue.bias` is not null (the layer's bias and activation pass fused
 /// into the library's). Under bf16, where `x16` is not null, x is rounded into it (batch x height x width x
-/// channels values the caller keeps) rather than into the library's own buffer, for the backward of the same x.
+/// channels values the caller keeps) rather than into the library's own buffer, for the backward of the same x;
+/// where x is null too, x16 already holds the rounded input.
 void conv_library_forward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
                           float const* x, float const* w, float* y, ConvEpilogue const& epilogue = {},
                           std::uint16_t* x16 = nullptr);

@@ -98,9 +98,10 @@ class OneDnnConv {
     Fused const fused(epilogue);
     Entry& e = entry(Op::forward, bf16, s, fused);
     void* x_in = const_cast<float*>(x);
-    if (bf16 && x16 != nullptr)
-      to_bf16("ktr::conv::to_bf16", space, x, elements(e.a), x16), x_in = x16;
-    else if (bf16)
+    if (bf16 && x16 != nullptr) {
+      if (x != nullptr) to_bf16("ktr::conv::to_bf16", space, x, elements(e.a), x16);
+      x_in = x16;
+    } else if (bf16)
       x_in = rounded(space, x, elements(e.a), a16_);
     if (fused.any()) e.bias.set_data_handle(const_cast<float*>(epilogue.bias));
     execute(space, e, Op::forward, x_in, nullptr, w, y, fused.any());

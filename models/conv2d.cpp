@@ -9,6 +9,7 @@
 //     is reused for its gradient; z = x * w + b is kept beside it where the activation's derivative needs it.
 #include "../backends/conv.hpp"
 #include "../backends/gemm.hpp"
+#include "../core/bf16.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 #include "activation_functors.hpp"
@@ -74,16 +75,24 @@ std::int64_t wrapped_size(Geometry const& g) {
   return g.batch * wrapped_extent(g.out_height, g) * wrapped_extent(g.out_width, g) * g.channels;
 }
 
-// xp[b, p, q, c] = x[b, (p - pad_h) mod H, (q - pad_w) mod W, c].
-void wrap_copy(ExecSpace const& space, Geometry g, float const* x, float* xp) {
+// xp[b, p, q, c] = x[b, (p - pad_h) mod H, (q - pad_w) mod W, c]: floats, or (Out = std::uint16_t) the bf16
+// bits a bf16 library convolution reads, rounded as it would round them.
+template <class Out>
+void wrap_copy(ExecSpace const& space, Geometry g, float const* x, Out* xp) {
+  constexpr bool bf16 = std::is_same_v<Out, std::uint16_t>;
   std::int64_t const Hp = wrapped_extent(g.out_height, g), Wp = wrapped_extent(g.out_width, g), C = g.channels;
   for_pixels(
-      "ktr::conv2d::wrap_copy", space, g.batch, Hp, Wp,
+      bf16 ? "ktr::conv2d::wrap_copy_bf16" : "ktr::conv2d::wrap_copy", space, g.batch, Hp, Wp,
       KOKKOS_LAMBDA(std::int64_t b, std::int64_t p, std::int64_t q) {
         std::int64_t const h = read_at(p - g.pad_h, g.height, true), w = read_at(q - g.pad_w, g.width, true);
         float const* src = x + ((b * g.height + h) * g.width + w) * C;
-        float* dst = xp + ((b * Hp + p) * Wp + q) * C;
-        for (std::int64_t c = 0; c < C; ++c) dst[c] = src[c];
+        Out* dst = xp + ((b * Hp + p) * Wp + q) * C;
+        for (std::int64_t c = 0; c < C; ++c) {
+          if constexpr (bf16)
+            dst[c] = bf16_bits(src[c]);
+          else
+            dst[c] = src[c];
+        }
       });
 }
 
@@ -411,11 +420,14 @@ void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor 
   Im2colScratch const sc(scratch_.data(), g, features_, act_);
   Matrix out(y.data(), g.pixels(), features_);
   if (library(x.shape(), precision)) {
-    float const* in = x.data();
-    if (g.circular) wrap_copy(space, g, x.data(), sc.cols), in = sc.cols;  // kept for the backward
     ConvEpilogue const epilogue = library_epilogue(act_, b_.data());
     ConvShape const s = library_shape(g, features_);
     std::uint16_t* const x16 = kept_bf16_input(sc, g, s, precision);
+    float const* in = x.data();
+    if (g.circular && x16 != nullptr)  // bf16: the wrapped copy written rounded, the only copy either pass reads
+      wrap_copy(space, g, x.data(), x16), in = nullptr;
+    else if (g.circular)
+      wrap_copy(space, g, x.data(), sc.cols), in = sc.cols;  // kept for the backward
     conv_library_forward(space, precision, s, in, w_.data(), y.data(), epilogue, x16);
     if (x16 != nullptr) bf16_input_of_ = x.data(), bf16_input_batch_ = g.batch;
     if (epilogue.bias == nullptr) impl::bias_act_forward(space, out, b_.view(), act_, sc.z);
@@ -450,9 +462,11 @@ void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor
     ConvShape const s = library_shape(g, features_);
     // Circular: the kernel gradient from the wrapped copy, then the copy's input gradient over it, folded back.
     float* const dx_at = dx.size() == 0 ? nullptr : g.circular ? sc.cols : dx.data();
-    // The forward's rounding of this very input (same tensor, same batch), if it kept one.
+    // The forward's rounding of this very input (same tensor, same batch), if it kept one; else a circular
+    // convolution wraps its input again (a bf16 forward wrote only the rounded copy).
     bool const kept = bf16_input_of_ == x.data() && bf16_input_batch_ == g.batch;
     std::uint16_t const* const x16 = kept ? kept_bf16_input(sc, g, s, precision) : nullptr;
+    if (g.circular && x16 == nullptr) wrap_copy(space, g, x.data(), sc.cols);
     conv_library_backward(space, precision, s, g.circular ? sc.cols : x.data(), dy.data(), w_.data(), dw_.data(),
                           dx_at, x16);
     if (g.circular && dx_at != nullptr) fold_wrapped(space, g, sc.cols, dx.data());

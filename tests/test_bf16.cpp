@@ -344,37 +344,40 @@ TEST(Bf16Layers, DirectIm2colAndLibraryConvolutionsRoundTheirProductsInputs) {
   }
 }
 
-// Under bf16 a library convolution's forward keeps its input rounded for the backward of that input; a backward
-// of an input other than the last forward's rounds its own, so the kernel and input gradients are the bits of a
-// backward right after its own forward. (SAME padding, identity: a backward that reads nothing else of its
-// forward's. Every layer's backward otherwise differentiates its last forward: z, im2col columns, a circular
-// convolution's wrapped copy.)
+// Under bf16 a library convolution's forward keeps its input rounded for the backward of that input (a circular
+// one: only the rounded wrapped copy); a backward of an input other than the last forward's rounds (and wraps) its
+// own, so the kernel and input gradients are the bits of a backward right after its own forward. (Identity: a
+// backward that reads nothing else of its forward's. Every layer's backward otherwise differentiates its last
+// forward: z, im2col columns.)
 TEST(Bf16Layers, LibraryConvolutionBackwardUsesTheForwardsRoundingOnlyForTheSameInput) {
   SKIP_WITHOUT_BF16();
   ktr::Precision const bf16{MatmulPrecision::bf16, {}};
   std::string const no_library = ktr::conv_library_unavailable(ktr::ConvShape{}, bf16);
   if (!no_library.empty()) GTEST_SKIP() << "the convolution library's bf16 path: " << no_library;
-  ktr::Conv2D layer(16, ktr::Activation::identity, ktr::ConvAlgorithm::library);
-  Shape const in{2, 6, 5, 12}, out{2, 6, 5, 16};
-  ktr::StandaloneLayer standalone(layer, in);
-  ktr::from_host(standalone.arena.param(0), ktr::test::random_floats(standalone.arena.param(0).size(), 51));
-  Tensor x1("x1", in), x2("x2", in), y1("y1", out), y2("y2", out), dy("dy", out), dx("dx", in);
-  ktr::from_host(x1, ktr::test::random_floats(in.size(), 52));
-  ktr::from_host(x2, ktr::test::random_floats(in.size(), 53));
-  ktr::ExecSpace space;
-  auto backward_of_x1 = [&] {
-    ktr::from_host(dy, ktr::test::random_floats(out.size(), 54));  // the backward overwrites it
-    layer.backward(space, bf16, x1, y1, dy, dx);
-    return std::vector<std::vector<float>>{ktr::to_host(standalone.arena.grad(0)), ktr::to_host(dx)};
-  };
-  layer.forward(space, bf16, x1, y1);
-  auto const after_own = backward_of_x1();
-  layer.forward(space, bf16, x1, y1), layer.forward(space, bf16, x2, y2);
-  auto const after_other = backward_of_x1();
-  for (std::size_t k = 0; k < 2; ++k) {
-    ASSERT_EQ(after_own[k].size(), after_other[k].size());
-    EXPECT_EQ(std::memcmp(after_own[k].data(), after_other[k].data(), after_own[k].size() * sizeof(float)), 0)
-        << (k == 0 ? "d/dkernel" : "d/dx");
+  for (ktr::Padding padding : {ktr::Padding::same, ktr::Padding::circular}) {
+    SCOPED_TRACE(padding == ktr::Padding::same ? "same" : "circular");
+    ktr::Conv2D layer(16, ktr::Activation::identity, ktr::ConvAlgorithm::library, ktr::ConvForm{3, 1, padding});
+    Shape const in{2, 6, 5, 12}, out{2, 6, 5, 16};
+    ktr::StandaloneLayer standalone(layer, in);
+    ktr::from_host(standalone.arena.param(0), ktr::test::random_floats(standalone.arena.param(0).size(), 51));
+    Tensor x1("x1", in), x2("x2", in), y1("y1", out), y2("y2", out), dy("dy", out), dx("dx", in);
+    ktr::from_host(x1, ktr::test::random_floats(in.size(), 52));
+    ktr::from_host(x2, ktr::test::random_floats(in.size(), 53));
+    ktr::ExecSpace space;
+    auto backward_of_x1 = [&] {
+      ktr::from_host(dy, ktr::test::random_floats(out.size(), 54));  // the backward overwrites it
+      layer.backward(space, bf16, x1, y1, dy, dx);
+      return std::vector<std::vector<float>>{ktr::to_host(standalone.arena.grad(0)), ktr::to_host(dx)};
+    };
+    layer.forward(space, bf16, x1, y1);
+    auto const after_own = backward_of_x1();
+    layer.forward(space, bf16, x1, y1), layer.forward(space, bf16, x2, y2);
+    auto const after_other = backward_of_x1();
+    for (std::size_t k = 0; k < 2; ++k) {
+      ASSERT_EQ(after_own[k].size(), after_other[k].size());
+      EXPECT_EQ(std::memcmp(after_own[k].data(), after_other[k].data(), after_own[k].size() * sizeof(float)), 0)
+          << (k == 0 ? "d/dkernel" : "d/dx");
+    }
   }
 }
 
