@@ -10,6 +10,7 @@
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 #include "gemm_onednn.hpp"
+#include "region.hpp"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -46,29 +47,6 @@ Key key_of(Op op, bool bf16, Fused const& f, ConvShape const& s) {
   return Key{int(op),    bf16,     f.act,    f.slope,   s.batch,    s.height,     s.width,    s.channels,
              s.features, s.kernel, s.stride, s.pad_top, s.pad_left, s.pad_bottom, s.pad_right};
 }
-
-// A Kokkos profiling region named with the convolution's shape, pass and precision while a primitive runs
-// ("ktr::conv 32x16x16x96->32 k3 s1 backward_weights bf16"), for tools that listen (ktr bench profile, Kokkos
-// Tools), as ktr::gemm names its own; the roundings to bf16 before it are kernels of their own.
-class ShapeRegion {
- public:
-  ShapeRegion(Op op, ConvShape const& s, bool bf16) : on_(Kokkos::Profiling::profileLibraryLoaded()) {
-    if (!on_) return;
-    char const* const pass[] = {"forward", "backward_data", "backward_weights"};
-    Kokkos::Profiling::pushRegion("ktr::conv " + std::to_string(s.batch) + "x" + std::to_string(s.height) + "x" +
-                                  std::to_string(s.width) + "x" + std::to_string(s.channels) + "->" +
-                                  std::to_string(s.features) + " k" + std::to_string(s.kernel) + " s" +
-                                  std::to_string(s.stride) + " " + pass[int(op)] + (bf16 ? " bf16" : ""));
-  }
-  ~ShapeRegion() {
-    if (on_) Kokkos::Profiling::popRegion();
-  }
-  ShapeRegion(ShapeRegion const&) = delete;
-  ShapeRegion& operator=(ShapeRegion const&) = delete;
-
- private:
-  bool on_;
-};
 
 // A primitive with its memory objects (handles swapped per call) and, where the primitive prefers another layout
 // for the kernel (or its gradient), the reorder between it and ktr's HWIO and the buffer holding it.
@@ -128,7 +106,17 @@ class OneDnnConv {
   void execute(ExecSpace const& space, Entry& e, Op op, void* a, void* b, float const* kernel, float* c,
                bool bias = false) {
     space.fence();  // the roundings and the inputs are ready; oneDNN runs on its own threads
-    ShapeRegion const region(op, e.shape, e.bf16);
+    // A Kokkos profiling region named with the convolution's shape, pass and precision, for tools that listen (ktr
+    // bench profile, Kokkos Tools), as ktr::gemm names its own; the roundings to bf16 before it are kernels of
+    // their own.
+    Region const region([&] {
+      ConvShape const& s = e.shape;
+      char const* const pass[] = {"forward", "backward_data", "backward_weights"};
+      return "ktr::conv " + std::to_string(s.batch) + "x" + std::to_string(s.height) + "x" +
+             std::to_string(s.width) + "x" + std::to_string(s.channels) + "->" + std::to_string(s.features) +
+             " k" + std::to_string(s.kernel) + " s" + std::to_string(s.stride) + " " + pass[int(op)] +
+             (e.bf16 ? " bf16" : "");
+    });
     e.scratch.set_data_handle(scratch_.data());
     e.a.set_data_handle(a);
     if (op == Op::backward_weights) {

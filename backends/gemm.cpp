@@ -5,6 +5,7 @@
 #include <ktr/ktr_config.hpp>
 #include "../core/error.hpp"
 #include "gemm_backends.hpp"
+#include "region.hpp"
 
 #if defined(KTR_ENABLE_ONEDNN)
 #include "gemm_onednn.hpp"
@@ -31,27 +32,6 @@ void check_shapes(bool ta, bool tb, ConstMatrix const& a, ConstMatrix const& b, 
 std::atomic<std::int64_t> g_gemm_calls[matmul_precision_count] = {};  // per MatmulPrecision
 std::atomic<std::int64_t> g_bf16_roundings{0};                        // operands gemm rounded itself
 
-// A Kokkos profiling region named with the gemm's shape (M x N x K and the transposes), for tools that listen
-// (ktr bench profile, Kokkos Tools); nothing is built when none does.
-class ShapeRegion {
- public:
-  ShapeRegion(bool trans_a, bool trans_b, ConstMatrix const& a, Matrix const& c)
-      : on_(Kokkos::Profiling::profileLibraryLoaded()) {
-    if (!on_) return;
-    auto const k = trans_a ? a.extent(0) : a.extent(1);
-    Kokkos::Profiling::pushRegion("ktr::gemm " + std::to_string(c.extent(0)) + "x" + std::to_string(c.extent(1)) +
-                                  "x" + std::to_string(k) + " " + (trans_a ? "T" : "N") + (trans_b ? "T" : "N"));
-  }
-  ~ShapeRegion() {
-    if (on_) Kokkos::Profiling::popRegion();
-  }
-  ShapeRegion(ShapeRegion const&) = delete;
-  ShapeRegion& operator=(ShapeRegion const&) = delete;
-
- private:
-  bool on_;
-};
-
 }  // namespace
 
 std::int64_t gemm_calls() {
@@ -69,7 +49,13 @@ void gemm_in(MatmulPrecision precision, Bf16Copy const& copy, ExecSpace const& s
   check_shapes(trans_a, trans_b, a, b, c);
   g_gemm_calls[int(precision)].fetch_add(1, std::memory_order_relaxed);
   if (c.extent(0) == 0 || c.extent(1) == 0) return;
-  ShapeRegion const region(trans_a, trans_b, a, c);
+  // A Kokkos profiling region named with the gemm's shape, for tools that listen (ktr bench profile, Kokkos
+  // Tools).
+  Region const region([&] {
+    auto const k = trans_a ? a.extent(0) : a.extent(1);
+    return "ktr::gemm " + std::to_string(c.extent(0)) + "x" + std::to_string(c.extent(1)) + "x" +
+           std::to_string(k) + " " + (trans_a ? "T" : "N") + (trans_b ? "T" : "N");
+  });
   std::uint16_t const *a16 = nullptr, *b16 = nullptr;
   if (precision == MatmulPrecision::bf16) {
     a16 = copy.of(a.data(), std::int64_t(a.size()));

@@ -5,12 +5,20 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <string>
+#include <utility>
+
 namespace ktr {
 
 class Region {
  public:
   explicit Region(char const* name) : on_(Kokkos::Profiling::profileLibraryLoaded()) {
     if (on_) Kokkos::Profiling::pushRegion(name);
+  }
+  /// A region named by `name()` (a std::string built from shapes, say), called only when a tool listens.
+  template <class Name, class = decltype(std::string(std::declval<Name const&>()()))>
+  explicit Region(Name const& name) : on_(Kokkos::Profiling::profileLibraryLoaded()) {
+    if (on_) Kokkos::Profiling::pushRegion(name());
   }
   ~Region() {
     if (on_) Kokkos::Profiling::popRegion();
