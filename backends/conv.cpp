@@ -21,7 +21,7 @@ void conv_library_forward(ExecSpace const&, Precision const&, ConvShape const&, 
   refuse("ktr::conv::forward");
 }
 void conv_library_backward(ExecSpace const&, Precision const&, ConvShape const&, float const*, float const*,
-                           float const*, float*, float*, std::uint16_t const*) {
+                           float const*, float*, float*, std::uint16_t const*, std::uint16_t const*) {
   refuse("ktr::conv::backward");
 }
 

@@ -47,9 +47,9 @@ void conv_library_forward(ExecSpace const& space, Precision const& precision, Co
                           std::uint16_t* x16 = nullptr);
 /// dw = x^T * dy, the kernel gradient (replaced, not accumulated), then, where dx is not null, dx = dy *^T w, the
 /// input gradient (bf16: dy rounded once for both). Under bf16, where `x16` is not null, it holds x rounded (the
-/// forward's `x16` for this very x), and x is not rounded again.
+/// forward's `x16` for this very x), and x is not rounded again; where `dy16` is not null, it holds dy rounded.
 void conv_library_backward(ExecSpace const& space, Precision const& precision, ConvShape const& shape,
                            float const* x, float const* dy, float const* w, float* dw, float* dx,
-                           std::uint16_t const* x16 = nullptr);
+                           std::uint16_t const* x16 = nullptr, std::uint16_t const* dy16 = nullptr);
 
 }  // namespace ktr

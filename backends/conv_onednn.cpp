@@ -85,17 +85,17 @@ class OneDnnConv {
     execute(space, e, Op::forward, x_in, nullptr, w, y, fused.any());
   }
 
-  // The kernel gradient, then (dx not null) the input gradient: dy rounded once for both under bf16, x taken
-  // from the forward's rounding where the caller kept it (x16).
+  // The kernel gradient, then (dx not null) the input gradient: dy rounded once for both under bf16; x and dy
+  // taken from the caller's roundings where it kept them (x16, dy16).
   void backward(ExecSpace const& space, bool bf16, ConvShape const& s, float const* x, float const* dy,
-                float const* w, float* dw, float* dx, std::uint16_t const* x16) {
+                float const* w, float* dw, float* dx, std::uint16_t const* x16, std::uint16_t const* dy16) {
     std::lock_guard<std::mutex> lock(mutex_);
     Entry& ew = entry(Op::backward_weights, bf16, s);
     void* x_in = const_cast<float*>(x);
     void* dy_in = const_cast<float*>(dy);
     if (bf16) {
       x_in = x16 != nullptr ? const_cast<std::uint16_t*>(x16) : rounded(space, x, elements(ew.a), a16_);
-      dy_in = rounded(space, dy, elements(ew.b), b16_);
+      dy_in = dy16 != nullptr ? const_cast<std::uint16_t*>(dy16) : rounded(space, dy, elements(ew.b), b16_);
     }
     execute(space, ew, Op::backward_weights, x_in, dy_in, nullptr, dw);
     if (dx != nullptr) execute(space, entry(Op::backward_data, bf16, s), Op::backward_data, dy_in, nullptr, w, dx);
@@ -318,8 +318,10 @@ void conv_library_forward(ExecSpace const& space, Precision const& p, ConvShape 
 }
 
 void conv_library_backward(ExecSpace const& space, Precision const& p, ConvShape const& s, float const* x,
-                           float const* dy, float const* w, float* dw, float* dx, std::uint16_t const* x16) {
-  guarded("ktr::conv::backward", [&](OneDnnConv& c) { c.backward(space, is_bf16(p), s, x, dy, w, dw, dx, x16); });
+                           float const* dy, float const* w, float* dw, float* dx, std::uint16_t const* x16,
+                           std::uint16_t const* dy16) {
+  guarded("ktr::conv::backward",
+          [&](OneDnnConv& c) { c.backward(space, is_bf16(p), s, x, dy, w, dw, dx, x16, dy16); });
 }
 
 }  // namespace ktr

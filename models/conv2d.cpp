@@ -380,14 +380,21 @@ struct Im2colScratch {
   }
 };
 
-// Under bf16, where a library convolution's forward keeps its input rounded for the backward: in the columns the
-// im2col path would use (after the wrapped copy, where circular), where it fits; else null.
-std::uint16_t* kept_bf16_input(Im2colScratch const& sc, Geometry const& g, ConvShape const& s,
-                               Precision const& precision) {
-  if (precision.matmul != MatmulPrecision::bf16) return nullptr;
+// Under bf16, the copies a library convolution keeps in the columns the im2col path would use (after the wrapped
+// copy, where circular): its input rounded by the forward for the backward, then its output gradient rounded by
+// the activation backward; both null where they do not fit.
+struct Bf16Copies {
+  std::uint16_t *x16 = nullptr, *dz16 = nullptr;
+};
+Bf16Copies bf16_copies(Im2colScratch const& sc, Geometry const& g, ConvShape const& s,
+                       Precision const& precision) {
+  if (precision.matmul != MatmulPrecision::bf16) return {};
   std::int64_t const used = g.circular ? wrapped_size(g) : 0;
-  std::int64_t const floats = (s.batch * s.height * s.width * s.channels + 1) / 2;
-  return used + floats <= sc.cols_size ? reinterpret_cast<std::uint16_t*>(sc.cols + used) : nullptr;
+  std::int64_t const x_floats = (s.batch * s.height * s.width * s.channels + 1) / 2;
+  std::int64_t const dz_floats = (s.batch * s.out_height * s.out_width * s.features + 1) / 2;
+  if (used + x_floats + dz_floats > sc.cols_size) return {};
+  return {reinterpret_cast<std::uint16_t*>(sc.cols + used),
+          reinterpret_cast<std::uint16_t*>(sc.cols + used + x_floats)};
 }
 }  // namespace
 
@@ -422,7 +429,7 @@ void Conv2D::forward(ExecSpace const& space, Precision const& precision, Tensor 
   if (library(x.shape(), precision)) {
     ConvEpilogue const epilogue = library_epilogue(act_, b_.data());
     ConvShape const s = library_shape(g, features_);
-    std::uint16_t* const x16 = kept_bf16_input(sc, g, s, precision);
+    std::uint16_t* const x16 = bf16_copies(sc, g, s, precision).x16;
     float const* in = x.data();
     if (g.circular && x16 != nullptr)  // bf16: the wrapped copy written rounded, the only copy either pass reads
       wrap_copy(space, g, x.data(), x16), in = nullptr;
@@ -457,18 +464,21 @@ void Conv2D::backward(ExecSpace const& space, Precision const& precision, Tensor
   auto g = geometry(x.shape(), form_);
   Im2colScratch const sc(scratch_.data(), g, features_, act_);
   Matrix dout(dy.data(), g.pixels(), features_), out(y.data(), g.pixels(), features_);
-  impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones);  // dy becomes dz, in place
-  if (library(x.shape(), precision)) {
-    ConvShape const s = library_shape(g, features_);
+  bool const lib = library(x.shape(), precision);
+  ConvShape const s = library_shape(g, features_);
+  Bf16Copies const copies = lib ? bf16_copies(sc, g, s, precision) : Bf16Copies{};
+  // dy becomes dz, in place (and, for a bf16 library convolution, dz's rounding beside it)
+  impl::act_bias_backward(space, dout, out, sc.z, db_.view(), act_, sc.ones, copies.dz16);
+  if (lib) {
     // Circular: the kernel gradient from the wrapped copy, then the copy's input gradient over it, folded back.
     float* const dx_at = dx.size() == 0 ? nullptr : g.circular ? sc.cols : dx.data();
     // The forward's rounding of this very input (same tensor, same batch), if it kept one; else a circular
     // convolution wraps its input again (a bf16 forward wrote only the rounded copy).
     bool const kept = bf16_input_of_ == x.data() && bf16_input_batch_ == g.batch;
-    std::uint16_t const* const x16 = kept ? kept_bf16_input(sc, g, s, precision) : nullptr;
+    std::uint16_t const* const x16 = kept ? copies.x16 : nullptr;
     if (g.circular && x16 == nullptr) wrap_copy(space, g, x.data(), sc.cols);
     conv_library_backward(space, precision, s, g.circular ? sc.cols : x.data(), dy.data(), w_.data(), dw_.data(),
-                          dx_at, x16);
+                          dx_at, x16, copies.dz16);
     if (g.circular && dx_at != nullptr) fold_wrapped(space, g, sc.cols, dx.data());
     return;
   }

@@ -3,6 +3,7 @@
 // the bias gradient with one gemv-shaped gemm). A layer with few outputs on a host (a classifier head) runs the
 // narrow kernels of dense_narrow.hpp instead of its gemms.
 #include "../backends/gemm.hpp"
+#include "../core/bf16.hpp"
 #include "../core/error.hpp"
 #include "../core/ops.hpp"
 #include "bias_act.hpp"
@@ -45,7 +46,7 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
 
 template <class A>
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y, float const* z,
-                       DeviceView<float*> const& db, float* ones) {
+                       DeviceView<float*> const& db, float* ones, std::uint16_t* dz16) {
   std::int64_t const rows = std::int64_t(dy.extent(0)), cols = std::int64_t(dy.extent(1));
   float* KOKKOS_RESTRICT const g = dy.data();
   float const* KOKKOS_RESTRICT const out = y.data();
@@ -62,7 +63,14 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
       float const* const zs = A::needs_input ? z : out;
       chunked_for(
           "ktr::dense::act_backward", space, rows * cols, KOKKOS_LAMBDA(std::int64_t begin, std::int64_t end) {
-            for (std::int64_t e = begin; e < end; ++e) g[e] = A::backward(g[e], zs[e], out[e]);
+            if (dz16 == nullptr) {
+              for (std::int64_t e = begin; e < end; ++e) g[e] = A::backward(g[e], zs[e], out[e]);
+            } else {
+              for (std::int64_t e = begin; e < end; ++e) {
+                float const v = A::backward(g[e], zs[e], out[e]);
+                g[e] = v, dz16[e] = bf16_bits(v);
+              }
+            }
           });
       Kokkos::parallel_for(
           "ktr::dense::bias_gradient",
@@ -93,6 +101,8 @@ void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix con
               gi[j] = v;
               acc[j] += v;
             }
+            if (dz16 != nullptr)
+              for (std::int64_t j = 0; j < n; ++j) dz16[i * cols + j0 + j] = bf16_bits(gi[j]);
           }
           for (std::int64_t j = 0; j < n; ++j) sum[j0 + j] = acc[j];
         });
@@ -121,10 +131,12 @@ void bias_act_forward(ExecSpace const& space, Matrix const& y, DeviceView<const 
 }
 
 void act_bias_backward(ExecSpace const& space, Matrix const& dy, ConstMatrix const& y, float const* z,
-                       DeviceView<float*> const& db, Activation act, float* ones) {
+                       DeviceView<float*> const& db, Activation act, float* ones, std::uint16_t* dz16) {
   KTR_REQUIRE(z != nullptr || !activation_needs_input(act), "ktr::dense::act_bias_backward",
               std::string(activation_name(act)) + " needs its input");
-  with_activation(act, [&](auto a) { act_bias_backward<decltype(a)>(space, dy, y, z, db, ones); });
+  KTR_REQUIRE(dz16 == nullptr || device_is_host, "ktr::dense::act_bias_backward",
+              "dz's bf16 copy is written on host builds only");
+  with_activation(act, [&](auto a) { act_bias_backward<decltype(a)>(space, dy, y, z, db, ones, dz16); });
 }
 
 }  // namespace impl

@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -378,6 +379,44 @@ TEST(Bf16Layers, LibraryConvolutionBackwardUsesTheForwardsRoundingOnlyForTheSame
       EXPECT_EQ(std::memcmp(after_own[k].data(), after_other[k].data(), after_own[k].size() * sizeof(float)), 0)
           << (k == 0 ? "d/dkernel" : "d/dx");
     }
+  }
+}
+
+// Under bf16 the activation backward of a library convolution writes dz's rounding beside dz, and the library's
+// backward reads it instead of rounding dz again: the gradients are the bits of the library's own backward of dz.
+TEST(Bf16Layers, LibraryConvolutionTakesItsOutputGradientsRoundingFromTheActivationBackward) {
+  SKIP_WITHOUT_BF16();
+  ktr::Precision const bf16{MatmulPrecision::bf16, {}};
+  std::string const no_library = ktr::conv_library_unavailable(ktr::ConvShape{}, bf16);
+  if (!no_library.empty()) GTEST_SKIP() << "the convolution library's bf16 path: " << no_library;
+  // 60 pixels: the one-pass activation backward; 256: the two-pass one where there are 2 threads or more.
+  for (Shape const in : {Shape{2, 6, 5, 12}, Shape{4, 8, 8, 12}}) {
+    SCOPED_TRACE(in.str());
+    ktr::Conv2D layer(16, ktr::Activation::relu, ktr::ConvAlgorithm::library);
+    Shape const out{in[0], in[1], in[2], 16};
+    ktr::StandaloneLayer standalone(layer, in);
+    for (std::size_t i = 0; i < 2; ++i)
+      ktr::from_host(standalone.arena.param(i),
+                     ktr::test::random_floats(standalone.arena.param(i).size(), 61 + std::uint32_t(i)));
+    Tensor x("x", in), y("y", out), dy("dy", out), dx("dx", in);
+    ktr::from_host(x, ktr::test::random_floats(in.size(), 63));
+    ktr::from_host(dy, ktr::test::random_floats(out.size(), 64));
+    ktr::ExecSpace space;
+    layer.forward(space, bf16, x, y);
+    layer.backward(space, bf16, x, y, dy, dx);  // dy now holds dz
+    std::vector<float> const dz = ktr::to_host(dy);
+    EXPECT_GT(std::count(dz.begin(), dz.end(), 0.0f), std::ptrdiff_t(dz.size() / 8)) << "relu's zeros in dz";
+    ktr::ConvShape s;
+    s.batch = in[0], s.height = s.out_height = in[1], s.width = s.out_width = in[2], s.channels = in[3];
+    s.features = 16, s.kernel = 3, s.pad_top = s.pad_left = s.pad_bottom = s.pad_right = 1;
+    Tensor dw("dw", standalone.arena.param(0).shape()), dx_direct("dx direct", in);
+    ktr::conv_library_backward(space, bf16, s, x.data(), dy.data(), standalone.arena.param(0).data(), dw.data(),
+                               dx_direct.data());
+    auto same_bits = [](std::vector<float> const& a, std::vector<float> const& b) {
+      return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    };
+    EXPECT_TRUE(same_bits(ktr::to_host(standalone.arena.grad(0)), ktr::to_host(dw))) << "d/dkernel";
+    EXPECT_TRUE(same_bits(ktr::to_host(dx), ktr::to_host(dx_direct))) << "d/dx";
   }
 }
 
