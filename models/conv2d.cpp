@@ -79,16 +79,15 @@ std::int64_t wrapped_size(Geometry const& g) {
 // bits a bf16 library convolution reads, rounded as it would round them.
 template <class Out>
 void wrap_copy(ExecSpace const& space, Geometry g, float const* x, Out* xp) {
-  constexpr bool bf16 = std::is_same_v<Out, std::uint16_t>;
   std::int64_t const Hp = wrapped_extent(g.out_height, g), Wp = wrapped_extent(g.out_width, g), C = g.channels;
   for_pixels(
-      bf16 ? "ktr::conv2d::wrap_copy_bf16" : "ktr::conv2d::wrap_copy", space, g.batch, Hp, Wp,
-      KOKKOS_LAMBDA(std::int64_t b, std::int64_t p, std::int64_t q) {
+      std::is_same_v<Out, std::uint16_t> ? "ktr::conv2d::wrap_copy_bf16" : "ktr::conv2d::wrap_copy", space,
+      g.batch, Hp, Wp, KOKKOS_LAMBDA(std::int64_t b, std::int64_t p, std::int64_t q) {
         std::int64_t const h = read_at(p - g.pad_h, g.height, true), w = read_at(q - g.pad_w, g.width, true);
         float const* src = x + ((b * g.height + h) * g.width + w) * C;
         Out* dst = xp + ((b * Hp + p) * Wp + q) * C;
         for (std::int64_t c = 0; c < C; ++c) {
-          if constexpr (bf16)
+          if constexpr (std::is_same_v<Out, std::uint16_t>)  // no local in the condition: nvcc's device lambdas
             dst[c] = bf16_bits(src[c]);
           else
             dst[c] = src[c];
